@@ -1,0 +1,29 @@
+"""Gin Rummy match service.
+
+``create_app`` is the Flask application factory; nothing is built or connected at import
+time. The pure game rules live in :mod:`service.rules` and import no framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+    """Build the Flask application from the environment, overridden by ``config``."""
+    from flask import Flask
+
+    from service.config import Settings
+
+    app = Flask(__name__)
+    settings = Settings.from_env()
+    app.config.from_mapping(settings.as_flask_config())
+    if config:
+        app.config.update(config)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,1 @@
+"""Celery workers: settlement, webhooks and sweeps (built in later issues)."""

@@ -1,0 +1,25 @@
+"""The Celery application, configured from the same settings as the web app."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from service.config import Settings
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    settings = settings or Settings.from_env()
+    app = Celery("gin", broker=settings.broker_url)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+    )
+    return app
+
+
+app = make_celery()
