@@ -13,17 +13,18 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     """Build the Flask application from the environment, overridden by ``config``."""
     from flask import Flask
 
+    from service.api import init_api
     from service.config import Settings
+    from service.db import make_engine, make_sessionmaker
 
     app = Flask(__name__)
     settings = Settings.from_env()
     app.config.from_mapping(settings.as_flask_config())
     if config:
         app.config.update(config)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
 
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
-        return {"status": "ok"}
-
+    engine = make_engine(app.config["DATABASE_URL"], pool_size=app.config["DB_POOL_SIZE"])
+    app.extensions["gin"] = {"engine": engine, "sessionmaker": make_sessionmaker(engine)}
+    init_api(app)
     return app

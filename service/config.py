@@ -9,8 +9,26 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_VAR_DIR = Path(os.environ.get("GIN_VAR_DIR", "var"))
+
+#: Idempotency keys are kept at least this long (API_CONVENTIONS: "at least 24 hours").
+MIN_IDEMPOTENCY_RETENTION_HOURS = 24
+
+
+class ConfigError(ValueError):
+    """Raised when an environment variable holds a value the service cannot run with."""
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
 @dataclass(frozen=True)
@@ -18,6 +36,21 @@ class Settings:
     database_url: str
     broker_url: str
     secret_key: str
+    idempotency_retention_hours: int = 24
+    idempotency_lock_timeout_seconds: int = 60
+    player_token_ttl_seconds: int = 900
+    db_pool_size: int = 10
+
+    def __post_init__(self) -> None:
+        if self.idempotency_retention_hours < MIN_IDEMPOTENCY_RETENTION_HOURS:
+            raise ConfigError(
+                "IDEMPOTENCY_RETENTION_HOURS must be at least "
+                f"{MIN_IDEMPOTENCY_RETENTION_HOURS}, got {self.idempotency_retention_hours!r}"
+            )
+        if self.player_token_ttl_seconds <= 0:
+            raise ConfigError(
+                f"PLAYER_TOKEN_TTL_SECONDS must be positive, got {self.player_token_ttl_seconds!r}"
+            )
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -28,7 +61,11 @@ class Settings:
                 "CELERY_BROKER_URL", f"sqla+sqlite:///{var.resolve()}/broker.sqlite"
             ),
             secret_key=os.environ.get("SECRET_KEY", "dev-only-insecure-secret"),
+            idempotency_retention_hours=_int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
+            idempotency_lock_timeout_seconds=_int_env("IDEMPOTENCY_LOCK_TIMEOUT_SECONDS", 60),
+            player_token_ttl_seconds=_int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
+            db_pool_size=_int_env("DB_POOL_SIZE", 10),
         )
 
-    def as_flask_config(self) -> dict[str, str]:
+    def as_flask_config(self) -> dict[str, Any]:
         return {key.upper(): value for key, value in asdict(self).items()}

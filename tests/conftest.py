@@ -12,3 +12,207 @@ settings.register_profile(
 )
 settings.register_profile("quick", max_examples=20, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+# --- Database and HTTP fixtures for the service (integration and api tests) ---------------------
+#
+# Tests run on a throwaway database built by the Alembic migrations: a SQLite file in a temp
+# directory by default, or, when TEST_DATABASE_URL is set (CI), a PostgreSQL database
+# ``test_<random>`` created on that server for this run and dropped afterwards.
+
+import secrets  # noqa: E402
+import shutil  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+TEST_SECRET_KEY = "test-secret-key"
+
+
+@contextmanager
+def throwaway_postgres(base_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database on ``base_url``'s server, migrated, dropped on exit."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from service.db.migrate import upgrade
+
+    name = f"test_{secrets.token_hex(6)}"
+    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def throwaway_sqlite(directory: Any) -> Iterator[str]:
+    from service.db.migrate import upgrade
+
+    path = directory / f"test_{secrets.token_hex(6)}.sqlite"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    yield url
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A migrated SQLite file that tests copy instead of migrating again."""
+    directory = tmp_path_factory.mktemp("sqlite-template")
+    with throwaway_sqlite(directory) as url:
+        return url.removeprefix("sqlite:///")
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The run's shared database (PostgreSQL when TEST_DATABASE_URL is set, else SQLite)."""
+    base = os.environ.get("TEST_DATABASE_URL")
+    if base:
+        with throwaway_postgres(base) as url:
+            yield url
+    else:
+        with throwaway_sqlite(tmp_path_factory.mktemp("db")) as url:
+            yield url
+
+
+@pytest.fixture
+def fresh_database_url(tmp_path: Any, sqlite_template: str) -> Iterator[str]:
+    """A database of the test's own, for tests that tamper with rows or drop triggers."""
+    base = os.environ.get("TEST_DATABASE_URL")
+    if base:
+        with throwaway_postgres(base) as url:
+            yield url
+    else:
+        path = tmp_path / "fresh.sqlite"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+
+
+def make_test_app(url: str, **overrides: Any) -> Any:
+    from service import create_app
+
+    return create_app(
+        {
+            "TESTING": True,
+            "DATABASE_URL": url,
+            "SECRET_KEY": TEST_SECRET_KEY,
+            "BROKER_URL": "memory://",
+            **overrides,
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def app(database_url: str) -> Iterator[Any]:
+    application = make_test_app(database_url)
+    yield application
+    application.extensions["gin"]["engine"].dispose()
+
+
+@pytest.fixture
+def session(app: Any) -> Iterator[Any]:
+    db = app.extensions["gin"]["sessionmaker"]()
+    yield db
+    db.close()
+
+
+class ApiClient:
+    """One HTTP client helper for the api tests: JSON in, response out, a bearer token."""
+
+    def __init__(self, client: Any, token: str | None = None) -> None:
+        self.client = client
+        self.token = token
+
+    def as_(self, token: str | None) -> ApiClient:
+        return ApiClient(self.client, token)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        key: str | None = None,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        sent = dict(headers or {})
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
+        if key is not None:
+            sent["Idempotency-Key"] = key
+        return self.client.open(path, method=method, json=json, headers=sent, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        return self.request("POST", path, json=json if json is not None else {}, **kwargs)
+
+    def put(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        return self.request("PUT", path, json=json, **kwargs)
+
+    def patch(self, path: str, json: Any = None, **kwargs: Any) -> Any:
+        return self.request("PATCH", path, json=json, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Any:
+        return self.request("DELETE", path, **kwargs)
+
+    # Small factories
+    def new_player(self, currency: str | None = None, **fields: Any) -> dict[str, Any]:
+        body = {
+            "external_id": f"ext-{secrets.token_hex(4)}",
+            "display_name": "Alice",
+            "display_currency": currency,
+            **fields,
+        }
+        response = self.post("/v1/players", body)
+        assert response.status_code == 201, response.get_json()
+        return dict(response.get_json())
+
+    def deposit(
+        self, player_id: str, amount: int, currency: str = "EUR", key: str | None = None
+    ) -> Any:
+        return self.post(
+            f"/v1/players/{player_id}/deposits",
+            {"amount": {"amount": amount, "currency": currency}},
+            key=key or secrets.token_hex(8),
+        )
+
+
+def new_operator(app: Any, name: str = "Acme Casino") -> tuple[str, str]:
+    """(operator id, API key) of a fresh operator."""
+    from service.clock import utcnow
+    from service.usecases.operators import create_operator
+
+    db = app.extensions["gin"]["sessionmaker"]()
+    try:
+        operator, issued = create_operator(db, name, utcnow())
+    finally:
+        db.close()
+    return operator.id, issued.secret
+
+
+@pytest.fixture
+def api(app: Any) -> ApiClient:
+    """A client authenticated as a fresh operator (so tests never see each other's data)."""
+    operator_id, key = new_operator(app)
+    client = ApiClient(app.test_client(), key)
+    client.operator_id = operator_id  # type: ignore[attr-defined]
+    return client
+
+
+@pytest.fixture
+def other_api(app: Any) -> ApiClient:
+    """A client of a second, unrelated operator."""
+    operator_id, key = new_operator(app, "Other Operator")
+    client = ApiClient(app.test_client(), key)
+    client.operator_id = operator_id  # type: ignore[attr-defined]
+    return client

@@ -1,0 +1,118 @@
+"""Per-request plumbing: the database session, the authenticated principal, request ids and
+the ``Idempotency-Key`` wrapper for money-moving POSTs."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from flask import Flask, Response, current_app, g, request
+from sqlalchemy.orm import Session
+
+from service.api.problems import PROBLEM_JSON, from_service_error
+from service.clock import utcnow
+from service.errors import ServiceError
+from service.usecases import idempotency
+from service.usecases.auth import Principal, authenticate, require_operator
+
+PUBLIC_PREFIX = "/v1/"
+
+
+def db_session() -> Session:
+    if "db_session" not in g:
+        g.db_session = current_app.extensions["gin"]["sessionmaker"]()
+    session: Session = g.db_session
+    return session
+
+
+def principal() -> Principal:
+    found: Principal = g.principal
+    return found
+
+
+def _authenticate() -> None:
+    if not request.path.startswith(PUBLIC_PREFIX):
+        return
+    header = request.headers.get("Authorization", "")
+    scheme, _, credential = header.partition(" ")
+    bearer = credential.strip() if scheme.lower() == "bearer" else None
+    session = db_session()
+    with session.begin():
+        g.principal = authenticate(session, bearer, current_app.config["SECRET_KEY"], utcnow())
+
+
+def _close_session(_exc: BaseException | None) -> None:
+    session = g.pop("db_session", None)
+    if session is not None:
+        session.close()
+
+
+def _request_id(response: Response) -> Response:
+    response.headers["X-Request-Id"] = g.get("request_id") or uuid.uuid4().hex
+    return response
+
+
+def _take_request_id() -> None:
+    given = request.headers.get("X-Request-Id", "")
+    g.request_id = given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
+
+
+def register(app: Flask) -> None:
+    app.before_request(_take_request_id)
+    app.before_request(_authenticate)
+    app.after_request(_request_id)
+    app.teardown_appcontext(_close_session)
+
+
+def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``view`` at most once per operator and ``Idempotency-Key`` (API_CONVENTIONS).
+
+    Placed under ``@blp.arguments`` (so invalid input is answered without using the key) and
+    above ``@blp.response`` (so the stored response is the serialised one).
+    """
+
+    @functools.wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Response:
+        operator_id = require_operator(principal())
+        key = idempotency.check_key(request.headers.get("Idempotency-Key"))
+        digest = idempotency.request_hash(
+            request.method, request.path, request.get_json(silent=True)
+        )
+        config = current_app.config
+        session = db_session()
+        stored = idempotency.claim(
+            session,
+            operator_id,
+            key,
+            digest,
+            utcnow(),
+            timedelta(hours=config["IDEMPOTENCY_RETENTION_HOURS"]),
+            timedelta(seconds=config["IDEMPOTENCY_LOCK_TIMEOUT_SECONDS"]),
+        )
+        if stored is not None:
+            mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
+            replay = Response(stored.body, status=stored.status, mimetype=mimetype)
+            replay.headers["Idempotent-Replayed"] = "true"
+            return replay
+        try:
+            response = view(*args, **kwargs)
+        except ServiceError as error:
+            if error.status >= 500:
+                idempotency.release(session, operator_id, key)
+                raise
+            response = from_service_error(error)
+        except BaseException:
+            idempotency.release(session, operator_id, key)
+            raise
+        if response.status_code >= 500:
+            idempotency.release(session, operator_id, key)
+        else:
+            idempotency.complete(
+                session, operator_id, key, response.status_code, response.get_data(as_text=True)
+            )
+        return response
+
+    return wrapper

@@ -1,0 +1,155 @@
+"""The one place that turns errors into RFC 9457 ``application/problem+json`` responses."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from flask import Flask, Response, request
+from flask_smorest import Blueprint
+from werkzeug.exceptions import HTTPException
+
+from service.api.schemas import ProblemSchema
+from service.errors import (
+    FieldError,
+    MalformedRequest,
+    ServiceError,
+    Unauthenticated,
+    ValidationFailed,
+)
+
+PROBLEM_TYPE_BASE = "https://docs.gin-service.example/problems/"
+PROBLEM_JSON = "application/problem+json"
+
+log = logging.getLogger(__name__)
+
+
+def problem(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    errors: Iterable[FieldError] = (),
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_BASE + code.replace("_", "-"),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": request.path,
+        "code": code,
+    }
+    errors = list(errors)
+    if errors:
+        body["errors"] = [{"field": e.field, "message": e.message} for e in errors]
+    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_JSON)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def from_service_error(error: ServiceError) -> Response:
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthenticated) else None
+    return problem(error.status, error.code, error.title, error.detail, error.errors, headers)
+
+
+def flatten_messages(messages: Any, prefix: str = "") -> list[FieldError]:
+    """marshmallow/webargs messages (``{"json": {"amount": {"amount": ["..."]}}}``) as a flat
+    list of ``FieldError("amount.amount", "...")``; the location level is dropped."""
+    if isinstance(messages, Mapping):
+        if not prefix and set(messages) <= {"json", "query", "headers", "form", "view_args"}:
+            return [e for value in messages.values() for e in flatten_messages(value, "")]
+        out: list[FieldError] = []
+        for key, value in messages.items():
+            name = "(body)" if key == "_schema" else str(key)
+            out += flatten_messages(value, f"{prefix}.{name}" if prefix else name)
+        return out
+    if isinstance(messages, list | tuple):
+        if all(isinstance(m, str) for m in messages):
+            return [FieldError(prefix or "(body)", m) for m in messages]
+        return [e for m in messages for e in flatten_messages(m, prefix)]
+    return [FieldError(prefix or "(body)", str(messages))]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def handle_http_exception(error: HTTPException) -> Response:
+    status = error.code or 500
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages") or data.get("errors")
+    if status == 422 and messages:
+        errors = flatten_messages(messages)
+        return problem(
+            422,
+            ValidationFailed.code,
+            ValidationFailed.title,
+            "The request has invalid fields; see errors.",
+            errors,
+        )
+    if status == 400 and messages:
+        errors = flatten_messages(messages)
+        return problem(
+            400,
+            MalformedRequest.code,
+            MalformedRequest.title,
+            "The request body is not valid JSON.",
+            errors,
+        )
+    code = _snake(error.name or "error")
+    headers = dict(data.get("headers") or {})
+    valid_methods = getattr(error, "valid_methods", None)
+    if status == 405 and valid_methods:
+        headers["Allow"] = ", ".join(valid_methods)
+    if status >= 500:
+        return problem(
+            status,
+            "internal_error",
+            "Internal server error",
+            "The server failed to answer; the error has been logged.",
+        )
+    return problem(
+        status, code, error.name or "Error", error.description or error.name, (), headers
+    )
+
+
+def handle_unexpected(error: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return problem(
+        500,
+        "internal_error",
+        "Internal server error",
+        "The server failed to answer; the error has been logged.",
+    )
+
+
+def register(app: Flask) -> None:
+    app.register_error_handler(ServiceError, from_service_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(Exception, handle_unexpected)
+
+
+def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], Any]:
+    """Document, in openapi.yaml, the problems an operation can answer and their codes."""
+    by_status: dict[int, list[type[ServiceError]]] = defaultdict(list)
+    for error in errors:
+        by_status[error.status].append(error)
+
+    def decorator(view: Any) -> Any:
+        for status, classes in sorted(by_status.items()):
+            codes = ", ".join(f"`{cls.code}`" for cls in classes)
+            view = blp.alt_response(
+                status,
+                schema=ProblemSchema,
+                content_type=PROBLEM_JSON,
+                description=f"Problem details; `code` is one of {codes}.",
+            )(view)
+        return view
+
+    return decorator

@@ -1,0 +1,120 @@
+"""Use-case values to response dicts (serialised by the schemas in :mod:`service.api.schemas`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.db.models import ApiKey, LedgerTransaction, Operator, Player
+from service.usecases.limits import LimitView
+from service.usecases.operators import IssuedKey
+from service.usecases.rates import Rate
+from service.usecases.wallets import EntryView, WalletView
+
+
+def money(amount: int, currency: str, rate: Rate | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"amount": amount, "currency": currency}
+    if rate is not None and rate.base == currency:
+        shown = rate.display(amount)
+        out["display"] = {
+            "amount": shown.amount,
+            "currency": shown.currency,
+            "rate": shown.rate,
+            "rate_at": rate.rate_at,
+            "approximate": True,
+        }
+    return out
+
+
+def operator(op: Operator) -> dict[str, Any]:
+    return {"id": op.id, "name": op.name, "created_at": op.created_at}
+
+
+def api_key(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "label": key.label,
+        "prefix": key.prefix,
+        "created_at": key.created_at,
+        "revoked_at": key.revoked_at,
+    }
+
+
+def issued_key(issued: IssuedKey) -> dict[str, Any]:
+    return api_key(issued.key) | {"secret": issued.secret}
+
+
+def player(p: Player) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "external_id": p.external_id,
+        "display_name": p.display_name,
+        "display_currency": p.display_currency,
+        "self_excluded_until": p.self_excluded_until,
+        "created_at": p.created_at,
+    }
+
+
+def wallet(w: WalletView) -> dict[str, Any]:
+    return {
+        "player_id": w.player_id,
+        "currency": w.currency,
+        "available": money(w.available, w.currency, w.rate),
+        "held": money(w.held, w.currency, w.rate),
+        "balance": money(w.balance, w.currency, w.rate),
+    }
+
+
+def transaction(txn: LedgerTransaction, wallet_view: WalletView | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": txn.id,
+        "kind": txn.kind,
+        "player_id": txn.player_id,
+        "match_id": txn.match_ref,
+        "amount": money(txn.amount, txn.currency, wallet_view.rate if wallet_view else None),
+        "external_reference": txn.external_reference,
+        "created_at": txn.created_at,
+    }
+    if wallet_view is not None:
+        out["wallet"] = wallet(wallet_view)
+    return out
+
+
+def entry(view: EntryView) -> dict[str, Any]:
+    e = view.entry
+    return {
+        "id": e.id,
+        "kind": e.kind,
+        "account": "escrow" if view.account_kind == "player_escrow" else "available",
+        "amount": money(e.amount, e.currency, view.rate),
+        "balance_after": money(e.balance_after, e.currency, view.rate),
+        "transaction_id": e.transaction_id,
+        "match_id": view.match_ref,
+        "external_reference": view.external_reference,
+        "created_at": e.created_at,
+    }
+
+
+def limits(player_id: str, currency: str, views: list[LimitView]) -> dict[str, Any]:
+    out: dict[str, Any] = {"player_id": player_id, "currency": currency}
+    for view in views:
+        pending = None
+        if view.pending and view.pending_effective_at is not None:
+            pending = {
+                "amount": None
+                if view.pending_amount is None
+                else money(view.pending_amount, currency),
+                "effective_at": view.pending_effective_at,
+            }
+        out[view.period] = {
+            "amount": None if view.amount is None else money(view.amount, currency),
+            "pending": pending,
+        }
+    return out
+
+
+def rate(r: Rate) -> dict[str, Any]:
+    return {"base": r.base, "quote": r.quote, "rate": f"{r.rate:f}", "rate_at": r.rate_at}
+
+
+def page(data: list[dict[str, Any]], has_more: bool, next_cursor: str | None) -> dict[str, Any]:
+    return {"data": data, "has_more": has_more, "next_cursor": next_cursor}

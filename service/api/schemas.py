@@ -1,0 +1,299 @@
+"""Marshmallow schemas for every request and response body.
+
+Money is ``{"amount": <int minor units>, "currency": "EUR"}``; a float, a numeric string or a
+boolean amount is a validation error (422), never rounded.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+from service.clock import rfc3339
+from service.ledger.money import EXPONENTS, MAX_AMOUNT
+
+
+class MinorUnits(fields.Integer):
+    """An integer amount in minor units; rejects floats (even ``15.0``), strings and booleans."""
+
+    default_error_messages = {  # noqa: RUF012 - marshmallow merges this class attribute
+        "invalid": "Must be an integer number of minor units (no floats, no strings).",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.make_error("invalid")
+        return int(super()._deserialize(value, attr, data, **kwargs))
+
+
+class Currency(fields.String):
+    """An ISO 4217 code the service supports, upper case."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            validate=validate.OneOf(
+                sorted(EXPONENTS), error="Must be a supported ISO 4217 currency code."
+            ),
+            metadata={"example": "EUR"},
+            **kwargs,
+        )
+
+
+class Timestamp(fields.DateTime):
+    """RFC 3339 UTC, ``2026-11-30T21:38:20Z``; input must carry a timezone."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return None if value is None else rfc3339(value)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        parsed = super()._deserialize(value, attr, data, **kwargs)
+        if parsed.tzinfo is None:
+            raise ValidationError("Must include a timezone, e.g. 2026-12-31T00:00:00Z.")
+        return parsed.astimezone(UTC)
+
+
+class MoneyIn(Schema):
+    amount = MinorUnits(required=True, validate=validate.Range(min=1, max=MAX_AMOUNT))
+    currency = Currency(required=True)
+
+
+class DisplayOut(Schema):
+    amount = fields.String(required=True, metadata={"example": "16.26"})
+    currency = fields.String(required=True)
+    rate = fields.String(required=True, metadata={"example": "1.0837"})
+    rate_at = Timestamp(required=True)
+    approximate = fields.Boolean(required=True)
+
+
+class MoneyOut(Schema):
+    amount = fields.Integer(required=True)
+    currency = fields.String(required=True)
+    display = fields.Nested(DisplayOut, metadata={"description": "Display only, never money."})
+
+
+class FieldErrorOut(Schema):
+    field = fields.String(required=True)
+    message = fields.String(required=True)
+
+
+class ProblemSchema(Schema):
+    """RFC 9457 problem details."""
+
+    type = fields.String(required=True)
+    title = fields.String(required=True)
+    status = fields.Integer(required=True)
+    detail = fields.String(required=True)
+    instance = fields.String()
+    code = fields.String(required=True)
+    errors = fields.List(fields.Nested(FieldErrorOut))
+
+
+class ListQuery(Schema):
+    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
+    starting_after = fields.String()
+    ending_before = fields.String()
+
+
+class EntriesQuery(ListQuery):
+    currency = Currency()
+
+
+class ListEnvelope(Schema):
+    object = fields.Constant("list")
+    has_more = fields.Boolean(required=True)
+    next_cursor = fields.String(allow_none=True, required=True)
+
+
+# Operators and API keys
+
+
+class OperatorOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("operator")
+    name = fields.String(required=True)
+    created_at = Timestamp(required=True)
+
+
+class ApiKeyIn(Schema):
+    label = fields.String(load_default="", validate=validate.Length(max=255))
+
+
+class ApiKeyOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("api_key")
+    label = fields.String(required=True)
+    prefix = fields.String(
+        required=True, metadata={"description": "First characters, to tell keys apart."}
+    )
+    created_at = Timestamp(required=True)
+    revoked_at = Timestamp(allow_none=True)
+    secret = fields.String(
+        metadata={"description": "The key itself: only in the creation response."}
+    )
+
+
+class ApiKeyList(ListEnvelope):
+    data = fields.List(fields.Nested(ApiKeyOut), required=True)
+
+
+# Players
+
+
+class PlayerIn(Schema):
+    external_id = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    display_name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    display_currency = Currency(allow_none=True, load_default=None)
+
+
+class PlayerPatch(Schema):
+    display_name = fields.String(validate=validate.Length(min=1, max=255))
+    display_currency = Currency(allow_none=True)
+
+
+class PlayerOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("player")
+    external_id = fields.String(required=True)
+    display_name = fields.String(required=True)
+    display_currency = fields.String(allow_none=True)
+    self_excluded_until = Timestamp(allow_none=True)
+    created_at = Timestamp(required=True)
+
+
+class PlayerList(ListEnvelope):
+    data = fields.List(fields.Nested(PlayerOut), required=True)
+
+
+class TokenIn(Schema):
+    ttl_seconds = fields.Integer(
+        strict=True,
+        validate=validate.Range(min=1, max=3600),
+        metadata={"description": "Defaults to the service's PLAYER_TOKEN_TTL_SECONDS."},
+    )
+
+
+class TokenOut(Schema):
+    object = fields.Constant("player_token")
+    token = fields.String(required=True)
+    player_id = fields.String(required=True)
+    expires_at = Timestamp(required=True)
+
+
+class SelfExclusionIn(Schema):
+    until = Timestamp(required=True)
+
+
+# Wallets and the ledger
+
+
+class WalletOut(Schema):
+    object = fields.Constant("wallet")
+    player_id = fields.String(required=True)
+    currency = fields.String(required=True)
+    available = fields.Nested(MoneyOut, required=True)
+    held = fields.Nested(MoneyOut, required=True)
+    balance = fields.Nested(MoneyOut, required=True, metadata={"description": "available + held"})
+
+
+class WalletList(ListEnvelope):
+    data = fields.List(fields.Nested(WalletOut), required=True)
+
+
+class MovementIn(Schema):
+    amount = fields.Nested(MoneyIn, required=True)
+    external_reference = fields.String(
+        validate=validate.Length(min=1, max=255),
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "The operator's cashier reference."},
+    )
+
+
+class TransactionOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("transaction")
+    kind = fields.String(required=True)
+    player_id = fields.String(allow_none=True)
+    match_id = fields.String(allow_none=True)
+    amount = fields.Nested(MoneyOut, required=True)
+    external_reference = fields.String(allow_none=True)
+    created_at = Timestamp(required=True)
+    wallet = fields.Nested(WalletOut)
+
+
+class EntryOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("entry")
+    kind = fields.String(
+        required=True, metadata={"description": "deposit, withdrawal, hold, release or capture"}
+    )
+    account = fields.String(required=True, metadata={"description": "available or escrow"})
+    amount = fields.Nested(
+        MoneyOut, required=True, metadata={"description": "Signed: negative takes money out."}
+    )
+    balance_after = fields.Nested(MoneyOut, required=True)
+    transaction_id = fields.String(required=True)
+    match_id = fields.String(allow_none=True)
+    external_reference = fields.String(allow_none=True)
+    created_at = Timestamp(required=True)
+
+
+class EntryList(ListEnvelope):
+    data = fields.List(fields.Nested(EntryOut), required=True)
+
+
+class LimitsIn(Schema):
+    daily = fields.Nested(MoneyIn, allow_none=True)
+    weekly = fields.Nested(MoneyIn, allow_none=True)
+    monthly = fields.Nested(MoneyIn, allow_none=True)
+
+
+class PendingLimitOut(Schema):
+    amount = fields.Nested(MoneyOut, allow_none=True, required=True)
+    effective_at = Timestamp(required=True)
+
+
+class LimitOut(Schema):
+    amount = fields.Nested(MoneyOut, allow_none=True, required=True)
+    pending = fields.Nested(PendingLimitOut, allow_none=True, required=True)
+
+
+class LimitsOut(Schema):
+    object = fields.Constant("deposit_limits")
+    player_id = fields.String(required=True)
+    currency = fields.String(required=True)
+    daily = fields.Nested(LimitOut, required=True)
+    weekly = fields.Nested(LimitOut, required=True)
+    monthly = fields.Nested(LimitOut, required=True)
+
+
+class RateIn(Schema):
+    rate = fields.String(
+        required=True,
+        validate=validate.Regexp(
+            r"^[0-9]{1,12}(\.[0-9]{1,12})?$",
+            error='Must be a positive decimal string such as "1.0837".',
+        ),
+    )
+
+
+class RateOut(Schema):
+    object = fields.Constant("exchange_rate")
+    base = fields.String(required=True)
+    quote = fields.String(required=True)
+    rate = fields.String(required=True)
+    rate_at = Timestamp(required=True)
+
+
+class RateList(ListEnvelope):
+    data = fields.List(fields.Nested(RateOut), required=True)
+
+
+class HealthOut(Schema):
+    status = fields.String(required=True)
+    checks = fields.Dict(keys=fields.String(), values=fields.String())

@@ -1,0 +1,125 @@
+"""Currencies, minor units and display conversion (RULES.md 6.5). Pure: no framework imports.
+
+Amounts are ``int`` minor units everywhere; a ``float`` or ``bool`` is refused. Display amounts are
+computed with :class:`decimal.Decimal`, rounded half up, and returned as strings; they are never
+stored back or used for money.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from service.errors import UnsupportedCurrency, ValidationFailed
+
+#: ISO 4217 minor-unit exponents for the currencies the service accepts.
+EXPONENTS: dict[str, int] = {
+    "AED": 2,
+    "ARS": 2,
+    "AUD": 2,
+    "BGN": 2,
+    "BHD": 3,
+    "BRL": 2,
+    "CAD": 2,
+    "CHF": 2,
+    "CLP": 0,
+    "CNY": 2,
+    "COP": 2,
+    "CZK": 2,
+    "DKK": 2,
+    "EUR": 2,
+    "GBP": 2,
+    "HKD": 2,
+    "HUF": 2,
+    "IDR": 2,
+    "ILS": 2,
+    "INR": 2,
+    "ISK": 0,
+    "JOD": 3,
+    "JPY": 0,
+    "KRW": 0,
+    "KWD": 3,
+    "MXN": 2,
+    "MYR": 2,
+    "NOK": 2,
+    "NZD": 2,
+    "OMR": 3,
+    "PEN": 2,
+    "PHP": 2,
+    "PLN": 2,
+    "RON": 2,
+    "SAR": 2,
+    "SEK": 2,
+    "SGD": 2,
+    "THB": 2,
+    "TND": 3,
+    "TRY": 2,
+    "TWD": 2,
+    "UAH": 2,
+    "USD": 2,
+    "VND": 0,
+    "ZAR": 2,
+}
+
+MAX_AMOUNT = 2**53 - 1  # stays exact in every JSON client
+
+
+def exponent(currency: str) -> int:
+    """The minor-unit exponent of ``currency``.
+
+    :raises UnsupportedCurrency: for a code not in :data:`EXPONENTS`.
+    """
+    try:
+        return EXPONENTS[currency]
+    except KeyError:
+        raise UnsupportedCurrency(f"Currency {currency!r} is not supported.") from None
+
+
+def check_minor_units(value: object) -> int:
+    """``value`` itself if it is an ``int`` minor-unit amount (not a bool, not a float).
+
+    :raises ValidationFailed: otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationFailed(f"Amount must be an integer in minor units, got {value!r}.")
+    if abs(value) > MAX_AMOUNT:
+        raise ValidationFailed(f"Amount {value!r} is out of range.")
+    return value
+
+
+def parse_rate(text: str) -> Decimal:
+    """A positive exchange rate from its decimal text, e.g. ``"1.0837"``.
+
+    :raises ValidationFailed: for anything that is not a positive finite decimal.
+    """
+    try:
+        rate = Decimal(text)
+    except (InvalidOperation, TypeError):
+        raise ValidationFailed(f"Rate must be a decimal string, got {text!r}.") from None
+    if not rate.is_finite() or rate <= 0:
+        raise ValidationFailed(f"Rate must be positive, got {text!r}.")
+    return rate
+
+
+@dataclass(frozen=True)
+class DisplayAmount:
+    """A converted amount for display only (RULES 6.5.2), with the rate used."""
+
+    amount: str
+    currency: str
+    rate: str
+
+
+def display_amount(amount_minor: int, currency: str, rate: Decimal, display: str) -> DisplayAmount:
+    """``round_half_up(amount_minor / 10^e_s × rate, e_d)`` as a string with ``e_d`` decimals.
+
+    >>> display_amount(1500, "EUR", Decimal("1.0837"), "USD").amount
+    '16.26'
+    >>> display_amount(1500, "EUR", Decimal("162.47"), "JPY").amount
+    '2437'
+    """
+    e_s, e_d = exponent(currency), exponent(display)
+    exact = Decimal(check_minor_units(amount_minor)).scaleb(-e_s) * rate
+    quantum = Decimal(1).scaleb(-e_d)
+    rounded = exact.quantize(quantum, rounding=ROUND_HALF_UP)
+    return DisplayAmount(amount=f"{rounded:f}", currency=display, rate=f"{rate:f}")

@@ -1,0 +1,277 @@
+"""Writes journal transactions to the database and verifies what was written.
+
+A write is: look the idempotency key up (a ledger transaction's key is unique per operator, so a
+key moves money at most once), make sure the accounts exist, lock them with
+``SELECT ... FOR UPDATE`` in ascending id order (the same order in every transaction, so two
+writers never deadlock), check the balances in code, then append one entry per posting, each
+carrying the account's running balance, version and hash chain. The caller owns the database
+transaction and commits it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.errors import IdempotencyKeyReused, InsufficientFunds
+from service.ids import new_id
+from service.ledger.chain import GENESIS, EntryContent, entry_hash
+from service.ledger.postings import AccountRef, JournalTransaction
+
+
+def fingerprint(*parts: object) -> str:
+    """A stable digest of what a request asked for, to tell a replay from a reused key."""
+    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
+
+
+def find_transaction(
+    session: Session, operator_id: str, idempotency_key: str, fingerprint_: str
+) -> LedgerTransaction | None:
+    """The transaction already recorded under ``idempotency_key``, if any.
+
+    :raises IdempotencyKeyReused: when that transaction was asked for with other parameters.
+    """
+    existing = session.scalars(
+        select(LedgerTransaction).where(
+            LedgerTransaction.operator_id == operator_id,
+            LedgerTransaction.idempotency_key == idempotency_key,
+        )
+    ).one_or_none()
+    if existing is not None and existing.fingerprint != fingerprint_:
+        raise IdempotencyKeyReused(
+            f"Idempotency key {idempotency_key!r} was already used for a different request."
+        )
+    return existing
+
+
+def lock_accounts(
+    session: Session, refs: Iterable[AccountRef], now: datetime
+) -> dict[AccountRef, LedgerAccount]:
+    """Create any missing accounts, then lock all of them in ascending id order."""
+    wanted = {str(ref): ref for ref in refs}
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    rows = [
+        {
+            "key": key,
+            "operator_id": ref.operator_id,
+            "kind": ref.kind.value,
+            "player_id": ref.player_id,
+            "match_ref": ref.match_ref,
+            "currency": ref.currency,
+            "balance": 0,
+            "entry_count": 0,
+            "last_hash": GENESIS,
+            "created_at": now,
+        }
+        for key, ref in sorted(wanted.items())
+    ]
+    session.execute(
+        insert(LedgerAccount).values(rows).on_conflict_do_nothing(index_elements=["key"])
+    )
+    stmt = (
+        select(LedgerAccount)
+        .where(LedgerAccount.key.in_(wanted))
+        .order_by(LedgerAccount.id)
+        .execution_options(populate_existing=True)
+    )
+    if dialect == "postgresql":
+        stmt = stmt.with_for_update()
+    return {wanted[account.key]: account for account in session.scalars(stmt)}
+
+
+def post(
+    session: Session,
+    journal: JournalTransaction,
+    locked: dict[AccountRef, LedgerAccount],
+    *,
+    operator_id: str,
+    idempotency_key: str | None,
+    fingerprint_: str,
+    currency: str,
+    amount: int,
+    now: datetime,
+    player_id: str | None = None,
+    match_ref: str | None = None,
+    external_reference: str | None = None,
+) -> LedgerTransaction:
+    """Append ``journal`` to the accounts in ``locked`` (from :func:`lock_accounts`).
+
+    :raises InsufficientFunds: when a player or house account would go below zero.
+    """
+    planned = []
+    for posting in sorted(journal.postings, key=lambda p: locked[p.account].id):
+        account = locked[posting.account]
+        balance_after = account.balance + posting.amount
+        if posting.account.non_negative and balance_after < 0:
+            raise InsufficientFunds(
+                f"Available {account.balance} {account.currency}, "
+                f"needed {-posting.amount} {account.currency}."
+            )
+        planned.append((posting, account, balance_after))
+
+    txn = LedgerTransaction(
+        id=new_id("txn"),
+        operator_id=operator_id,
+        kind=journal.kind.value,
+        idempotency_key=idempotency_key,
+        fingerprint=fingerprint_,
+        player_id=player_id,
+        match_ref=match_ref,
+        external_reference=external_reference,
+        currency=currency,
+        amount=amount,
+        entry_count=len(planned),
+        created_at=now,
+    )
+    session.add(txn)
+    session.flush()  # the entries reference it
+    heads = []
+    for posting, account, balance_after in planned:
+        version = account.entry_count + 1
+        content = EntryContent(
+            entry_id=new_id("ent"),
+            transaction_id=txn.id,
+            account_key=account.key,
+            account_version=version,
+            currency=account.currency,
+            amount=posting.amount,
+            balance_after=balance_after,
+            kind=journal.kind.value,
+            created_at=now,
+        )
+        digest = entry_hash(account.last_hash, content)
+        session.add(
+            LedgerEntry(
+                id=content.entry_id,
+                transaction_id=txn.id,
+                account_id=account.id,
+                account_version=version,
+                currency=account.currency,
+                amount=posting.amount,
+                balance_after=balance_after,
+                kind=content.kind,
+                created_at=now,
+                prev_hash=account.last_hash,
+                hash=digest,
+            )
+        )
+        heads.append((account, balance_after, version, digest))
+    # Entries first: on PostgreSQL a trigger checks each account against its newest entry.
+    session.flush()
+    for account, balance_after, version, digest in heads:
+        account.balance, account.entry_count, account.last_hash = balance_after, version, digest
+    session.flush()
+    return txn
+
+
+@dataclass(frozen=True)
+class ChainProblem:
+    """One inconsistency :func:`verify` found."""
+
+    where: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.problem}"
+
+
+def verify(session: Session, operator_id: str | None = None) -> list[ChainProblem]:
+    """Check every account's hash chain and running balance and every transaction's balance.
+
+    Finds an edited entry (its hash no longer matches), a deleted one (a version gap, a broken
+    link, or an account head that no longer matches), and an inserted one (a broken link).
+    Returns the problems found; an empty list means the ledger verifies.
+    """
+    problems: list[ChainProblem] = []
+    accounts_stmt = select(LedgerAccount).order_by(LedgerAccount.id)
+    entries_stmt = select(LedgerEntry).order_by(LedgerEntry.account_id, LedgerEntry.account_version)
+    txns_stmt = select(LedgerTransaction)
+    if operator_id is not None:
+        accounts_stmt = accounts_stmt.where(LedgerAccount.operator_id == operator_id)
+        entries_stmt = entries_stmt.join(LedgerAccount).where(
+            LedgerAccount.operator_id == operator_id
+        )
+        txns_stmt = txns_stmt.where(LedgerTransaction.operator_id == operator_id)
+    accounts = {account.id: account for account in session.scalars(accounts_stmt)}
+    by_account: dict[int, list[LedgerEntry]] = defaultdict(list)
+    by_txn: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for entry in session.scalars(entries_stmt):
+        by_account[entry.account_id].append(entry)
+        by_txn[entry.transaction_id].append(entry)
+
+    for account in accounts.values():
+        prev_hash, balance, expected_version = GENESIS, 0, 1
+        for entry in by_account.get(account.id, []):
+            where = f"{account.key} entry {entry.id}"
+            if entry.account_version != expected_version:
+                problems.append(
+                    ChainProblem(
+                        where, f"version {entry.account_version}, expected {expected_version}"
+                    )
+                )
+            if entry.prev_hash != prev_hash:
+                problems.append(ChainProblem(where, "does not link to the previous entry"))
+            balance += entry.amount
+            if entry.balance_after != balance:
+                problems.append(
+                    ChainProblem(
+                        where, f"balance_after {entry.balance_after}, running total {balance}"
+                    )
+                )
+            content = EntryContent(
+                entry_id=entry.id,
+                transaction_id=entry.transaction_id,
+                account_key=account.key,
+                account_version=entry.account_version,
+                currency=entry.currency,
+                amount=entry.amount,
+                balance_after=entry.balance_after,
+                kind=entry.kind,
+                created_at=entry.created_at,
+            )
+            if entry_hash(entry.prev_hash, content) != entry.hash:
+                problems.append(ChainProblem(where, "hash does not match its content"))
+            prev_hash, expected_version = entry.hash, entry.account_version + 1
+        if (account.entry_count, account.last_hash, account.balance) != (
+            expected_version - 1,
+            prev_hash,
+            balance,
+        ):
+            problems.append(
+                ChainProblem(
+                    account.key,
+                    f"head says {account.entry_count} entries, balance {account.balance}; "
+                    f"chain has {expected_version - 1} entries, balance {balance}",
+                )
+            )
+
+    for txn in session.scalars(txns_stmt):
+        entries = by_txn.get(txn.id, [])
+        if len(entries) != txn.entry_count or len(entries) < 2:
+            problems.append(
+                ChainProblem(txn.id, f"{len(entries)} entries, declared {txn.entry_count}")
+            )
+        totals: dict[str, int] = defaultdict(int)
+        for entry in entries:
+            totals[entry.currency] += entry.amount
+        for currency, total in totals.items():
+            if total:
+                problems.append(ChainProblem(txn.id, f"sums to {total} {currency}"))
+    return problems
+
+
+def journal_totals(session: Session, operator_id: str | None = None) -> dict[str, int]:
+    """The sum of every entry per currency; double entry makes each of them zero."""
+    stmt = select(LedgerEntry.currency, func.sum(LedgerEntry.amount)).group_by(LedgerEntry.currency)
+    if operator_id is not None:
+        stmt = stmt.join(LedgerAccount).where(LedgerAccount.operator_id == operator_id)
+    return {currency: int(total) for currency, total in session.execute(stmt)}

@@ -1,0 +1,140 @@
+"""Who is calling: operator API keys and player tokens.
+
+API keys are ``sk_`` plus 32 random bytes, shown once and stored as their SHA-256 (a key has
+enough entropy that a plain digest cannot be brute-forced). Player tokens are
+``pt_<payload>.<signature>``: a base64url JSON payload ``{"op", "ply", "exp"}`` signed with
+HMAC-SHA256 under the service's secret key; they expire after a few minutes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db.models import ApiKey, Operator, Player
+from service.errors import Forbidden, NotFound, TokenExpired, Unauthenticated
+
+API_KEY_PREFIX = "sk_"
+PLAYER_TOKEN_PREFIX = "pt_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller: an operator, or one player of an operator."""
+
+    operator_id: str
+    player_id: str | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.player_id is None
+
+
+def new_api_key_secret() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_api_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def authenticate(session: Session, bearer: str | None, secret_key: str, now: datetime) -> Principal:
+    """The principal behind ``Authorization: Bearer <bearer>``.
+
+    :raises Unauthenticated: when the credential is missing, unknown, revoked or forged.
+    :raises TokenExpired: when a player token has expired.
+    """
+    if not bearer:
+        raise Unauthenticated("Send Authorization: Bearer <API key or player token>.")
+    if bearer.startswith(PLAYER_TOKEN_PREFIX):
+        return verify_player_token(bearer, secret_key, now)
+    operator_id = session.scalars(
+        select(ApiKey.operator_id).where(
+            ApiKey.key_hash == hash_api_key(bearer), ApiKey.revoked_at.is_(None)
+        )
+    ).one_or_none()
+    if operator_id is None:
+        raise Unauthenticated("The API key is unknown or revoked.")
+    return Principal(operator_id)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _sign(payload: str, secret_key: str) -> str:
+    digest = hmac.new(secret_key.encode(), f"player-token.{payload}".encode(), hashlib.sha256)
+    return _b64(digest.digest())
+
+
+def mint_player_token(
+    operator_id: str, player_id: str, secret_key: str, expires_at: datetime
+) -> str:
+    """A signed token that lets one player act as themselves until ``expires_at``."""
+    claims = {"op": operator_id, "ply": player_id, "exp": int(expires_at.timestamp())}
+    payload = _b64(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
+    return f"{PLAYER_TOKEN_PREFIX}{payload}.{_sign(payload, secret_key)}"
+
+
+def verify_player_token(token: str, secret_key: str, now: datetime) -> Principal:
+    """The player a token was minted for.
+
+    :raises Unauthenticated: for a malformed or forged token.
+    :raises TokenExpired: for a token past its expiry.
+    """
+    body = token.removeprefix(PLAYER_TOKEN_PREFIX)
+    payload, _, signature = body.partition(".")
+    if not hmac.compare_digest(signature, _sign(payload, secret_key)):
+        raise Unauthenticated("The player token is not valid.")
+    try:
+        claims = json.loads(_unb64(payload))
+        operator_id, player_id, expires = str(claims["op"]), str(claims["ply"]), int(claims["exp"])
+    except (ValueError, KeyError, TypeError):
+        raise Unauthenticated("The player token is not valid.") from None
+    if now >= datetime.fromtimestamp(expires, UTC):
+        raise TokenExpired("The player token has expired; ask the operator for a new one.")
+    return Principal(operator_id, player_id)
+
+
+def token_expiry(now: datetime, ttl_seconds: int) -> datetime:
+    return (now + timedelta(seconds=ttl_seconds)).replace(microsecond=0)
+
+
+def require_operator(principal: Principal) -> str:
+    """The operator id, for endpoints only an operator may call.
+
+    :raises Forbidden: for a player token.
+    """
+    if not principal.is_operator:
+        raise Forbidden("This operation needs an operator API key.")
+    return principal.operator_id
+
+
+def authorize_player(session: Session, principal: Principal, player_id: str) -> Player:
+    """The player ``player_id`` if ``principal`` may act on it.
+
+    :raises NotFound: when the player does not exist or belongs to another operator.
+    :raises Forbidden: when a player token names another player of the same operator.
+    """
+    player = session.get(Player, player_id)
+    if player is None or player.operator_id != principal.operator_id:
+        raise NotFound(f"No player {player_id!r}.")
+    if principal.player_id is not None and principal.player_id != player_id:
+        raise Forbidden("A player token may only act on its own player.")
+    return player
+
+
+def operator_exists(session: Session, operator_id: str) -> bool:
+    return session.get(Operator, operator_id) is not None

@@ -1,0 +1,463 @@
+"""Wallets: a player's money in one currency, ``balance = available + held``.
+
+Deposits and withdrawals come from the operator's cashier (the operator's clearing account is
+the other side). Holds, releases and captures are what tables and settlement call: a hold moves
+a stake into the player's escrow for one match, a release returns it, a capture pays escrowed
+stakes out to players and the house fee. Each call is one database transaction, and each takes
+an idempotency key: the same key with the same arguments returns the first result and moves
+nothing; with other arguments it is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
+from service.errors import NotFound, ValidationFailed
+from service.ledger import postings as ledger
+from service.ledger import store
+from service.ledger.money import exponent
+from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
+from service.usecases.auth import Principal, authorize_player, require_operator
+from service.usecases.limits import check_deposit_allowed
+from service.usecases.pages import Page, page_of
+from service.usecases.rates import Rate, display_rate
+
+
+@dataclass(frozen=True)
+class WalletView:
+    player_id: str
+    currency: str
+    available: int
+    held: int
+    rate: Rate | None
+
+    @property
+    def balance(self) -> int:
+        return self.available + self.held
+
+
+@dataclass(frozen=True)
+class Movement:
+    """The result of a money movement: the ledger transaction and the wallet after it."""
+
+    transaction: LedgerTransaction
+    wallet: WalletView
+    replayed: bool
+
+
+def _wallet(session: Session, player: Player, currency: str) -> WalletView:
+    rows = session.execute(
+        select(LedgerAccount.kind, func.sum(LedgerAccount.balance))
+        .where(LedgerAccount.player_id == player.id, LedgerAccount.currency == currency)
+        .group_by(LedgerAccount.kind)
+    ).all()
+    sums = {kind: int(total) for kind, total in rows}
+    return WalletView(
+        player.id,
+        currency,
+        sums.get(AccountKind.PLAYER_AVAILABLE.value, 0),
+        sums.get(AccountKind.PLAYER_ESCROW.value, 0),
+        display_rate(session, player, currency),
+    )
+
+
+def get_wallet(session: Session, principal: Principal, player_id: str, currency: str) -> WalletView:
+    exponent(currency)
+    with session.begin():
+        player = authorize_player(session, principal, player_id)
+        return _wallet(session, player, currency)
+
+
+def list_wallets(session: Session, principal: Principal, player_id: str) -> list[WalletView]:
+    """The player's wallets, one per currency that has ever held money, by currency."""
+    with session.begin():
+        player = authorize_player(session, principal, player_id)
+        currencies = session.scalars(
+            select(LedgerAccount.currency)
+            .where(LedgerAccount.player_id == player_id)
+            .distinct()
+            .order_by(LedgerAccount.currency)
+        ).all()
+        return [_wallet(session, player, currency) for currency in currencies]
+
+
+def _move(
+    session: Session,
+    *,
+    operator_id: str,
+    player: Player | None,
+    journal: JournalTransaction,
+    idempotency_key: str,
+    fingerprint: str,
+    currency: str,
+    amount: int,
+    now: datetime,
+    match_ref: str | None = None,
+    external_reference: str | None = None,
+    before_post: object = None,
+) -> tuple[LedgerTransaction, bool]:
+    """Post ``journal`` once per idempotency key, inside the caller's open transaction."""
+    existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
+    if existing is not None:
+        return existing, True
+    locked = store.lock_accounts(session, [p.account for p in journal.postings], now)
+    # A twin request may have committed while we waited for the locks.
+    existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
+    if existing is not None:
+        return existing, True
+    if callable(before_post):
+        before_post(locked)
+    txn = store.post(
+        session,
+        journal,
+        locked,
+        operator_id=operator_id,
+        idempotency_key=idempotency_key,
+        fingerprint_=fingerprint,
+        currency=currency,
+        amount=amount,
+        now=now,
+        player_id=player.id if player else None,
+        match_ref=match_ref,
+        external_reference=external_reference,
+    )
+    return txn, False
+
+
+def _run_once(session: Session, operator_id: str, key: str, fingerprint: str, work):  # type: ignore[no-untyped-def]
+    """Run ``work`` in one transaction; if a twin with the same key won the race on the
+    unique key, answer with the twin's transaction instead."""
+    try:
+        with session.begin():
+            return work()
+    except IntegrityError:
+        with session.begin():
+            existing = store.find_transaction(session, operator_id, key, fingerprint)
+            if existing is None:
+                raise
+            return existing, True
+
+
+def deposit(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+    external_reference: str | None = None,
+) -> Movement:
+    """Credit the player's available funds from the operator's cashier.
+
+    :raises SelfExcluded: while the player is self-excluded.
+    :raises DepositLimitExceeded: when a deposit limit would be passed.
+    """
+    operator_id = require_operator(principal)
+    journal = ledger.deposit(operator_id, player_id, currency, amount)
+    fingerprint = store.fingerprint("deposit", player_id, currency, amount, external_reference)
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        player = authorize_player(session, principal, player_id)
+
+        def limits(locked: dict[AccountRef, LedgerAccount]) -> None:
+            available = locked[AccountRef.player_available(operator_id, player_id, currency)]
+            check_deposit_allowed(session, player, available, amount, now, currency)
+
+        return _move(
+            session,
+            operator_id=operator_id,
+            player=player,
+            journal=journal,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            currency=currency,
+            amount=amount,
+            now=now,
+            external_reference=external_reference,
+            before_post=limits,
+        )
+
+    return _movement(
+        session,
+        principal,
+        player_id,
+        currency,
+        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
+    )
+
+
+def withdraw(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+    external_reference: str | None = None,
+) -> Movement:
+    """Pay the player's available funds out through the operator's cashier.
+
+    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
+    """
+    operator_id = require_operator(principal)
+    journal = ledger.withdrawal(operator_id, player_id, currency, amount)
+    fingerprint = store.fingerprint("withdrawal", player_id, currency, amount, external_reference)
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        player = authorize_player(session, principal, player_id)
+        return _move(
+            session,
+            operator_id=operator_id,
+            player=player,
+            journal=journal,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            currency=currency,
+            amount=amount,
+            now=now,
+            external_reference=external_reference,
+        )
+
+    return _movement(
+        session,
+        principal,
+        player_id,
+        currency,
+        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
+    )
+
+
+def hold(
+    session: Session,
+    operator_id: str,
+    player_id: str,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> Movement:
+    """Move a stake from available funds into the player's escrow for ``match_ref``.
+
+    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
+    """
+    principal = Principal(operator_id)
+    journal = ledger.hold(operator_id, player_id, match_ref, currency, amount)
+    fingerprint = store.fingerprint("hold", player_id, match_ref, currency, amount)
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        player = authorize_player(session, principal, player_id)
+        return _move(
+            session,
+            operator_id=operator_id,
+            player=player,
+            journal=journal,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            currency=currency,
+            amount=amount,
+            now=now,
+            match_ref=match_ref,
+        )
+
+    return _movement(
+        session,
+        principal,
+        player_id,
+        currency,
+        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
+    )
+
+
+def release(
+    session: Session,
+    operator_id: str,
+    player_id: str,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> Movement:
+    """Return held money from the player's escrow for ``match_ref`` to available funds.
+
+    :raises InsufficientFunds: when less than ``amount`` is held for that match.
+    """
+    principal = Principal(operator_id)
+    journal = ledger.release(operator_id, player_id, match_ref, currency, amount)
+    fingerprint = store.fingerprint("release", player_id, match_ref, currency, amount)
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        player = authorize_player(session, principal, player_id)
+        return _move(
+            session,
+            operator_id=operator_id,
+            player=player,
+            journal=journal,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            currency=currency,
+            amount=amount,
+            now=now,
+            match_ref=match_ref,
+        )
+
+    return _movement(
+        session,
+        principal,
+        player_id,
+        currency,
+        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
+    )
+
+
+def capture(
+    session: Session,
+    operator_id: str,
+    match_ref: str,
+    currency: str,
+    taken: Mapping[str, int],
+    paid: Mapping[str, int],
+    fee: int,
+    idempotency_key: str,
+    now: datetime,
+) -> LedgerTransaction:
+    """Settle a match: take ``taken`` from each player's escrow, pay ``paid`` to players'
+    available funds and ``fee`` to the house. ``sum(taken) == sum(paid) + fee``.
+
+    :raises InsufficientFunds: when a player's escrow holds less than is taken.
+    :raises ValidationFailed: when the amounts do not add up.
+    """
+    if sum(taken.values()) != sum(paid.values()) + fee:
+        raise ValidationFailed(
+            f"Capture takes {sum(taken.values())} but pays {sum(paid.values())} + fee {fee}."
+        )
+    principal = Principal(operator_id)
+    journal = ledger.capture(operator_id, match_ref, currency, dict(taken), dict(paid), fee)
+    fingerprint = store.fingerprint(
+        "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
+    )
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        for player_id in sorted(set(taken) | set(paid)):
+            authorize_player(session, principal, player_id)
+        return _move(
+            session,
+            operator_id=operator_id,
+            player=None,
+            journal=journal,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            currency=currency,
+            amount=sum(taken.values()),
+            now=now,
+            match_ref=match_ref,
+        )
+
+    txn, _replayed = _run_once(session, operator_id, idempotency_key, fingerprint, work)
+    return txn
+
+
+def _movement(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str,
+    txn: LedgerTransaction,
+    replayed: bool,
+) -> Movement:
+    return Movement(txn, get_wallet(session, principal, player_id, currency), replayed)
+
+
+@dataclass(frozen=True)
+class EntryView:
+    entry: LedgerEntry
+    account_kind: str
+    match_ref: str | None
+    external_reference: str | None
+    rate: Rate | None
+
+
+def list_entries(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str | None,
+    limit: int,
+    starting_after: str | None,
+    ending_before: str | None,
+) -> Page[EntryView]:
+    """The player's ledger entries (available and escrow accounts), newest first."""
+    if currency is not None:
+        exponent(currency)
+    with session.begin():
+        player = authorize_player(session, principal, player_id)
+        stmt = (
+            select(LedgerEntry)
+            .join(LedgerAccount, LedgerEntry.account_id == LedgerAccount.id)
+            .where(LedgerAccount.player_id == player_id)
+        )
+        if currency is not None:
+            stmt = stmt.where(LedgerAccount.currency == currency)
+        page = page_of(
+            session, stmt, LedgerEntry.seq, LedgerEntry, limit, starting_after, ending_before
+        )
+        accounts = {
+            a.id: a
+            for a in session.scalars(
+                select(LedgerAccount).where(LedgerAccount.player_id == player_id)
+            )
+        }
+        txns = {
+            t.id: t
+            for t in session.scalars(
+                select(LedgerTransaction).where(
+                    LedgerTransaction.id.in_({e.transaction_id for e in page.data})
+                )
+            )
+        }
+        rates: dict[str, Rate | None] = {}
+        views = []
+        for entry in page.data:
+            if entry.currency not in rates:
+                rates[entry.currency] = display_rate(session, player, entry.currency)
+            txn = txns[entry.transaction_id]
+            views.append(
+                EntryView(
+                    entry,
+                    accounts[entry.account_id].kind,
+                    txn.match_ref,
+                    txn.external_reference,
+                    rates[entry.currency],
+                )
+            )
+        return Page(views, page.has_more, page.next_cursor)
+
+
+def get_transaction(
+    session: Session, principal: Principal, transaction_id: str
+) -> LedgerTransaction:
+    operator_id = require_operator(principal)
+    with session.begin():
+        txn = session.get(LedgerTransaction, transaction_id)
+        if txn is None or txn.operator_id != operator_id:
+            raise NotFound(f"No transaction {transaction_id!r}.")
+        return txn
+
+
+def entries_of(session: Session, transaction_id: str) -> Sequence[LedgerEntry]:
+    with session.begin():
+        return session.scalars(
+            select(LedgerEntry)
+            .where(LedgerEntry.transaction_id == transaction_id)
+            .order_by(LedgerEntry.seq)
+        ).all()
