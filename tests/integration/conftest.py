@@ -1,0 +1,53 @@
+"""Fixtures for database tests: a funded player on a database of the test's own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from service.clock import utcnow
+from service.usecases import players, wallets
+from service.usecases.auth import Principal
+from tests.conftest import make_test_app, new_operator
+
+
+@dataclass
+class Funded:
+    url: str
+    app: Any
+    operator_id: str
+    player_id: str
+    other_player_id: str
+
+    def session(self) -> Any:
+        return self.app.extensions["gin"]["sessionmaker"]()
+
+
+def make_funded(app: Any, url: str, amount: int = 10_000) -> Funded:
+    operator_id, _key = new_operator(app)
+    principal = Principal(operator_id)
+    session = app.extensions["gin"]["sessionmaker"]()
+    now = utcnow()
+    one = players.create_player(session, principal, "ext-1", "One", None, now)
+    two = players.create_player(session, principal, "ext-2", "Two", None, now)
+    for player in (one, two):
+        wallets.deposit(session, principal, player.id, "EUR", amount, f"seed-{player.id}", now)
+    session.close()
+    return Funded(url, app, operator_id, one.id, two.id)
+
+
+@pytest.fixture
+def funded(fresh_database_url: str) -> Iterator[Funded]:
+    """Two players of one operator with 100.00 EUR each, on a database of the test's own."""
+    app = make_test_app(fresh_database_url)
+    yield make_funded(app, fresh_database_url)
+    app.extensions["gin"]["engine"].dispose()
+
+
+@pytest.fixture
+def shared_funded(app: Any, database_url: str) -> Funded:
+    """Like ``funded``, on the run's shared database (a fresh operator keeps tests apart)."""
+    return make_funded(app, database_url)

@@ -1,0 +1,151 @@
+"""Posting maths: balanced journal transactions, account keys, minor units, display rounding."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.errors import LedgerInvariantBroken, UnsupportedCurrency, ValidationFailed
+from service.ledger import postings as ledger
+from service.ledger.chain import GENESIS, EntryContent, entry_hash
+from service.ledger.money import check_minor_units, display_amount, exponent, parse_rate
+from service.ledger.postings import (
+    AccountKind,
+    AccountRef,
+    JournalTransaction,
+    Posting,
+    TransactionKind,
+    sums_by_currency,
+)
+
+OP = "op_1"
+
+
+def test_account_ref_text_round_trips() -> None:
+    refs = [
+        AccountRef.player_available(OP, "ply_1", "EUR"),
+        AccountRef.player_escrow(OP, "ply_1", "mch_9", "EUR"),
+        AccountRef.house_fee(OP, "JPY"),
+        AccountRef.operator_clearing(OP, "USD"),
+    ]
+    for ref in refs:
+        assert AccountRef.parse(str(ref)) == ref
+    assert str(refs[1]) == "player_escrow:op_1:ply_1:mch_9:EUR"
+
+
+def test_account_ref_refuses_inconsistent_fields() -> None:
+    with pytest.raises(ValueError):
+        AccountRef(AccountKind.PLAYER_ESCROW, OP, "ply_1", None, "EUR")
+    with pytest.raises(ValueError):
+        AccountRef(AccountKind.HOUSE_FEE, OP, "ply_1", None, "EUR")
+    with pytest.raises(UnsupportedCurrency):
+        AccountRef.house_fee(OP, "XXX")
+    with pytest.raises(ValueError):
+        AccountRef.parse("player_available:op_1:EUR")
+
+
+def test_posting_text_round_trips() -> None:
+    posting = Posting(AccountRef.house_fee(OP, "EUR"), 25)
+    assert str(posting) == "house_fee:op_1:-:-:EUR +25"
+    assert Posting.parse(str(posting)) == posting
+
+
+def test_deposit_and_withdrawal_postings() -> None:
+    deposit = ledger.deposit(OP, "ply_1", "EUR", 1500)
+    assert [p.amount for p in deposit.postings] == [1500, -1500]
+    assert deposit.postings[1].account.kind is AccountKind.OPERATOR_CLEARING
+    withdrawal = ledger.withdrawal(OP, "ply_1", "EUR", 700)
+    assert [p.amount for p in withdrawal.postings] == [-700, 700]
+
+
+def test_hold_release_capture_postings() -> None:
+    hold = ledger.hold(OP, "ply_1", "mch_1", "EUR", 500)
+    assert hold.postings[1].account == AccountRef.player_escrow(OP, "ply_1", "mch_1", "EUR")
+    release = ledger.release(OP, "ply_1", "mch_1", "EUR", 500)
+    assert sums_by_currency(release.postings) == {"EUR": 0}
+    capture = ledger.capture(OP, "mch_1", "EUR", {"ply_1": 500, "ply_2": 500}, {"ply_2": 950}, 50)
+    assert sorted(str(p) for p in capture.postings) == sorted([
+        "player_escrow:op_1:ply_1:mch_1:EUR -500",
+        "player_escrow:op_1:ply_2:mch_1:EUR -500",
+        "player_available:op_1:ply_2:-:EUR +950",
+        "house_fee:op_1:-:-:EUR +50",
+    ])
+
+
+def test_unbalanced_or_degenerate_transactions_are_refused() -> None:
+    a = AccountRef.player_available(OP, "ply_1", "EUR")
+    b = AccountRef.operator_clearing(OP, "EUR")
+    with pytest.raises(LedgerInvariantBroken, match="unbalanced"):
+        JournalTransaction(TransactionKind.DEPOSIT, (Posting(a, 10), Posting(b, -9)))
+    with pytest.raises(LedgerInvariantBroken, match="two or more"):
+        JournalTransaction(TransactionKind.DEPOSIT, (Posting(a, 10),))
+    with pytest.raises(LedgerInvariantBroken, match="twice"):
+        JournalTransaction(TransactionKind.DEPOSIT, (Posting(a, 10), Posting(a, -10)))
+    with pytest.raises(LedgerInvariantBroken):
+        Posting(a, 0)
+    with pytest.raises(LedgerInvariantBroken):
+        ledger.deposit(OP, "ply_1", "EUR", -5)
+    with pytest.raises(LedgerInvariantBroken, match="unbalanced"):
+        ledger.capture(OP, "mch_1", "EUR", {"ply_1": 100}, {"ply_2": 90}, 5)
+
+
+def test_balanced_per_currency_not_across_currencies() -> None:
+    eur = AccountRef.player_available(OP, "ply_1", "EUR")
+    usd = AccountRef.operator_clearing(OP, "USD")
+    with pytest.raises(LedgerInvariantBroken, match="unbalanced"):
+        JournalTransaction(TransactionKind.DEPOSIT, (Posting(eur, 100), Posting(usd, -100)))
+
+
+@given(
+    st.dictionaries(st.sampled_from(["ply_1", "ply_2", "ply_3", "ply_4"]),
+                    st.integers(1, 10**9), min_size=1),
+    st.data(),
+)
+def test_any_valid_capture_sums_to_zero(taken: dict[str, int], data: st.DataObject) -> None:
+    total = sum(taken.values())
+    fee = data.draw(st.integers(0, total))
+    winner = data.draw(st.sampled_from(sorted(taken)))
+    paid = {winner: total - fee} if total - fee else {}
+    capture = ledger.capture(OP, "mch_1", "EUR", taken, paid, fee)
+    assert sums_by_currency(capture.postings) == {"EUR": 0}
+    assert len(capture.postings) >= 2
+
+
+@pytest.mark.parametrize("bad", [15.0, 15.5, True, "15", None, 2**60])
+def test_minor_units_refuse_floats_bools_strings(bad: object) -> None:
+    with pytest.raises(ValidationFailed):
+        check_minor_units(bad)
+
+
+def test_display_amounts_follow_rules_6_5() -> None:
+    # RULES.md 7.16: EUR 15.00 at 1.0837 USD -> 16.2555 -> 16.26; at 162.47 JPY -> 2437.05 -> 2437
+    assert display_amount(1500, "EUR", Decimal("1.0837"), "USD").amount == "16.26"
+    assert display_amount(1500, "EUR", Decimal("162.47"), "JPY").amount == "2437"
+    # round half up, not half even
+    assert display_amount(1, "EUR", Decimal("0.5"), "USD").amount == "0.01"
+    assert display_amount(5, "JPY", Decimal("0.1"), "EUR").amount == "0.50"
+    assert display_amount(1, "EUR", Decimal("1"), "BHD").amount == "0.010"
+    assert display_amount(-1500, "EUR", Decimal("1.0837"), "USD").amount == "-16.26"
+    assert exponent("KWD") == 3
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "abc", "NaN", "Infinity", ""])
+def test_rates_must_be_positive_decimals(text: str) -> None:
+    with pytest.raises(ValidationFailed):
+        parse_rate(text)
+
+
+def test_entry_hash_covers_every_field_and_the_link() -> None:
+    content = EntryContent("ent_1", "txn_1", "house_fee:op_1:-:-:EUR", 1, "EUR", 25, 25,
+                           "capture", datetime(2026, 11, 30, 21, 38, 20, 123456, tzinfo=UTC))
+    digest = entry_hash(GENESIS, content)
+    assert digest == entry_hash(GENESIS, content)
+    assert digest != entry_hash("1" * 64, content)
+    for change in ({"amount": 26}, {"balance_after": 24}, {"entry_id": "ent_2"},
+                   {"account_version": 2}, {"kind": "deposit"}):
+        changed = EntryContent(**{**content.__dict__, **change})
+        assert entry_hash(GENESIS, changed) != digest
