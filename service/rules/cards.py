@@ -1,0 +1,195 @@
+"""Cards as immutable, interned values (RULES.md 0.2, 1.1-1.4).
+
+There are exactly 52 :class:`Card` objects; :meth:`Card.parse` and :meth:`Card.from_index`
+return them, so cards compare by identity and hash cheaply. Each card knows its bit in a
+52-bit hand mask (bit = display index), which the arrangement code works on.
+
+Display order (1.4): suit C < D < H < S, then rank A..K; ``AC`` has index 0, ``KS`` index 51.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from service.rules.errors import InvalidCard, InvalidCards
+
+RANKS = "A23456789TJQK"
+SUITS = "CDHS"
+
+
+class Card:
+    """One playing card. Immutable; print it to get its two-character code (``"TD"``)."""
+
+    __slots__ = ("bit", "code", "index", "points", "rank", "suit", "suit_index")
+
+    rank: int
+    suit: str
+    suit_index: int
+    index: int
+    points: int
+    bit: int
+    code: str
+
+    def __init__(self, *_: Any) -> None:
+        raise TypeError("cards are interned: use Card.parse(code) or Card.from_index(i)")
+
+    @classmethod
+    def _make(cls, index: int) -> Card:
+        card = object.__new__(cls)
+        suit_index, rank0 = divmod(index, 13)
+        for name, value in (
+            ("rank", rank0 + 1),
+            ("suit", SUITS[suit_index]),
+            ("suit_index", suit_index),
+            ("index", index),
+            ("points", min(rank0 + 1, 10)),
+            ("bit", 1 << index),
+            ("code", RANKS[rank0] + SUITS[suit_index]),
+        ):
+            object.__setattr__(card, name, value)
+        return card
+
+    @staticmethod
+    def parse(text: str) -> Card:
+        """Read a two-character code such as ``"TD"`` or ``"as"``.
+
+        :raises InvalidCard: when ``text`` is not a card code.
+        """
+        try:
+            return _BY_CODE[text.strip().upper()]
+        except (KeyError, AttributeError):
+            raise InvalidCard(f"not a card code: {text!r}") from None
+
+    @staticmethod
+    def from_index(index: int) -> Card:
+        """The card at ``index`` in display order (0 = ``AC`` ... 51 = ``KS``).
+
+        :raises InvalidCard: when ``index`` is not an integer in 0..51.
+        """
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 52:
+            raise InvalidCard(f"not a card index: {index!r}")
+        return DECK[index]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Card is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Card is immutable")
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        return (Card.from_index, (self.index,))
+
+    def __copy__(self) -> Card:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Card:
+        return self
+
+    def __str__(self) -> str:
+        return self.code
+
+    def __repr__(self) -> str:
+        return f"Card({self.code!r})"
+
+    def __lt__(self, other: Card) -> bool:
+        return self.index < other.index
+
+    def __le__(self, other: Card) -> bool:
+        return self.index <= other.index
+
+    def __gt__(self, other: Card) -> bool:
+        return self.index > other.index
+
+    def __ge__(self, other: Card) -> bool:
+        return self.index >= other.index
+
+
+DECK: tuple[Card, ...] = tuple(Card._make(i) for i in range(52))
+_BY_CODE: dict[str, Card] = {card.code: card for card in DECK}
+# Cards and their codes both map to the card's bit: one dict lookup reads either form.
+BIT_OF: dict[Card | str, int] = {card: card.bit for card in DECK}
+BIT_OF.update({card.code: card.bit for card in DECK})
+
+
+def to_card(value: Card | str) -> Card:
+    """A card from a :class:`Card` or its code.
+
+    :raises InvalidCard: for anything else.
+    """
+    if isinstance(value, Card):
+        return value
+    if isinstance(value, str):
+        return Card.parse(value)
+    raise InvalidCard(f"not a card: {value!r}")
+
+
+def parse_cards(cards: str | Iterable[Card | str]) -> tuple[Card, ...]:
+    """Cards from space-separated codes (``|`` ignored) or an iterable of cards or codes.
+
+    :raises InvalidCard: when an item is not a card.
+    :raises InvalidCards: when a card appears twice.
+    """
+    if isinstance(cards, str):
+        items: Iterable[Card | str] = cards.replace("|", " ").split()
+    else:
+        items = cards
+    result = tuple(to_card(item) for item in items)
+    if len(set(result)) != len(result):
+        raise InvalidCards(f"duplicate card in {format_cards(result)!r}")
+    return result
+
+
+def format_cards(cards: Iterable[Card]) -> str:
+    """Space-separated codes: the text form that :func:`parse_cards` reads back."""
+    return " ".join(card.code for card in cards)
+
+
+def cards_to_mask(cards: str | Iterable[Card | str]) -> int:
+    """The 52-bit mask of ``cards`` (codes or cards).
+
+    :raises InvalidCard: when an item is not a card.
+    :raises InvalidCards: when a card appears twice.
+    """
+    if isinstance(cards, str):
+        cards = parse_cards(cards)
+    elif not isinstance(cards, tuple | list):
+        cards = tuple(cards)
+    try:
+        mask: int = sum(map(BIT_OF.__getitem__, cards))
+    except (KeyError, TypeError):
+        return cards_to_mask(parse_cards(cards))
+    if mask.bit_count() != len(cards):
+        raise InvalidCards(f"duplicate card in {format_cards(map(to_card, cards))!r}")
+    return mask
+
+
+def _suit_card_table() -> list[list[tuple[Card, ...]]]:
+    return [
+        [tuple(DECK[13 * s + r] for r in range(13) if m >> r & 1) for m in range(8192)]
+        for s in range(4)
+    ]
+
+
+# SUIT_CARDS[s][m]: the cards of suit s whose ranks are the bits of the 13-bit mask m.
+SUIT_CARDS = _suit_card_table()
+
+
+def mask_to_cards(mask: int) -> tuple[Card, ...]:
+    """The cards of ``mask`` in display order."""
+    t = SUIT_CARDS
+    return (
+        t[0][mask & 0x1FFF]
+        + t[1][mask >> 13 & 0x1FFF]
+        + t[2][mask >> 26 & 0x1FFF]
+        + t[3][mask >> 39 & 0x1FFF]
+    )
+
+
+def sort_cards(cards: Iterable[Card]) -> tuple[Card, ...]:
+    """Cards in display order (1.4)."""
+    return tuple(sorted(cards, key=_index))
+
+
+def _index(card: Card) -> int:
+    return card.index

@@ -1,0 +1,124 @@
+"""Provably fair shuffling (RULES.md 10.1-10.3).
+
+Before a hand the server draws ``server_seed`` (32 bytes from the OS CSPRNG) and publishes
+``commitment = SHA-256(server_seed)`` (hex). The deck order is then fixed by:
+
+* a byte stream: ``HMAC-SHA256(key=server_seed, msg=f"{client_seed_1}:{client_seed_2}:"
+  f"{nonce}:{counter}")`` for counter = 0, 1, ..., each block giving 32 bytes, used in order;
+* an unbiased Fisher-Yates shuffle of the deck in display order (1.4): for i = 51 down to 1,
+  draw j uniformly from 0..i by rejection sampling on single bytes (a byte b is used only
+  when b < 256 - 256 % (i + 1), and then j = b % (i + 1); no modulo bias), and swap
+  positions i and j.
+
+The result is the deck in deal order (position 1 first), as :meth:`Hand.deal` takes it.
+After the hand the seed is revealed and :func:`verify` recomputes commitment and deck.
+The algorithm's name, :data:`ALGORITHM`, is recorded with every hand; a future change of
+algorithm gets a new name and old hands stay verifiable under theirs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator, Sequence
+
+from service.rules.cards import DECK, Card, parse_cards
+from service.rules.errors import FairnessError
+
+ALGORITHM = "hmac-sha256-fisher-yates-v1"
+SEED_BYTES = 32
+
+
+def new_server_seed() -> str:
+    """A fresh secret server seed: 32 bytes from the OS CSPRNG, as 64 hex digits."""
+    return secrets.token_hex(SEED_BYTES)
+
+
+def new_client_seed() -> str:
+    """A random client seed for a player who supplies none."""
+    return secrets.token_hex(16)
+
+
+def _seed_bytes(server_seed: str) -> bytes:
+    try:
+        raw = bytes.fromhex(server_seed)
+    except (TypeError, ValueError):
+        raise FairnessError(f"server seed must be hex, not {server_seed!r}") from None
+    if len(raw) != SEED_BYTES:
+        raise FairnessError(f"server seed must be {SEED_BYTES} bytes, not {len(raw)}")
+    return raw
+
+
+def commitment(server_seed: str) -> str:
+    """SHA-256 of the seed's bytes, as hex: published before the hand.
+
+    :raises FairnessError: when the seed is not 64 hex digits.
+    """
+    return hashlib.sha256(_seed_bytes(server_seed)).hexdigest()
+
+
+def _check_client_seed(seed: str) -> str:
+    if not isinstance(seed, str) or ":" in seed or not 1 <= len(seed) <= 256:
+        raise FairnessError(f"client seed must be 1-256 characters without ':', not {seed!r}")
+    return seed
+
+
+def byte_stream(
+    server_seed: str, client_seed_1: str, client_seed_2: str, nonce: int
+) -> Iterator[int]:
+    """The endless HMAC-SHA256 byte stream of 10.2."""
+    key = _seed_bytes(server_seed)
+    prefix = f"{_check_client_seed(client_seed_1)}:{_check_client_seed(client_seed_2)}:{nonce}:"
+    counter = 0
+    while True:
+        block = hmac.new(key, f"{prefix}{counter}".encode(), hashlib.sha256).digest()
+        yield from block
+        counter += 1
+
+
+def shuffled_deck(
+    server_seed: str,
+    client_seed_1: str,
+    client_seed_2: str,
+    nonce: int,
+    algorithm: str = ALGORITHM,
+) -> tuple[Card, ...]:
+    """The deck order (deal order) derived from the seeds and the hand's nonce.
+
+    :raises FairnessError: on a malformed seed, a negative nonce or an unknown algorithm.
+    """
+    if algorithm != ALGORITHM:
+        raise FairnessError(f"unknown shuffle algorithm {algorithm!r}")
+    if not isinstance(nonce, int) or isinstance(nonce, bool) or nonce < 0:
+        raise FairnessError(f"nonce must be a non-negative integer, not {nonce!r}")
+    stream = byte_stream(server_seed, client_seed_1, client_seed_2, nonce)
+    deck = list(DECK)
+    for i in range(51, 0, -1):
+        n = i + 1
+        limit = 256 - 256 % n
+        b = next(stream)
+        while b >= limit:
+            b = next(stream)
+        j = b % n
+        deck[i], deck[j] = deck[j], deck[i]
+    return tuple(deck)
+
+
+def verify(
+    commitment_hex: str,
+    server_seed: str,
+    client_seed_1: str,
+    client_seed_2: str,
+    nonce: int,
+    deck: Sequence[Card | str] | str,
+    algorithm: str = ALGORITHM,
+) -> bool:
+    """True when the revealed seed matches the commitment and produces exactly ``deck``."""
+    try:
+        if not hmac.compare_digest(commitment(server_seed), str(commitment_hex).lower()):
+            return False
+        expected = shuffled_deck(server_seed, client_seed_1, client_seed_2, nonce, algorithm)
+        return tuple(parse_cards(deck)) == expected
+    except ValueError:  # FairnessError and malformed cards alike
+        return False

@@ -1,0 +1,56 @@
+"""Play a hand out with a random legal policy: for property tests, benchmarks and simulation.
+
+The policy is random but not silly, so that play-outs reach every ending: it knocks whenever
+a knock is legal (with probability ``knock_rate``), otherwise picks uniformly among the
+other legal actions.
+"""
+
+from __future__ import annotations
+
+import random
+
+from service.rules.actions import Action, ActionKind
+from service.rules.cards import DECK, Card
+from service.rules.hand import Hand
+from service.rules.ruleset import Ruleset
+
+_ENDINGS = (ActionKind.KNOCK, ActionKind.BIG_GIN, ActionKind.TAKE_DISCARD_AND_KNOCK)
+
+
+def random_deck(rng: random.Random) -> list[Card]:
+    """A deck in random order (for play-outs; real hands use :mod:`service.rules.fair`)."""
+    deck = list(DECK)
+    rng.shuffle(deck)
+    return deck
+
+
+def choose(rng: random.Random, actions: list[Action], knock_rate: float = 0.9) -> Action:
+    """Knock (or big gin) with probability ``knock_rate`` when legal; else a uniform choice
+    among the other legal actions."""
+    if len(actions) == 2 and actions[0].kind not in _ENDINGS:  # a draw or offer step
+        return actions[rng.random() < 0.5]
+    enders = [a for a in actions if a.kind in _ENDINGS]
+    if enders:
+        if rng.random() < knock_rate:
+            return enders[int(rng.random() * len(enders))]
+        others = [a for a in actions if a.kind not in _ENDINGS]
+        return others[int(rng.random() * len(others))]
+    return actions[int(rng.random() * len(actions))]
+
+
+def play_out(
+    rng: random.Random,
+    ruleset: Ruleset | None = None,
+    *,
+    deck: list[Card] | list[str] | None = None,
+    dealer: int | None = None,
+    knock_rate: float = 0.9,
+) -> Hand:
+    """Deal a hand and play it to its end with the random policy; returns the ended hand."""
+    hand = Hand.deal(
+        deck or random_deck(rng), rng.randrange(2) if dealer is None else dealer, ruleset
+    )
+    while not hand.ended:
+        action = choose(rng, hand.legal_actions(), knock_rate)
+        hand.apply(hand.to_act, action)
+    return hand

@@ -1,0 +1,54 @@
+"""The rules engine is pure: it imports nothing of Flask, SQLAlchemy or Celery."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import service.rules
+
+FORBIDDEN = {
+    "flask",
+    "sqlalchemy",
+    "celery",
+    "kombu",
+    "marshmallow",
+    "alembic",
+    "psycopg",
+    "redis",
+    "gunicorn",
+    "werkzeug",
+    "apispec",
+    "flask_smorest",
+}
+RULES_DIR = Path(service.rules.__file__).parent
+
+
+def imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_no_framework_import_in_the_source() -> None:
+    files = sorted(RULES_DIR.glob("*.py"))
+    assert len(files) >= 8
+    for path in files:
+        bad = imported_roots(path) & FORBIDDEN
+        assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_importing_the_engine_loads_no_framework() -> None:
+    code = (
+        "import sys, service.rules, service.rules.fair, service.rules.playout\n"
+        f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(FORBIDDEN)!r}))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
