@@ -79,8 +79,9 @@ def claim(
                     expires_at=now + retention,
                 )
                 .on_conflict_do_nothing(index_elements=["operator_id", "key"])
-            ).rowcount
-            if inserted:
+                .returning(IdempotencyRecord.key)
+            ).first()
+            if inserted is not None:
                 return None
             record = session.scalars(
                 select(IdempotencyRecord)

@@ -52,15 +52,18 @@ def test_hold_release_capture_move_money_between_available_and_escrow(
     assert (released.wallet.available, released.wallet.held) == (8000, 2000)
 
     # One wins: escrows (2000 + 3000) pay 4750 to one and 250 to the house.
-    txn = wallets.capture(s, f.operator_id, MATCH, "EUR", {one: 2000, two: 3000}, {one: 4750},
-                          250, "capture-1", now)
+    txn = wallets.capture(
+        s, f.operator_id, MATCH, "EUR", {one: 2000, two: 3000}, {one: 4750}, 250, "capture-1", now
+    )
     assert txn.kind == "capture" and txn.match_ref == MATCH
     assert (wallet(f, one).available, wallet(f, one).held) == (12_750, 0)
     assert (wallet(f, two).available, wallet(f, two).held) == (7000, 0)
     with s.begin():
-        fee = s.scalars(select(LedgerAccount).where(
-            LedgerAccount.operator_id == f.operator_id, LedgerAccount.kind == "house_fee"
-        )).one()
+        fee = s.scalars(
+            select(LedgerAccount).where(
+                LedgerAccount.operator_id == f.operator_id, LedgerAccount.kind == "house_fee"
+            )
+        ).one()
         assert fee.balance == 250
         assert store.journal_totals(s, f.operator_id) == {"EUR": 0}
     s.close()
@@ -73,11 +76,29 @@ def test_escrow_cannot_release_or_capture_more_than_held(shared_funded: Funded) 
     with pytest.raises(InsufficientFunds):
         wallets.release(s, f.operator_id, f.player_id, MATCH, "EUR", 501, "r", now)
     with pytest.raises(InsufficientFunds):
-        wallets.capture(s, f.operator_id, MATCH, "EUR", {f.player_id: 600}, {f.other_player_id: 600},
-                        0, "c", now)
+        wallets.capture(
+            s,
+            f.operator_id,
+            MATCH,
+            "EUR",
+            {f.player_id: 600},
+            {f.other_player_id: 600},
+            0,
+            "c",
+            now,
+        )
     with pytest.raises(ValidationFailed):
-        wallets.capture(s, f.operator_id, MATCH, "EUR", {f.player_id: 500}, {f.other_player_id: 400},
-                        50, "c2", now)
+        wallets.capture(
+            s,
+            f.operator_id,
+            MATCH,
+            "EUR",
+            {f.player_id: 500},
+            {f.other_player_id: 400},
+            50,
+            "c2",
+            now,
+        )
     s.close()
     assert wallet(f, f.player_id).held == 500
 
@@ -108,9 +129,14 @@ def test_a_key_moves_money_once_and_refuses_other_arguments(shared_funded: Funde
     with pytest.raises(IdempotencyKeyReused):
         wallets.release(s, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
     with s.begin():
-        count = s.scalar(select(LedgerTransaction.id).where(
-            LedgerTransaction.operator_id == f.operator_id, LedgerTransaction.idempotency_key == "k"
-        ).with_only_columns(text("count(*)")))
+        count = s.scalar(
+            select(LedgerTransaction.id)
+            .where(
+                LedgerTransaction.operator_id == f.operator_id,
+                LedgerTransaction.idempotency_key == "k",
+            )
+            .with_only_columns(text("count(*)"))
+        )
     assert count == 1
     s.close()
 
@@ -133,11 +159,15 @@ def test_each_entry_records_balance_after_and_links_the_chain(shared_funded: Fun
     wallets.deposit(s, Principal(f.operator_id), f.player_id, "EUR", 700, "d1", now)
     with s.begin():
         entries = s.scalars(
-            select(LedgerEntry).join(LedgerAccount)
-            .where(LedgerAccount.player_id == f.player_id).order_by(LedgerEntry.seq)
+            select(LedgerEntry)
+            .join(LedgerAccount)
+            .where(LedgerAccount.player_id == f.player_id)
+            .order_by(LedgerEntry.seq)
         ).all()
     assert [(e.amount, e.balance_after) for e in entries] == [
-        (10_000, 10_000), (-2500, 7500), (700, 8200),
+        (10_000, 10_000),
+        (-2500, 7500),
+        (700, 8200),
     ]
     assert [e.account_version for e in entries] == [1, 2, 3]
     assert entries[1].prev_hash == entries[0].hash and entries[2].prev_hash == entries[1].hash
@@ -146,60 +176,87 @@ def test_each_entry_records_balance_after_and_links_the_chain(shared_funded: Fun
 
 def test_database_refuses_a_negative_available_balance(funded: Funded) -> None:
     engine = make_engine(funded.url)
-    with pytest.raises(Exception, match="(?i)check|balance"), engine.begin() as connection:
-        connection.execute(text(
-            "UPDATE ledger_accounts SET balance = -1 WHERE kind = 'player_available'"
-        ))
+    with pytest.raises(Exception, match=r"(?i)check|balance"), engine.begin() as connection:
+        connection.execute(
+            text("UPDATE ledger_accounts SET balance = -1 WHERE kind = 'player_available'")
+        )
     engine.dispose()
 
 
 def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funded) -> None:
     engine = make_engine(funded.url)
     with engine.connect() as connection:
-        account_id, version, balance, head = connection.execute(text(
-            "SELECT id, entry_count, balance, last_hash FROM ledger_accounts "
-            "WHERE player_id = :p AND kind = 'player_available'"
-        ), {"p": funded.player_id}).one()
-        txn = connection.execute(text(
-            "SELECT id FROM ledger_transactions WHERE player_id = :p"
-        ), {"p": funded.player_id}).scalar_one()
+        account_id, version, balance, head = connection.execute(
+            text(
+                "SELECT id, entry_count, balance, last_hash FROM ledger_accounts "
+                "WHERE player_id = :p AND kind = 'player_available'"
+            ),
+            {"p": funded.player_id},
+        ).one()
+        txn = connection.execute(
+            text("SELECT id FROM ledger_transactions WHERE player_id = :p"), {"p": funded.player_id}
+        ).scalar_one()
     with pytest.raises(Exception, match="continue"), engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, "
-            "currency, amount, balance_after, kind, created_at, prev_hash, hash) VALUES "
-            "('ent_forged', :t, :a, :v, 'EUR', 5, :b, 'deposit', :now, :h, :h)"
-        ), {"t": txn, "a": account_id, "v": version + 1, "b": balance + 500,
-            "now": utcnow().replace(tzinfo=None), "h": head})
+        connection.execute(
+            text(
+                "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, "
+                "currency, amount, balance_after, kind, created_at, prev_hash, hash) VALUES "
+                "('ent_forged', :t, :a, :v, 'EUR', 5, :b, 'deposit', :now, :h, :h)"
+            ),
+            {
+                "t": txn,
+                "a": account_id,
+                "v": version + 1,
+                "b": balance + 500,
+                "now": utcnow().replace(tzinfo=None),
+                "h": head,
+            },
+        )
     engine.dispose()
 
 
-@pytest.mark.skipif("not __import__('os').environ.get('TEST_DATABASE_URL')",
-                    reason="deferred constraint triggers exist on PostgreSQL only")
+@pytest.mark.skipif(
+    "not __import__('os').environ.get('TEST_DATABASE_URL')",
+    reason="deferred constraint triggers exist on PostgreSQL only",
+)
 def test_postgres_refuses_to_commit_an_unbalanced_transaction(funded: Funded) -> None:
     from datetime import UTC, datetime
 
     from service.ledger.chain import GENESIS
 
     engine = make_engine(funded.url)
-    with pytest.raises(Exception, match="unbalanced|entries, declared"), \
-            engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref, currency,"
-            " balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
-            " 'house_fee', NULL, NULL, 'EUR', 0, 0, :g, :now)"
-        ), {"op": funded.operator_id, "g": GENESIS, "now": datetime.now(UTC), "key": "fee-x"})
-        account_id = connection.execute(text(
-            "SELECT id FROM ledger_accounts WHERE key = 'fee-x'"
-        )).scalar_one()
-        connection.execute(text(
-            "INSERT INTO ledger_transactions (id, operator_id, kind, fingerprint, currency, amount,"
-            " entry_count, created_at) VALUES ('txn_x', :op, 'capture', 'f', 'EUR', 5, 2, :now)"
-        ), {"op": funded.operator_id, "now": datetime.now(UTC)})
-        connection.execute(text(
-            "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, currency,"
-            " amount, balance_after, kind, created_at, prev_hash, hash) VALUES ('ent_x', 'txn_x',"
-            " :a, 1, 'EUR', 5, 5, 'capture', :now, :g, 'h')"
-        ), {"a": account_id, "g": GENESIS, "now": datetime.now(UTC)})
+    with (
+        pytest.raises(Exception, match=r"unbalanced|entries, declared"),
+        engine.begin() as connection,
+    ):
+        connection.execute(
+            text(
+                "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref,"
+                " currency,"
+                " balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
+                " 'house_fee', NULL, NULL, 'EUR', 0, 0, :g, :now)"
+            ),
+            {"op": funded.operator_id, "g": GENESIS, "now": datetime.now(UTC), "key": "fee-x"},
+        )
+        account_id = connection.execute(
+            text("SELECT id FROM ledger_accounts WHERE key = 'fee-x'")
+        ).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO ledger_transactions (id, operator_id, kind, fingerprint, currency,"
+                " amount, entry_count, created_at)"
+                " VALUES ('txn_x', :op, 'capture', 'f', 'EUR', 5, 2, :now)"
+            ),
+            {"op": funded.operator_id, "now": datetime.now(UTC)},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version,"
+                " currency, amount, balance_after, kind, created_at, prev_hash, hash)"
+                " VALUES ('ent_x', 'txn_x', :a, 1, 'EUR', 5, 5, 'capture', :now, :g, 'h')"
+            ),
+            {"a": account_id, "g": GENESIS, "now": datetime.now(UTC)},
+        )
     engine.dispose()
 
 
@@ -212,8 +269,11 @@ def _tamper(f: Funded, *statements: str) -> None:
         if engine.dialect.name == "postgresql":
             connection.execute(text("SET LOCAL session_replication_role = replica"))
         else:
-            for trigger in ("ledger_entries_no_update", "ledger_entries_no_delete",
-                            "ledger_entries_continue_account"):
+            for trigger in (
+                "ledger_entries_no_update",
+                "ledger_entries_no_delete",
+                "ledger_entries_continue_account",
+            ):
                 connection.execute(text(f"DROP TRIGGER IF EXISTS {trigger}"))
         for statement in statements:
             connection.execute(text(statement), {"p": f.player_id})
@@ -224,13 +284,13 @@ def _history(f: Funded) -> None:
     s, now = f.session(), utcnow()
     wallets.withdraw(s, Principal(f.operator_id), f.player_id, "EUR", 1000, "t1", now)
     wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 2000, "t2", now)
-    wallets.deposit(s, Principal(f.operator_id), f.player_id, "EUR", 300,
-                    "t3", now + timedelta(seconds=1))
+    wallets.deposit(
+        s, Principal(f.operator_id), f.player_id, "EUR", 300, "t3", now + timedelta(seconds=1)
+    )
     s.close()
 
 
-AVAILABLE = ("SELECT id FROM ledger_accounts WHERE player_id = :p "
-             "AND kind = 'player_available'")
+AVAILABLE = "SELECT id FROM ledger_accounts WHERE player_id = :p AND kind = 'player_available'"
 
 
 def test_an_untouched_ledger_verifies(funded: Funded) -> None:
@@ -240,31 +300,41 @@ def test_an_untouched_ledger_verifies(funded: Funded) -> None:
 
 def test_verify_finds_an_edited_entry(funded: Funded) -> None:
     _history(funded)
-    _tamper(funded, f"UPDATE ledger_entries SET amount = amount + 1, balance_after = "
-                    f"balance_after + 1 WHERE account_version = 2 AND account_id = ({AVAILABLE})")
+    _tamper(
+        funded,
+        f"UPDATE ledger_entries SET amount = amount + 1, balance_after = "
+        f"balance_after + 1 WHERE account_version = 2 AND account_id = ({AVAILABLE})",
+    )
     problems = verify(funded)
     assert any("hash does not match" in p.problem for p in problems), problems
 
 
 def test_verify_finds_an_edit_that_also_fixes_the_hash_fields(funded: Funded) -> None:
     _history(funded)
-    _tamper(funded, f"UPDATE ledger_entries SET kind = 'release' "
-                    f"WHERE account_version = 2 AND account_id = ({AVAILABLE})")
+    _tamper(
+        funded,
+        f"UPDATE ledger_entries SET kind = 'release' "
+        f"WHERE account_version = 2 AND account_id = ({AVAILABLE})",
+    )
     assert any("hash" in p.problem for p in verify(funded))
 
 
 def test_verify_finds_a_deleted_entry(funded: Funded) -> None:
     _history(funded)
-    _tamper(funded, f"DELETE FROM ledger_entries WHERE account_version = 2 "
-                    f"AND account_id = ({AVAILABLE})")
+    _tamper(
+        funded,
+        f"DELETE FROM ledger_entries WHERE account_version = 2 AND account_id = ({AVAILABLE})",
+    )
     problems = verify(funded)
     assert any("expected 2" in p.problem or "link" in p.problem for p in problems), problems
 
 
 def test_verify_finds_the_newest_entry_deleted(funded: Funded) -> None:
     _history(funded)
-    _tamper(funded, f"DELETE FROM ledger_entries WHERE account_version = 4 "
-                    f"AND account_id = ({AVAILABLE})")
+    _tamper(
+        funded,
+        f"DELETE FROM ledger_entries WHERE account_version = 4 AND account_id = ({AVAILABLE})",
+    )
     assert any("head says" in p.problem for p in verify(funded))
 
 

@@ -44,12 +44,15 @@ def test_downgrade_and_upgrade_round_trip(fresh_database_url: str) -> None:
     engine.dispose()
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE ledger_entries SET amount = amount + 1",
-    "DELETE FROM ledger_entries",
-    "UPDATE ledger_transactions SET amount = amount + 1",
-    "DELETE FROM ledger_transactions",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE ledger_entries SET amount = amount + 1",
+        "DELETE FROM ledger_entries",
+        "UPDATE ledger_transactions SET amount = amount + 1",
+        "DELETE FROM ledger_transactions",
+    ],
+)
 def test_ledger_tables_are_append_only(funded: Any, statement: str) -> None:
     engine = make_engine(funded.url)
     with pytest.raises(Exception, match="append-only"), engine.begin() as connection:

@@ -68,12 +68,14 @@ def test_hold_release_capture_postings() -> None:
     release = ledger.release(OP, "ply_1", "mch_1", "EUR", 500)
     assert sums_by_currency(release.postings) == {"EUR": 0}
     capture = ledger.capture(OP, "mch_1", "EUR", {"ply_1": 500, "ply_2": 500}, {"ply_2": 950}, 50)
-    assert sorted(str(p) for p in capture.postings) == sorted([
-        "player_escrow:op_1:ply_1:mch_1:EUR -500",
-        "player_escrow:op_1:ply_2:mch_1:EUR -500",
-        "player_available:op_1:ply_2:-:EUR +950",
-        "house_fee:op_1:-:-:EUR +50",
-    ])
+    assert sorted(str(p) for p in capture.postings) == sorted(
+        [
+            "player_escrow:op_1:ply_1:mch_1:EUR -500",
+            "player_escrow:op_1:ply_2:mch_1:EUR -500",
+            "player_available:op_1:ply_2:-:EUR +950",
+            "house_fee:op_1:-:-:EUR +50",
+        ]
+    )
 
 
 def test_unbalanced_or_degenerate_transactions_are_refused() -> None:
@@ -101,8 +103,9 @@ def test_balanced_per_currency_not_across_currencies() -> None:
 
 
 @given(
-    st.dictionaries(st.sampled_from(["ply_1", "ply_2", "ply_3", "ply_4"]),
-                    st.integers(1, 10**9), min_size=1),
+    st.dictionaries(
+        st.sampled_from(["ply_1", "ply_2", "ply_3", "ply_4"]), st.integers(1, 10**9), min_size=1
+    ),
     st.data(),
 )
 def test_any_valid_capture_sums_to_zero(taken: dict[str, int], data: st.DataObject) -> None:
@@ -140,12 +143,26 @@ def test_rates_must_be_positive_decimals(text: str) -> None:
 
 
 def test_entry_hash_covers_every_field_and_the_link() -> None:
-    content = EntryContent("ent_1", "txn_1", "house_fee:op_1:-:-:EUR", 1, "EUR", 25, 25,
-                           "capture", datetime(2026, 11, 30, 21, 38, 20, 123456, tzinfo=UTC))
+    content = EntryContent(
+        "ent_1",
+        "txn_1",
+        "house_fee:op_1:-:-:EUR",
+        1,
+        "EUR",
+        25,
+        25,
+        "capture",
+        datetime(2026, 11, 30, 21, 38, 20, 123456, tzinfo=UTC),
+    )
     digest = entry_hash(GENESIS, content)
     assert digest == entry_hash(GENESIS, content)
     assert digest != entry_hash("1" * 64, content)
-    for change in ({"amount": 26}, {"balance_after": 24}, {"entry_id": "ent_2"},
-                   {"account_version": 2}, {"kind": "deposit"}):
+    for change in (
+        {"amount": 26},
+        {"balance_after": 24},
+        {"entry_id": "ent_2"},
+        {"account_version": 2},
+        {"kind": "deposit"},
+    ):
         changed = EntryContent(**{**content.__dict__, **change})
         assert entry_hash(GENESIS, changed) != digest

@@ -1,0 +1,169 @@
+"""Authentication (API keys, player tokens), tenancy (404 vs 403) and problem+json errors."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from service.clock import utcnow
+from service.usecases.auth import mint_player_token
+from tests.conftest import TEST_SECRET_KEY, ApiClient
+
+
+def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = dict(response.get_json())
+    assert body["status"] == status and body["code"] == code
+    assert body["type"].endswith(code.replace("_", "-"))
+    assert body["title"] and body["detail"]
+    assert "Traceback" not in response.get_data(as_text=True)
+    return body
+
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Bearer sk_nope", "Basic abc", "Bearer pt_x.y"])
+def test_missing_or_bad_credentials_are_401(api: ApiClient, header: str | None) -> None:
+    headers = {"Authorization": header} if header else {}
+    response = api.as_(None).get("/v1/players", headers=headers)
+    body = assert_problem(response, 401, "unauthenticated")
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+    assert body["instance"] == "/v1/players"
+
+
+def test_api_keys_shown_once_several_active_and_revocable(api: ApiClient) -> None:
+    created = api.post("/v1/api-keys", {"label": "rotation"})
+    assert created.status_code == 201
+    second = created.get_json()
+    assert second["secret"].startswith("sk_") and second["prefix"] == second["secret"][:10]
+    listed = api.get("/v1/api-keys").get_json()["data"]
+    assert {k["id"] for k in listed} >= {second["id"]} and len(listed) == 2
+    assert all("secret" not in k for k in listed)
+    # both keys work
+    assert api.as_(second["secret"]).get("/v1/operator").status_code == 200
+    assert api.get("/v1/operator").get_json()["id"] == api.operator_id  # type: ignore[attr-defined]
+    revoked = api.delete(f"/v1/api-keys/{second['id']}")
+    assert revoked.status_code == 200 and revoked.get_json()["revoked_at"]
+    assert_problem(api.as_(second["secret"]).get("/v1/operator"), 401, "unauthenticated")
+    assert api.get("/v1/operator").status_code == 200
+
+
+def test_another_operators_key_is_not_found(api: ApiClient, other_api: ApiClient) -> None:
+    theirs = other_api.post("/v1/api-keys", {"label": "x"}).get_json()
+    assert_problem(api.delete(f"/v1/api-keys/{theirs['id']}"), 404, "not_found")
+
+
+def test_operators_see_only_their_own_players(api: ApiClient, other_api: ApiClient) -> None:
+    player = api.new_player()
+    for path in (
+        f"/v1/players/{player['id']}",
+        f"/v1/players/{player['id']}/wallets",
+        f"/v1/players/{player['id']}/wallets/EUR",
+        f"/v1/players/{player['id']}/entries",
+    ):
+        assert_problem(other_api.get(path), 404, "not_found")
+    assert_problem(other_api.deposit(player["id"], 100), 404, "not_found")
+    assert other_api.get("/v1/players").get_json()["data"] == []
+
+
+def _token(api: ApiClient, player_id: str) -> str:
+    response = api.post(f"/v1/players/{player_id}/tokens", {"ttl_seconds": 60})
+    assert response.status_code == 201
+    body = response.get_json()
+    assert body["player_id"] == player_id and body["expires_at"].endswith("Z")
+    return str(body["token"])
+
+
+def test_player_token_reads_own_wallet_only(api: ApiClient, other_api: ApiClient) -> None:
+    me, neighbour = api.new_player(), api.new_player()
+    api.deposit(me["id"], 1200)
+    token = _token(api, me["id"])
+    as_me = api.as_(token)
+    wallet = as_me.get(f"/v1/players/{me['id']}/wallets/EUR")
+    assert wallet.status_code == 200 and wallet.get_json()["available"]["amount"] == 1200
+    assert as_me.get(f"/v1/players/{me['id']}/entries").status_code == 200
+    # another player of the same operator: 403; another operator's player: 404
+    assert_problem(as_me.get(f"/v1/players/{neighbour['id']}/wallets/EUR"), 403, "forbidden")
+    stranger = other_api.new_player()
+    assert_problem(as_me.get(f"/v1/players/{stranger['id']}/wallets/EUR"), 404, "not_found")
+    # operator-only operations: 403
+    assert_problem(as_me.deposit(me["id"], 100), 403, "forbidden")
+    assert_problem(as_me.post(f"/v1/players/{me['id']}/tokens", {}), 403, "forbidden")
+    assert_problem(as_me.get("/v1/players"), 403, "forbidden")
+
+
+def test_expired_and_forged_player_tokens_are_401(api: ApiClient) -> None:
+    player = api.new_player()
+    operator_id = api.operator_id  # type: ignore[attr-defined]
+    expired = mint_player_token(
+        operator_id, player["id"], TEST_SECRET_KEY, utcnow() - timedelta(seconds=1)
+    )
+    assert_problem(api.as_(expired).get(f"/v1/players/{player['id']}"), 401, "token_expired")
+    forged = mint_player_token(
+        operator_id, player["id"], "not-the-secret", utcnow() + timedelta(minutes=5)
+    )
+    assert_problem(api.as_(forged).get(f"/v1/players/{player['id']}"), 401, "unauthenticated")
+    good = _token(api, player["id"])
+    tampered = good[:-2] + ("A" if good[-2] != "A" else "B") + good[-1]
+    assert_problem(api.as_(tampered).get(f"/v1/players/{player['id']}"), 401, "unauthenticated")
+
+
+def test_unknown_route_and_method_are_problems(api: ApiClient) -> None:
+    assert_problem(api.get("/v1/nothing-here"), 404, "not_found")
+    response = api.put("/v1/players", {})
+    assert_problem(response, 405, "method_not_allowed")
+    assert "GET" in response.headers["Allow"]
+
+
+def test_malformed_json_is_400(api: ApiClient) -> None:
+    response = api.request(
+        "POST", "/v1/players", data="{not json", headers={"Content-Type": "application/json"}
+    )
+    assert_problem(response, 400, "malformed_request")
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"display_name": "A"}, "external_id"),
+        ({"external_id": "", "display_name": "A"}, "external_id"),
+        ({"external_id": "x", "display_name": "A", "display_currency": "XXX"}, "display_currency"),
+        ({"external_id": "x", "display_name": "A", "unexpected": 1}, "unexpected"),
+        ({"external_id": 5, "display_name": "A"}, "external_id"),
+        ([], "(body)"),
+    ],
+)
+def test_validation_failures_name_the_fields(api: ApiClient, body: Any, field: str) -> None:
+    problem = assert_problem(api.post("/v1/players", body), 422, "validation_failed")
+    assert field in {e["field"] for e in problem["errors"]}, problem
+
+
+def test_request_id_is_echoed_or_made(api: ApiClient) -> None:
+    assert (
+        api.get("/healthz", headers={"X-Request-Id": "abc-123"}).headers["X-Request-Id"]
+        == "abc-123"
+    )
+    assert len(api.get("/healthz").headers["X-Request-Id"]) == 32
+
+
+def test_health_and_readiness(api: ApiClient) -> None:
+    assert api.as_(None).get("/healthz").get_json() == {"status": "ok"}
+    ready = api.as_(None).get("/readyz")
+    assert ready.status_code == 200, ready.get_json()
+    assert ready.get_json()["checks"] == {"database": "ok", "migrations": "ok", "broker": "ok"}
+
+
+def test_internal_errors_are_problems_without_a_trace(
+    app: Any, api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.usecases import players
+
+    def boom(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(players, "get_player", boom)
+    player = api.new_player()
+    response = api.get(f"/v1/players/{player['id']}")
+    body = assert_problem(response, 500, "internal_error")
+    assert "secret internals" not in response.get_data(as_text=True) and "errors" not in body
