@@ -1,10 +1,13 @@
 """Cards as immutable, interned values (RULES.md 0.2, 1.1-1.4).
 
-There are exactly 52 :class:`Card` objects; :meth:`Card.parse` and :meth:`Card.from_index`
-return them, so cards compare by identity and hash cheaply. Each card knows its bit in a
-52-bit hand mask (bit = display index), which the arrangement code works on.
+A :class:`Card` *is* its two-character code: it subclasses ``str``, so ``Card.parse("TD") ==
+"TD"``, it prints, hashes and serialises as ``"TD"``, and code strings can be used wherever
+cards are looked up. On top of that it carries its rank, suit, point value, display index and
+its bit in a 52-bit hand mask (bit = display index), which the arrangement code works on.
+There are exactly 52 card objects; every constructor returns one of them.
 
-Display order (1.4): suit C < D < H < S, then rank A..K; ``AC`` has index 0, ``KS`` index 51.
+Cards order by display order (1.4), not alphabetically: suit C < D < H < S, then rank A..K;
+``AC`` has index 0, ``KS`` index 51.
 """
 
 from __future__ import annotations
@@ -18,26 +21,24 @@ RANKS = "A23456789TJQK"
 SUITS = "CDHS"
 
 
-class Card:
-    """One playing card. Immutable; print it to get its two-character code (``"TD"``)."""
-
-    __slots__ = ("bit", "code", "index", "points", "rank", "suit", "suit_index")
+class Card(str):
+    """One playing card, equal to its code (``"TD"``). Immutable."""
 
     rank: int
     suit: str
     suit_index: int
-    index: int
+    index: int  # type: ignore[assignment]  # the display index; shadows str.index
     points: int
     bit: int
-    code: str
 
-    def __init__(self, *_: Any) -> None:
-        raise TypeError("cards are interned: use Card.parse(code) or Card.from_index(i)")
+    def __new__(cls, code: str) -> Card:
+        """The card with this code: ``Card("TD")`` (same as :meth:`parse`)."""
+        return Card.parse(code)
 
     @classmethod
     def _make(cls, index: int) -> Card:
-        card = object.__new__(cls)
         suit_index, rank0 = divmod(index, 13)
+        card = str.__new__(cls, RANKS[rank0] + SUITS[suit_index])
         for name, value in (
             ("rank", rank0 + 1),
             ("suit", SUITS[suit_index]),
@@ -45,7 +46,6 @@ class Card:
             ("index", index),
             ("points", min(rank0 + 1, 10)),
             ("bit", 1 << index),
-            ("code", RANKS[rank0] + SUITS[suit_index]),
         ):
             object.__setattr__(card, name, value)
         return card
@@ -58,7 +58,7 @@ class Card:
         """
         try:
             return _BY_CODE[text.strip().upper()]
-        except (KeyError, AttributeError):
+        except (KeyError, AttributeError, TypeError):
             raise InvalidCard(f"not a card code: {text!r}") from None
 
     @staticmethod
@@ -70,6 +70,11 @@ class Card:
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 52:
             raise InvalidCard(f"not a card index: {index!r}")
         return DECK[index]
+
+    @property
+    def code(self) -> str:
+        """The two-character code as a plain ``str``."""
+        return str.__str__(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Card is immutable")
@@ -87,29 +92,35 @@ class Card:
         return self
 
     def __str__(self) -> str:
-        return self.code
+        return str.__str__(self)
 
     def __repr__(self) -> str:
-        return f"Card({self.code!r})"
+        return f"Card({str.__str__(self)!r})"
 
-    def __lt__(self, other: Card) -> bool:
-        return self.index < other.index
+    # Display order, also against plain codes; equality and hashing stay those of the code.
+    def __lt__(self, other: object) -> bool:
+        return self.index < _index_of(other)
 
-    def __le__(self, other: Card) -> bool:
-        return self.index <= other.index
+    def __le__(self, other: object) -> bool:
+        return self.index <= _index_of(other)
 
-    def __gt__(self, other: Card) -> bool:
-        return self.index > other.index
+    def __gt__(self, other: object) -> bool:
+        return self.index > _index_of(other)
 
-    def __ge__(self, other: Card) -> bool:
-        return self.index >= other.index
+    def __ge__(self, other: object) -> bool:
+        return self.index >= _index_of(other)
+
+
+def _index_of(other: object) -> int:
+    if isinstance(other, str):
+        return to_card(other).index
+    raise TypeError(f"cannot order a card against {other!r}")
 
 
 DECK: tuple[Card, ...] = tuple(Card._make(i) for i in range(52))
-_BY_CODE: dict[str, Card] = {card.code: card for card in DECK}
-# Cards and their codes both map to the card's bit: one dict lookup reads either form.
-BIT_OF: dict[Card | str, int] = {card: card.bit for card in DECK}
-BIT_OF.update({card.code: card.bit for card in DECK})
+_BY_CODE: dict[str, Card] = {str.__str__(card): card for card in DECK}
+# A card hashes and compares as its code, so one dict lookup reads either form.
+BIT_OF: dict[str, int] = {card: card.bit for card in DECK}
 
 
 def to_card(value: Card | str) -> Card:
