@@ -1,0 +1,35 @@
+"""Pure match formats and payout maths (RULES.md 3, 6, 7, 9.4): no Flask, SQLAlchemy or Celery.
+
+* :class:`MatchSettings` (with :class:`FeeRule`): what a table fixes about its matches;
+* :class:`Match`: hands chained into a match by the format's rules, serialisable;
+* :func:`settle` / :func:`settle_match` -> :class:`Statement`: who gets what, and why.
+"""
+
+from service.formats.match import HandRecord, Match, MatchStatus
+from service.formats.payout import SettlementError, Statement, settle, settle_match
+from service.formats.settings import (
+    CapMode,
+    FeeBase,
+    FeeRule,
+    Format,
+    FtkWinnerRule,
+    InvalidSettings,
+    MatchSettings,
+)
+
+__all__ = [
+    "CapMode",
+    "FeeBase",
+    "FeeRule",
+    "Format",
+    "FtkWinnerRule",
+    "HandRecord",
+    "InvalidSettings",
+    "Match",
+    "MatchSettings",
+    "MatchStatus",
+    "SettlementError",
+    "Statement",
+    "settle",
+    "settle_match",
+]

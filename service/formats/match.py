@@ -1,0 +1,240 @@
+"""A whole match as a pure state machine: hands chained by the format's rules (RULES.md 3, 6).
+
+:class:`Match` wraps the current :class:`~service.rules.Hand` and the list of finished hands.
+The service supplies each hand's deck (from the fair shuffle) when the match asks for a deal;
+everything else — who deals, when the match ends, dead hands, forfeits — is decided here.
+
+Status:
+
+``AWAITING_DEAL``  the next hand needs a deck (``Match.deal``); ``dealer`` says who deals
+``PLAYING``        a hand is in progress; actions go to ``Match.apply``
+``FINISHED``       the format's end condition was met, or a player forfeited
+``VOID``           First To Knock only: too many dead hands (6.2.4); stakes are refunded
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from service.formats.settings import Format, FtkWinnerRule, MatchSettings
+from service.rules import Action, Card, Game, Hand, RulesError
+from service.rules.errors import IllegalAction, InvalidState
+
+MATCH_SCHEMA = 1
+
+
+class MatchStatus(StrEnum):
+    AWAITING_DEAL = "AWAITING_DEAL"
+    PLAYING = "PLAYING"
+    FINISHED = "FINISHED"
+    VOID = "VOID"
+
+
+@dataclass(frozen=True, slots=True)
+class HandRecord:
+    """A finished hand as the match and the payout maths see it."""
+
+    number: int
+    dealer: int
+    kind: str
+    winner: int | None
+    points: int
+    knocker: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "dealer": self.dealer,
+            "kind": self.kind,
+            "winner": self.winner,
+            "points": self.points,
+            "knocker": self.knocker,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HandRecord:
+        return cls(
+            data["number"],
+            data["dealer"],
+            data["kind"],
+            data["winner"],
+            data["points"],
+            data["knocker"],
+        )
+
+
+def ftk_winner(settings: MatchSettings, records: Sequence[HandRecord]) -> int | None:
+    """The winner of a First To Knock match (6.2.3): the first legal knocker, or the
+    deciding hand's winner under ``HAND_WINNER``; None while no hand was decided."""
+    decided = [r for r in records if r.kind != "dead"]
+    if not decided:
+        return None
+    if settings.ftk_winner_rule is FtkWinnerRule.FIRST_KNOCKER:
+        return decided[0].knocker
+    return decided[0].winner
+
+
+class Match:
+    """One match between seats 0 and 1; see the module docstring."""
+
+    def __init__(self, settings: MatchSettings, first_dealer: int) -> None:
+        if first_dealer not in (0, 1):
+            raise InvalidState(f"first dealer must be seat 0 or 1, not {first_dealer!r}")
+        self.settings = settings
+        self.first_dealer = first_dealer
+        self.dealer = first_dealer
+        self.status = MatchStatus.AWAITING_DEAL
+        self.hand: Hand | None = None
+        self.records: list[HandRecord] = []
+        self.forfeiter: int | None = None
+        self.forfeit_reason: str | None = None
+
+    # --- reading -------------------------------------------------------------------
+
+    @property
+    def hand_number(self) -> int:
+        """The number of the current (or next) hand, from 1; the fairness nonce."""
+        return len(self.records) + (0 if self.over else 1)
+
+    @property
+    def over(self) -> bool:
+        return self.status in (MatchStatus.FINISHED, MatchStatus.VOID)
+
+    @property
+    def target(self) -> int | None:
+        if self.settings.format is Format.FIRST_TO_KNOCK:
+            return None
+        return self.settings.target
+
+    def game(self) -> Game:
+        """Hand points and boxes so far."""
+        game = Game(self.settings.ruleset, self.target or 10**9)
+        for r in self.records:
+            if not game.over:
+                game.record(r.winner, r.points)
+        return game
+
+    @property
+    def winner(self) -> int | None:
+        """The seat that won the match, when the format names one before the money maths
+        (First To Knock, Match Play, forfeits); Money Play and classic winners come from the
+        final totals (see :mod:`service.formats.payout`)."""
+        if self.status is not MatchStatus.FINISHED:
+            return None
+        if self.forfeiter is not None:
+            return 1 - self.forfeiter
+        if self.settings.format is Format.FIRST_TO_KNOCK:
+            return ftk_winner(self.settings, self.records)
+        return self.game().target_reacher
+
+    # --- driving -------------------------------------------------------------------
+
+    def deal(self, deck: Sequence[Card | str]) -> Hand:
+        """Start the next hand from ``deck`` (deal order), dealt by :attr:`dealer`.
+
+        :raises IllegalAction: unless the match is waiting for a deal.
+        """
+        if self.status is not MatchStatus.AWAITING_DEAL:
+            raise IllegalAction(
+                f"the match is {self.status.value}, not awaiting a deal", "MATCH_NOT_AWAITING_DEAL"
+            )
+        self.hand = Hand.deal(list(deck), self.dealer, self.settings.ruleset)
+        self.status = MatchStatus.PLAYING
+        return self.hand
+
+    def apply(self, seat: int, action: Action | str, *, at: str | None = None) -> Hand:
+        """Apply a hand action; when it ends the hand, score it and move the match on.
+
+        :raises IllegalAction: when no hand is being played or the action is illegal.
+        """
+        if self.status is not MatchStatus.PLAYING or self.hand is None:
+            raise IllegalAction(
+                f"no hand is being played (match {self.status.value})", "NO_HAND_IN_PLAY"
+            )
+        hand = self.hand
+        hand.apply(seat, action, at=at)
+        if hand.ended:
+            self._finish_hand(hand)
+        return hand
+
+    def _finish_hand(self, hand: Hand) -> None:
+        out = hand.outcome
+        assert out is not None
+        record = HandRecord(
+            len(self.records) + 1, hand.dealer, out.kind, out.winner, out.points, out.knocker
+        )
+        self.records.append(record)
+        self.dealer = hand.next_dealer()
+        fmt = self.settings.format
+        if fmt is Format.FIRST_TO_KNOCK:
+            if out.kind != "dead":
+                self.status = MatchStatus.FINISHED
+                return
+            cap = self.settings.ftk_max_dead_hands
+            dead = sum(1 for r in self.records if r.kind == "dead")
+            if cap and dead > cap:
+                self.status = MatchStatus.VOID
+                return
+        elif self.game().over:
+            self.status = MatchStatus.FINISHED
+            return
+        self.status = MatchStatus.AWAITING_DEAL
+
+    def forfeit(self, seat: int, reason: str = "resign") -> None:
+        """``seat`` forfeits (resignation or timeouts, 9.3-9.4): the match ends at once.
+
+        :raises IllegalAction: when the match is already over or the seat is unknown.
+        """
+        if self.over:
+            raise IllegalAction("the match is already over", "MATCH_OVER")
+        if seat not in (0, 1):
+            raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
+        self.forfeiter = seat
+        self.forfeit_reason = reason
+        self.status = MatchStatus.FINISHED
+
+    # --- serialisation -------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": MATCH_SCHEMA,
+            "settings": self.settings.to_dict(),
+            "first_dealer": self.first_dealer,
+            "dealer": self.dealer,
+            "status": self.status.value,
+            "hand": None if self.hand is None else self.hand.to_dict(),
+            "records": [r.to_dict() for r in self.records],
+            "forfeiter": self.forfeiter,
+            "forfeit_reason": self.forfeit_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Match:
+        """:raises InvalidState: when the data is malformed."""
+        try:
+            if data["schema"] != MATCH_SCHEMA:
+                raise InvalidState(f"unknown match schema {data['schema']!r}")
+            match = cls(MatchSettings.from_dict(data["settings"]), data["first_dealer"])
+            match.dealer = data["dealer"]
+            match.status = MatchStatus(data["status"])
+            match.hand = None if data["hand"] is None else Hand.from_dict(data["hand"])
+            match.records = [HandRecord.from_dict(r) for r in data["records"]]
+            match.forfeiter = data["forfeiter"]
+            match.forfeit_reason = data["forfeit_reason"]
+        except RulesError as exc:
+            if isinstance(exc, InvalidState):
+                raise
+            raise InvalidState(f"malformed match state: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidState(f"malformed match state: {exc}") from None
+        return match
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,220 @@
+"""Table settings for the stake formats of two-player Gin (RULES.md 6, 3.2.6, Appendix A).
+
+A :class:`MatchSettings` value fixes everything a match needs besides the players: the format,
+the stake, the target, the house fee, the caps and the game :class:`~service.rules.Ruleset`.
+Amounts are integer minor units of the table's currency; nothing here knows currencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from service.rules import RulesError, Ruleset
+
+
+class InvalidSettings(RulesError):
+    """Raised when table settings are inconsistent or out of range (the field is named)."""
+
+    code = "INVALID_SETTINGS"
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+class Format(StrEnum):
+    FIRST_TO_KNOCK = "first_to_knock"
+    MATCH_PLAY = "match_play"
+    MONEY_PLAY = "money_play"
+    CLASSIC = "classic"
+
+
+class FeeBase(StrEnum):
+    """What the house fee is a share of (6.1.3)."""
+
+    POT = "POT"
+    WINNINGS = "WINNINGS"
+
+
+class FtkWinnerRule(StrEnum):
+    """Who wins a First To Knock match (6.2.3)."""
+
+    FIRST_KNOCKER = "FIRST_KNOCKER"
+    HAND_WINNER = "HAND_WINNER"
+
+
+class CapMode(StrEnum):
+    """How buy-ins cap a Money Play transfer (6.4.7)."""
+
+    MIN_BOTH = "MIN_BOTH"
+    LOSER_ONLY = "LOSER_ONLY"
+
+
+def _int(name: str, value: Any, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidSettings(name, f"must be an integer, not {value!r}")
+    if value < minimum:
+        raise InvalidSettings(name, f"must be at least {minimum}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class FeeRule:
+    """House fee: ``bps`` basis points of the base, rounded down, then held within
+    ``[minimum, maximum]`` (6.1.3). A fee never exceeds its base."""
+
+    bps: int = 0
+    base: FeeBase = FeeBase.POT
+    minimum: int = 0
+    maximum: int | None = None
+
+    def __post_init__(self) -> None:
+        _int("fee_bps", self.bps)
+        if self.bps > 10_000:
+            raise InvalidSettings("fee_bps", f"must be at most 10000, not {self.bps}")
+        try:
+            object.__setattr__(self, "base", FeeBase(self.base))
+        except ValueError:
+            msg = f"must be POT or WINNINGS, not {self.base!r}"
+            raise InvalidSettings("fee_base", msg) from None
+        _int("fee_min", self.minimum)
+        if self.maximum is not None:
+            _int("fee_max", self.maximum)
+            if self.maximum < self.minimum:
+                raise InvalidSettings("fee_max", "must not be below fee_min")
+
+    def fee_on(self, amount: int) -> int:
+        """The fee on a base of ``amount`` minor units."""
+        if amount <= 0:
+            return 0
+        fee = amount * self.bps // 10_000
+        fee = max(fee, self.minimum)
+        if self.maximum is not None:
+            fee = min(fee, self.maximum)
+        return min(fee, amount)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSettings:
+    """Everything a table fixes about its matches.
+
+    * ``stake``: the fixed stake ``S`` of First To Knock and Match Play (each player's escrow).
+    * ``stake_per_point``: ``r`` of Money Play and classic; each player escrows a buy-in within
+      ``[min_buyin, max_buyin]``.
+    * ``target``: Match Play's ``match.target``, Money Play's ``money.target`` (50 or 100) or,
+      for classic, the ruleset's ``target`` (kept equal).
+    """
+
+    format: Format
+    stake: int = 0
+    stake_per_point: int = 0
+    min_buyin: int = 0
+    max_buyin: int = 0
+    target: int = 100
+    fee: FeeRule = field(default_factory=FeeRule)
+    ftk_winner_rule: FtkWinnerRule = FtkWinnerRule.FIRST_KNOCKER
+    ftk_max_dead_hands: int = 0
+    line_bonus: int = 25
+    cap_mode: CapMode = CapMode.MIN_BOTH
+    ruleset: Ruleset = field(default_factory=Ruleset)
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "format", Format(self.format))
+        except ValueError:
+            allowed = ", ".join(f.value for f in Format)
+            msg = f"must be one of {allowed}, not {self.format!r}"
+            raise InvalidSettings("format", msg) from None
+        for name, enum in (("ftk_winner_rule", FtkWinnerRule), ("cap_mode", CapMode)):
+            try:
+                object.__setattr__(self, name, enum(getattr(self, name)))
+            except ValueError:
+                raise InvalidSettings(name, f"unknown value {getattr(self, name)!r}") from None
+        for name in (
+            "stake",
+            "stake_per_point",
+            "min_buyin",
+            "max_buyin",
+            "ftk_max_dead_hands",
+            "line_bonus",
+        ):
+            _int(name, getattr(self, name))
+        _int("target", self.target, 1)
+        if self.format in (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY):
+            _int("stake", self.stake, 1)
+        else:
+            _int("stake_per_point", self.stake_per_point, 1)
+            _int("min_buyin", self.min_buyin, 1)
+            if self.max_buyin < self.min_buyin:
+                raise InvalidSettings("max_buyin", "must not be below min_buyin")
+            charged = self.fee.bps > 0 or self.fee.minimum > 0
+            if charged and self.fee.base is not FeeBase.WINNINGS:
+                raise InvalidSettings(
+                    "fee_base", "Money Play and classic take their fee from the transfer: WINNINGS"
+                )
+        if self.format is Format.MONEY_PLAY and self.target not in (50, 100):
+            raise InvalidSettings("target", f"Money Play targets 50 or 100, not {self.target}")
+        if self.format is Format.CLASSIC and self.ruleset.target != self.target:
+            object.__setattr__(self, "ruleset", _with_target(self.ruleset, self.target))
+
+    @property
+    def uses_buyins(self) -> bool:
+        return self.format in (Format.MONEY_PLAY, Format.CLASSIC)
+
+    def escrow_for(self, buyin: int | None = None) -> int:
+        """What one player escrows on sitting down: the stake, or a buy-in in range.
+
+        :raises InvalidSettings: for a missing or out-of-range buy-in.
+        """
+        if not self.uses_buyins:
+            if buyin is not None and buyin != self.stake:
+                raise InvalidSettings("buyin", f"this table's stake is fixed at {self.stake}")
+            return self.stake
+        if buyin is None:
+            raise InvalidSettings("buyin", "a buy-in is required at this table")
+        _int("buyin", buyin, 1)
+        if not self.min_buyin <= buyin <= self.max_buyin:
+            raise InvalidSettings(
+                "buyin", f"must be between {self.min_buyin} and {self.max_buyin}, not {buyin}"
+            )
+        return buyin
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Ruleset):
+                value = value.to_dict()
+            elif isinstance(value, FeeRule):
+                value = {
+                    "bps": value.bps,
+                    "base": value.base.value,
+                    "minimum": value.minimum,
+                    "maximum": value.maximum,
+                }
+            elif isinstance(value, StrEnum):
+                value = value.value
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MatchSettings:
+        """:raises InvalidSettings: on unknown keys or bad values."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise InvalidSettings(sorted(unknown)[0], "unknown setting")
+        kwargs = dict(data)
+        if isinstance(kwargs.get("fee"), dict):
+            kwargs["fee"] = FeeRule(**kwargs["fee"])
+        if isinstance(kwargs.get("ruleset"), dict):
+            kwargs["ruleset"] = Ruleset.from_dict(kwargs["ruleset"])
+        return cls(**kwargs)
+
+
+def _with_target(ruleset: Ruleset, target: int) -> Ruleset:
+    data = ruleset.to_dict()
+    data["target"] = target
+    return Ruleset.from_dict(data)

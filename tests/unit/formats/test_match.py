@@ -1,0 +1,131 @@
+"""Hands chained into matches by the format's rules, played out at random."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.formats import (
+    FeeRule,
+    Format,
+    Match,
+    MatchSettings,
+    MatchStatus,
+    settle_match,
+)
+from service.rules import IllegalAction
+from service.rules.playout import choose, random_deck
+
+SETTINGS = {
+    Format.FIRST_TO_KNOCK: MatchSettings(Format.FIRST_TO_KNOCK, stake=100, fee=FeeRule(500)),
+    Format.MATCH_PLAY: MatchSettings(Format.MATCH_PLAY, stake=100, target=100, fee=FeeRule(500)),
+    Format.MONEY_PLAY: MatchSettings(
+        Format.MONEY_PLAY, stake_per_point=2, min_buyin=100, max_buyin=1000, target=50
+    ),
+    Format.CLASSIC: MatchSettings(
+        Format.CLASSIC, stake_per_point=1, min_buyin=100, max_buyin=1000, target=100
+    ),
+}
+
+
+def play(match: Match, rng: random.Random, *, check_restore: bool = False) -> None:
+    hands = 0
+    while not match.over:
+        if match.status is MatchStatus.AWAITING_DEAL:
+            dealer = match.dealer
+            match.deal(random_deck(rng))
+            assert match.hand is not None and match.hand.dealer == dealer
+            hands += 1
+            assert hands < 200
+            continue
+        hand = match.hand
+        assert hand is not None
+        action = choose(rng, hand.legal_actions(), knock_rate=0.9)
+        match.apply(hand.to_act, action)
+        if check_restore:
+            assert Match.from_dict(json.loads(json.dumps(match.to_dict()))) == match
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_matches_end_by_their_format_and_settle(fmt: Format, seed: int) -> None:
+    rng = random.Random(seed)
+    settings = SETTINGS[fmt]
+    match = Match(settings, rng.randrange(2))
+    play(match, rng)
+    assert match.status is MatchStatus.FINISHED
+    decided = [r for r in match.records if r.kind != "dead"]
+    if fmt is Format.FIRST_TO_KNOCK:
+        assert len(decided) == 1 and match.records[-1] is decided[0]
+        assert match.winner == decided[0].knocker
+    else:
+        h = match.game().hand_points
+        reacher = match.game().target_reacher
+        assert reacher is not None and h[reacher] >= settings.target
+        # Only the last hand reached the target.
+        before = [sum(r.points for r in match.records[:-1] if r.winner == s) for s in (0, 1)]
+        assert max(before) < settings.target
+    escrow = (settings.escrow_for(None if not settings.uses_buyins else 500),) * 2
+    statement = settle_match(match, (escrow[0], escrow[1]))
+    assert sum(statement.payouts) + statement.fee == sum(escrow)
+    assert Match.from_dict(match.to_dict()) == match
+
+
+def test_dealers_follow_the_hands() -> None:
+    rng = random.Random(3)
+    match = Match(SETTINGS[Format.CLASSIC], 0)
+    play(match, rng, check_restore=True)
+    dealer = 0
+    for record in match.records:
+        assert record.dealer == dealer
+        dealer = dealer if record.winner is None else record.winner  # winner deals (default)
+
+
+def test_first_to_knock_voids_after_too_many_dead_hands() -> None:
+    settings = MatchSettings(Format.FIRST_TO_KNOCK, stake=100, ftk_max_dead_hands=1)
+    match = Match(settings, 1)
+    for _ in range(2):
+        match.deal(random_deck(random.Random(5)))
+        hand = match.hand
+        assert hand is not None
+        hand_passes = 0
+        while not hand.ended:  # nobody ever knocks: draw and discard the drawn card
+            seat = hand.to_act
+            legal = [str(a) for a in hand.legal_actions()]
+            if "PASS" in legal:
+                match.apply(seat, "PASS")
+                hand_passes += 1
+            elif "DRAW_STOCK" in legal:
+                match.apply(seat, "DRAW_STOCK")
+            else:
+                match.apply(seat, f"DISCARD {hand.log[-1]['card']}")
+        assert hand.outcome is not None and hand.outcome.kind == "dead"
+    assert match.status is MatchStatus.VOID and match.over
+    statement = settle_match(match, (100, 100))
+    assert statement.void and statement.payouts == (100, 100)
+
+
+def test_forfeit_ends_the_match_and_blocks_play() -> None:
+    match = Match(SETTINGS[Format.MATCH_PLAY], 0)
+    match.deal(random_deck(random.Random(1)))
+    match.forfeit(1)
+    assert match.status is MatchStatus.FINISHED and match.winner == 0
+    with pytest.raises(IllegalAction):
+        match.apply(1, "PASS")
+    with pytest.raises(IllegalAction):
+        match.forfeit(0)
+    assert settle_match(match, (100, 100)).payouts == (190, 0)
+
+
+def test_deal_only_when_awaiting() -> None:
+    match = Match(SETTINGS[Format.MATCH_PLAY], 0)
+    with pytest.raises(IllegalAction):
+        match.apply(1, "PASS")
+    match.deal(random_deck(random.Random(1)))
+    with pytest.raises(IllegalAction):
+        match.deal(random_deck(random.Random(2)))
+    assert match.hand_number == 1

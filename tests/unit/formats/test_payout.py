@@ -1,0 +1,272 @@
+"""Payout maths: the worked examples of RULES.md 7.8-7.11, forfeits (9.4) and invariants."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.formats import (
+    CapMode,
+    FeeBase,
+    FeeRule,
+    Format,
+    FtkWinnerRule,
+    HandRecord,
+    InvalidSettings,
+    MatchSettings,
+    SettlementError,
+    settle,
+)
+
+
+def hands(
+    *results: tuple[int | None, int] | tuple[int | None, int, int | None],
+) -> list[HandRecord]:
+    out = []
+    for i, result in enumerate(results, 1):
+        winner, points = result[0], result[1]
+        knocker = result[2] if len(result) == 3 else winner
+        kind = "dead" if winner is None else ("knock" if knocker == winner else "undercut")
+        out.append(HandRecord(i, 0, kind, winner, points, knocker))
+    return out
+
+
+def money(
+    target: int = 100, r: int = 10, cap: CapMode = CapMode.MIN_BOTH, **kw: object
+) -> MatchSettings:
+    return MatchSettings(
+        Format.MONEY_PLAY,
+        stake_per_point=r,
+        min_buyin=1,
+        max_buyin=10**9,
+        target=target,
+        cap_mode=cap,
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def test_7_8_money_play_100_with_cap() -> None:
+    s = settle(money(), hands((0, 40), (0, 72)), (2000, 1500))
+    assert s.final_totals == (362, 0)
+    assert s.bonuses["line_bonus"] == (50, 0)
+    assert s.bonuses["target_bonus"] == (100, 0)
+    assert s.bonuses["zero_point_bonus"] == (100, 0)
+    assert s.raw_amount == 3620 and s.transfer == 1500 and s.cap_applied
+    assert s.net == (1500, -1500) and s.payouts == (3500, 0) and s.fee == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [(CapMode.MIN_BOTH, 1000), (CapMode.LOSER_ONLY, 3620)]
+)
+def test_7_8_cap_contrast(mode: CapMode, expected: int) -> None:
+    s = settle(money(cap=mode), hands((0, 40), (0, 72)), (1000, 5000))
+    assert s.transfer == expected and s.net == (expected, -expected)
+
+
+def test_7_9_money_play_50_target_reacher_loses() -> None:
+    record = hands((1, 9), (1, 8), (1, 6), (1, 12), (1, 11), (0, 52))
+    s = settle(money(target=50, r=5), record, (1000, 1000))
+    assert s.final_totals == (127, 171)
+    assert s.winner == 1 and s.margin == 44
+    assert s.transfer == 220 and not s.cap_applied
+    assert s.net == (-220, 220)
+
+
+def match_play(fee: FeeRule, stake: int = 500) -> MatchSettings:
+    return MatchSettings(Format.MATCH_PLAY, stake=stake, target=100, fee=fee)
+
+
+def test_7_10_match_play_pot_and_fee() -> None:
+    record = hands((0, 40), (1, 27), (0, 72))
+    s = settle(match_play(FeeRule(1000)), record, (500, 500))
+    assert (s.winner, s.fee, s.payouts, s.net) == (0, 100, (900, 0), (400, -500))
+    s = settle(match_play(FeeRule(1000, FeeBase.WINNINGS)), record, (500, 500))
+    assert (s.fee, s.payouts) == (50, (950, 0))
+    s = settle(match_play(FeeRule(750), stake=25), record, (25, 25))
+    assert (s.fee, s.payouts) == (3, (47, 0))
+
+
+@pytest.mark.parametrize(
+    ("rule", "winner"), [(FtkWinnerRule.FIRST_KNOCKER, 0), (FtkWinnerRule.HAND_WINNER, 1)]
+)
+def test_7_11_first_to_knock_winner_rules(rule: FtkWinnerRule, winner: int) -> None:
+    settings = MatchSettings(
+        Format.FIRST_TO_KNOCK, stake=200, fee=FeeRule(500), ftk_winner_rule=rule
+    )
+    # P1 (seat 0) knocks with 8, P2 undercuts for 27; a dead hand came first.
+    s = settle(settings, hands((None, 0), (1, 27, 0)), (200, 200))
+    assert s.winner == winner and s.fee == 20
+    assert s.payouts[winner] == 380 and s.payouts[1 - winner] == 0
+    assert s.net[winner] == 180 and s.net[1 - winner] == -200
+
+
+def test_first_to_knock_void_refunds_everything() -> None:
+    settings = MatchSettings(
+        Format.FIRST_TO_KNOCK, stake=200, fee=FeeRule(500), ftk_max_dead_hands=2
+    )
+    s = settle(settings, hands((None, 0), (None, 0), (None, 0)), (200, 200), void=True)
+    assert s.void and s.payouts == (200, 200) and s.fee == 0 and s.winner is None
+
+
+def test_forfeit_in_pot_formats_pays_the_opponent() -> None:
+    s = settle(match_play(FeeRule(1000)), hands((0, 40)), (500, 500), forfeiter=0)
+    assert s.winner == 1 and s.payouts == (0, 900)
+
+
+def test_forfeit_in_money_play_scores_opponent_as_target_reacher() -> None:
+    # Seat 1 leads 30 to 0 in hand points; seat 0 resigns -> seat 1 gets target + zero-point.
+    s = settle(money(r=1), hands((1, 30)), (1000, 1000), forfeiter=0)
+    assert s.final_totals == (0, 30 + 25 + 100 + 100)
+    assert s.winner == 1 and s.transfer == 255
+
+
+def test_forfeit_never_favours_the_forfeiter() -> None:
+    # Seat 0 is far ahead and resigns: the margin would favour seat 0, so it is 0.
+    record = hands((0, 90), (0, 5), (0, 4), (0, 3), (0, 2), (0, 1), (1, 1))
+    s = settle(money(r=10), record, (5000, 5000), forfeiter=0)
+    assert s.winner is None and s.margin == 0 and s.payouts == (5000, 5000)
+
+
+def test_classic_for_stakes_uses_classic_bonuses() -> None:
+    settings = MatchSettings(Format.CLASSIC, stake_per_point=2, min_buyin=1, max_buyin=10_000)
+    s = settle(settings, hands((0, 40), (1, 27), (0, 72)), (1000, 1000))
+    assert s.final_totals == (252, 47) and s.margin == 205
+    assert s.transfer == 410 and s.net == (410, -410)
+    assert s.bonuses["box_bonus"] == (40, 20) and s.bonuses["game_bonus"] == (100, 0)
+
+
+def test_money_play_fee_comes_from_the_transfer() -> None:
+    settings = money(r=10, fee=FeeRule(250, FeeBase.WINNINGS, minimum=10, maximum=50))
+    s = settle(settings, hands((0, 40), (0, 72)), (2000, 1500))
+    assert s.fee == 37  # 2.5% of 1500 = 37.5, rounded down
+    assert s.payouts == (2000 + 1500 - 37, 0)
+
+
+def test_fee_minimum_and_maximum() -> None:
+    assert FeeRule(100, minimum=10).fee_on(500) == 10
+    assert FeeRule(5000, maximum=30).fee_on(500) == 30
+    assert FeeRule(0, minimum=100).fee_on(40) == 40  # never more than its base
+    assert FeeRule(1000).fee_on(0) == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"format": "poker", "stake": 1},
+        {"format": Format.MATCH_PLAY, "stake": 0},
+        {"format": Format.MATCH_PLAY, "stake": 1.5},
+        {
+            "format": Format.MONEY_PLAY,
+            "stake_per_point": 1,
+            "min_buyin": 1,
+            "max_buyin": 9,
+            "target": 75,
+        },
+        {"format": Format.MONEY_PLAY, "stake_per_point": 1, "min_buyin": 10, "max_buyin": 9},
+        {
+            "format": Format.MONEY_PLAY,
+            "stake_per_point": 1,
+            "min_buyin": 1,
+            "max_buyin": 9,
+            "fee": FeeRule(100, FeeBase.POT),
+        },
+        {"format": Format.MATCH_PLAY, "stake": 10, "fee": {"bps": 10_001}},
+    ],
+)
+def test_bad_settings_name_their_field(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidSettings) as err:
+        MatchSettings.from_dict(kwargs)
+    assert err.value.field
+
+
+def test_settlement_refuses_wrong_escrow() -> None:
+    with pytest.raises(SettlementError):
+        settle(match_play(FeeRule()), hands((0, 100)), (500, 400))
+    with pytest.raises(SettlementError):
+        settle(money(), hands((0, 100)), (0, 400))
+    with pytest.raises(SettlementError):
+        settle(money(), hands((0, 50)), (100, 100))  # nobody reached the target
+
+
+hand_lists = st.lists(
+    st.tuples(st.sampled_from([0, 1]), st.integers(1, 80)), min_size=1, max_size=25
+)
+
+
+def finish_at_target(results: list[tuple[int, int]], target: int) -> list[HandRecord] | None:
+    h = [0, 0]
+    kept = []
+    for winner, points in results:
+        kept.append((winner, points))
+        h[winner] += points
+        if h[winner] >= target:
+            return hands(*kept)
+    return None
+
+
+@given(
+    results=hand_lists,
+    target=st.sampled_from([50, 100]),
+    r=st.integers(1, 500),
+    buyins=st.tuples(st.integers(1, 100_000), st.integers(1, 100_000)),
+    cap=st.sampled_from(list(CapMode)),
+    fee=st.builds(
+        FeeRule,
+        bps=st.integers(0, 10_000),
+        base=st.just(FeeBase.WINNINGS),
+        minimum=st.integers(0, 500),
+    ),
+    forfeiter=st.sampled_from([None, 0, 1]),
+)
+def test_money_play_invariants(
+    results: list[tuple[int, int]],
+    target: int,
+    r: int,
+    buyins: tuple[int, int],
+    cap: CapMode,
+    fee: FeeRule,
+    forfeiter: int | None,
+) -> None:
+    record = finish_at_target(results, target)
+    if forfeiter is not None:
+        record = hands(*results[: len(results) // 2])
+    if record is None:
+        return
+    s = settle(money(target, r, cap, fee=fee), record, buyins, forfeiter=forfeiter)
+    assert sum(s.payouts) + s.fee == sum(buyins)  # nothing created or destroyed
+    assert all(p >= 0 for p in s.payouts)  # nobody loses more than the escrow
+    if s.winner is not None:
+        loser = 1 - s.winner
+        assert s.final_totals is not None
+        assert s.final_totals[s.winner] > s.final_totals[loser]  # the winner by totals
+        assert s.net[s.winner] == s.transfer - s.fee >= 0
+        assert s.net[loser] == -s.transfer
+        assert s.transfer == min(s.raw_amount, s.cap or 0)
+        assert s.transfer <= buyins[loser]
+        if cap is CapMode.MIN_BOTH:
+            assert s.transfer <= buyins[s.winner]
+    else:
+        assert s.payouts == buyins and s.fee == 0
+    if forfeiter is not None:
+        assert s.winner != forfeiter
+
+
+@given(
+    stake=st.integers(1, 1_000_000),
+    fee=st.builds(
+        FeeRule,
+        bps=st.integers(0, 10_000),
+        base=st.sampled_from(list(FeeBase)),
+        minimum=st.integers(0, 1000),
+    ),
+    results=hand_lists,
+)
+def test_pot_invariants(stake: int, fee: FeeRule, results: list[tuple[int, int]]) -> None:
+    record = finish_at_target(results, 100)
+    if record is None:
+        return
+    s = settle(match_play(fee, stake), record, (stake, stake))
+    assert sum(s.payouts) + s.fee == 2 * stake
+    assert s.winner is not None and s.payouts[1 - s.winner] == 0
+    assert 0 <= s.fee <= (2 * stake if fee.base is FeeBase.POT else stake)
