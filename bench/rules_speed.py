@@ -113,8 +113,8 @@ def main() -> int:
             f"{target:9,}"
         )
 
-    seeds = list(range(2000))
-    hands_rate = rate(lambda i: play_out(random.Random(i)), seeds, args.seconds)
+    play_rng = random.Random(args.seed)
+    hands_rate = rate(lambda _: play_out(play_rng), range(2000), args.seconds)
     naive_rate = rate(naive_deadwood, random10[:200], args.seconds / 2)
     failed |= hands_rate < 2_000
     print(

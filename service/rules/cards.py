@@ -30,6 +30,7 @@ class Card(str):
     index: int  # type: ignore[assignment]  # the display index; shadows str.index
     points: int
     bit: int
+    code: str
 
     def __new__(cls, code: str) -> Card:
         """The card with this code: ``Card("TD")`` (same as :meth:`parse`)."""
@@ -46,6 +47,7 @@ class Card(str):
             ("index", index),
             ("points", min(rank0 + 1, 10)),
             ("bit", 1 << index),
+            ("code", RANKS[rank0] + SUITS[suit_index]),  # the code as a plain str
         ):
             object.__setattr__(card, name, value)
         return card
@@ -70,11 +72,6 @@ class Card(str):
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 52:
             raise InvalidCard(f"not a card index: {index!r}")
         return DECK[index]
-
-    @property
-    def code(self) -> str:
-        """The two-character code as a plain ``str``."""
-        return str.__str__(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Card is immutable")
