@@ -1,0 +1,10 @@
+"""Practice bots (pure): decide an action from a player's view of a hand.
+
+:func:`decide` takes the view a player sees (``Hand.view(seat)``; the API's hand view has the
+same fields) and returns the action text to send. :class:`Bot` is the sensible player;
+:func:`greedy_action` and :func:`random_action` are the baselines it is measured against.
+"""
+
+from service.bots.strategy import Bot, decide, greedy_action, random_action
+
+__all__ = ["Bot", "decide", "greedy_action", "random_action"]
