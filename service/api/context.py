@@ -22,8 +22,11 @@ PUBLIC_PREFIX = "/v1/"
 
 
 def db_session() -> Session:
+    """The request's session, bound to one pooled connection for the whole request (one
+    checkout instead of one per use-case transaction)."""
     if "db_session" not in g:
-        g.db_session = current_app.extensions["gin"]["sessionmaker"]()
+        g.db_connection = current_app.extensions["gin"]["engine"].connect()
+        g.db_session = Session(bind=g.db_connection, expire_on_commit=False)
     session: Session = g.db_session
     return session
 
@@ -48,6 +51,7 @@ def _close_session(_exc: BaseException | None) -> None:
     session = g.pop("db_session", None)
     if session is not None:
         session.close()
+        g.pop("db_connection").close()
 
 
 def _request_id(response: Response) -> Response:

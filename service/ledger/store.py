@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -52,13 +52,26 @@ def find_transaction(
     return existing
 
 
+@dataclass(frozen=True)
+class LockedAccount:
+    """An account row as read under its lock: enough to append entries to it."""
+
+    id: int
+    key: str
+    kind: str
+    currency: str
+    balance: int
+    entry_count: int
+    last_hash: str
+
+
 def lock_accounts(
     session: Session, refs: Iterable[AccountRef], now: datetime
-) -> dict[AccountRef, LedgerAccount]:
+) -> dict[AccountRef, LockedAccount]:
     """Create any missing accounts, then lock all of them in ascending id order."""
     wanted = {str(ref): ref for ref in refs}
     dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
     rows = [
         {
             "key": key,
@@ -74,24 +87,25 @@ def lock_accounts(
         }
         for key, ref in sorted(wanted.items())
     ]
-    session.execute(
-        insert(LedgerAccount).values(rows).on_conflict_do_nothing(index_elements=["key"])
-    )
+    table = LedgerAccount.__table__
+    session.execute(insert_(table).on_conflict_do_nothing(index_elements=["key"]), rows)
     stmt = (
-        select(LedgerAccount)
-        .where(LedgerAccount.key.in_(wanted))
-        .order_by(LedgerAccount.id)
-        .execution_options(populate_existing=True)
+        select(
+            table.c.id, table.c.key, table.c.kind, table.c.currency, table.c.balance,
+            table.c.entry_count, table.c.last_hash,
+        )
+        .where(table.c.key.in_(wanted))
+        .order_by(table.c.id)
     )
     if dialect == "postgresql":
         stmt = stmt.with_for_update()
-    return {wanted[account.key]: account for account in session.scalars(stmt)}
+    return {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
 
 
 def post(
     session: Session,
     journal: JournalTransaction,
-    locked: dict[AccountRef, LedgerAccount],
+    locked: dict[AccountRef, LockedAccount],
     *,
     operator_id: str,
     idempotency_key: str | None,
@@ -104,6 +118,9 @@ def post(
     external_reference: str | None = None,
 ) -> LedgerTransaction:
     """Append ``journal`` to the accounts in ``locked`` (from :func:`lock_accounts`).
+
+    Written with Core statements (one insert for the transaction, one for its entries, one
+    update for the account heads): this is the hot path of every money movement.
 
     :raises InsufficientFunds: when a player or house account would go below zero.
     """
@@ -132,9 +149,11 @@ def post(
         entry_count=len(planned),
         created_at=now,
     )
-    session.add(txn)
-    session.flush()  # the entries reference it
-    heads = []
+    txn_table = LedgerTransaction.__table__
+    session.execute(
+        insert(txn_table), {column.key: getattr(txn, column.key) for column in txn_table.c}
+    )
+    entries, heads = [], []
     for posting, account, balance_after in planned:
         version = account.entry_count + 1
         content = EntryContent(
@@ -149,27 +168,36 @@ def post(
             created_at=now,
         )
         digest = entry_hash(account.last_hash, content)
-        session.add(
-            LedgerEntry(
-                id=content.entry_id,
-                transaction_id=txn.id,
-                account_id=account.id,
-                account_version=version,
-                currency=account.currency,
-                amount=posting.amount,
-                balance_after=balance_after,
-                kind=content.kind,
-                created_at=now,
-                prev_hash=account.last_hash,
-                hash=digest,
-            )
-        )
-        heads.append((account, balance_after, version, digest))
+        entries.append({
+            "id": content.entry_id,
+            "transaction_id": txn.id,
+            "account_id": account.id,
+            "account_version": version,
+            "currency": account.currency,
+            "amount": posting.amount,
+            "balance_after": balance_after,
+            "kind": content.kind,
+            "created_at": now,
+            "prev_hash": account.last_hash,
+            "hash": digest,
+        })
+        heads.append({
+            "account_id": account.id, "new_balance": balance_after, "new_count": version,
+            "new_hash": digest,
+        })
     # Entries first: on PostgreSQL a trigger checks each account against its newest entry.
-    session.flush()
-    for account, balance_after, version, digest in heads:
-        account.balance, account.entry_count, account.last_hash = balance_after, version, digest
-    session.flush()
+    session.execute(insert(LedgerEntry.__table__), entries)
+    table = LedgerAccount.__table__
+    session.execute(
+        update(table)
+        .where(table.c.id == bindparam("account_id"))
+        .values(
+            balance=bindparam("new_balance"),
+            entry_count=bindparam("new_count"),
+            last_hash=bindparam("new_hash"),
+        ),
+        heads,
+    )
     return txn
 
 

@@ -63,10 +63,11 @@ def claim(
     """
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    table = IdempotencyRecord.__table__
     for _attempt in range(3):
         with session.begin():
             inserted = session.execute(
-                insert(IdempotencyRecord)
+                insert(table)
                 .values(
                     operator_id=operator_id,
                     key=key,
@@ -79,14 +80,12 @@ def claim(
                     expires_at=now + retention,
                 )
                 .on_conflict_do_nothing(index_elements=["operator_id", "key"])
-                .returning(IdempotencyRecord.key)
+                .returning(table.c.key)
             ).first()
             if inserted is not None:
                 return None
-            record = session.scalars(
-                select(IdempotencyRecord)
-                .where(IdempotencyRecord.operator_id == operator_id, IdempotencyRecord.key == key)
-                .execution_options(populate_existing=True)
+            record = session.execute(
+                select(table).where(table.c.operator_id == operator_id, table.c.key == key)
             ).one_or_none()
             if record is None:
                 continue
@@ -130,10 +129,11 @@ def claim(
 
 def complete(session: Session, operator_id: str, key: str, status: int, body: str) -> None:
     """Store the response of the request that holds the claim on ``key``."""
+    table = IdempotencyRecord.__table__
     with session.begin():
         session.execute(
-            update(IdempotencyRecord)
-            .where(IdempotencyRecord.operator_id == operator_id, IdempotencyRecord.key == key)
+            update(table)
+            .where(table.c.operator_id == operator_id, table.c.key == key)
             .values(state="complete", response_status=status, response_body=body)
         )
 

@@ -15,10 +15,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.db.models import DepositLimit, LedgerAccount, LedgerEntry, Player
+from service.db.models import DepositLimit, LedgerEntry, Player
 from service.errors import DepositLimitExceeded, SelfExcluded
 from service.ledger.money import exponent
 from service.ledger.postings import TransactionKind
+from service.ledger.store import LockedAccount
 from service.usecases.auth import Principal, authorize_player, require_operator
 
 PERIODS: dict[str, timedelta] = {
@@ -133,7 +134,7 @@ def set_limits(
 def check_deposit_allowed(
     session: Session,
     player: Player,
-    available: LedgerAccount | None,
+    available: LockedAccount | None,
     amount: int,
     now: datetime,
     currency: str,

@@ -10,7 +10,7 @@ nothing; with other arguments it is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,6 +24,7 @@ from service.ledger import postings as ledger
 from service.ledger import store
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
+from service.ledger.store import LockedAccount
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.limits import check_deposit_allowed
 from service.usecases.pages import Page, page_of
@@ -101,18 +102,16 @@ def _move(
     now: datetime,
     match_ref: str | None = None,
     external_reference: str | None = None,
-    before_post: object = None,
+    before_post: Callable[[dict[AccountRef, LockedAccount]], None] | None = None,
 ) -> tuple[LedgerTransaction, bool]:
     """Post ``journal`` once per idempotency key, inside the caller's open transaction."""
-    existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
-    if existing is not None:
-        return existing, True
     locked = store.lock_accounts(session, [p.account for p in journal.postings], now)
-    # A twin request may have committed while we waited for the locks.
+    # Under the locks, a twin request with the same key has either committed (we see its
+    # transaction and answer with it) or not started posting (and will see ours).
     existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
     if existing is not None:
         return existing, True
-    if callable(before_post):
+    if before_post is not None:
         before_post(locked)
     txn = store.post(
         session,
@@ -131,18 +130,28 @@ def _move(
     return txn, False
 
 
-def _run_once(session: Session, operator_id: str, key: str, fingerprint: str, work):  # type: ignore[no-untyped-def]
-    """Run ``work`` in one transaction; if a twin with the same key won the race on the
-    unique key, answer with the twin's transaction instead."""
+def _run_once(
+    session: Session,
+    operator_id: str,
+    key: str,
+    fingerprint: str,
+    work: Callable[[], tuple[LedgerTransaction, bool]],
+    player: Callable[[], Player],
+    currency: str,
+) -> Movement:
+    """Run ``work`` and read the wallet after it, in one transaction. If a twin with the same
+    key won the race on the unique key (the first movement of new accounts), answer with the
+    twin's transaction instead."""
     try:
         with session.begin():
-            return work()
+            txn, replayed = work()
+            return Movement(txn, _wallet(session, player(), currency), replayed)
     except IntegrityError:
         with session.begin():
             existing = store.find_transaction(session, operator_id, key, fingerprint)
             if existing is None:
                 raise
-            return existing, True
+            return Movement(existing, _wallet(session, player(), currency), True)
 
 
 def deposit(
@@ -164,17 +173,20 @@ def deposit(
     journal = ledger.deposit(operator_id, player_id, currency, amount)
     fingerprint = store.fingerprint("deposit", player_id, currency, amount, external_reference)
 
-    def work() -> tuple[LedgerTransaction, bool]:
-        player = authorize_player(session, principal, player_id)
+    def player() -> Player:
+        return authorize_player(session, principal, player_id)
 
-        def limits(locked: dict[AccountRef, LedgerAccount]) -> None:
+    def work() -> tuple[LedgerTransaction, bool]:
+        owner = player()
+
+        def limits(locked: dict[AccountRef, LockedAccount]) -> None:
             available = locked[AccountRef.player_available(operator_id, player_id, currency)]
-            check_deposit_allowed(session, player, available, amount, now, currency)
+            check_deposit_allowed(session, owner, available, amount, now, currency)
 
         return _move(
             session,
             operator_id=operator_id,
-            player=player,
+            player=owner,
             journal=journal,
             idempotency_key=idempotency_key,
             fingerprint=fingerprint,
@@ -185,13 +197,7 @@ def deposit(
             before_post=limits,
         )
 
-    return _movement(
-        session,
-        principal,
-        player_id,
-        currency,
-        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
-    )
+    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
 def withdraw(
@@ -212,12 +218,14 @@ def withdraw(
     journal = ledger.withdrawal(operator_id, player_id, currency, amount)
     fingerprint = store.fingerprint("withdrawal", player_id, currency, amount, external_reference)
 
+    def player() -> Player:
+        return authorize_player(session, principal, player_id)
+
     def work() -> tuple[LedgerTransaction, bool]:
-        player = authorize_player(session, principal, player_id)
         return _move(
             session,
             operator_id=operator_id,
-            player=player,
+            player=player(),
             journal=journal,
             idempotency_key=idempotency_key,
             fingerprint=fingerprint,
@@ -227,13 +235,7 @@ def withdraw(
             external_reference=external_reference,
         )
 
-    return _movement(
-        session,
-        principal,
-        player_id,
-        currency,
-        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
-    )
+    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
 def hold(
@@ -254,12 +256,14 @@ def hold(
     journal = ledger.hold(operator_id, player_id, match_ref, currency, amount)
     fingerprint = store.fingerprint("hold", player_id, match_ref, currency, amount)
 
+    def player() -> Player:
+        return authorize_player(session, principal, player_id)
+
     def work() -> tuple[LedgerTransaction, bool]:
-        player = authorize_player(session, principal, player_id)
         return _move(
             session,
             operator_id=operator_id,
-            player=player,
+            player=player(),
             journal=journal,
             idempotency_key=idempotency_key,
             fingerprint=fingerprint,
@@ -269,13 +273,7 @@ def hold(
             match_ref=match_ref,
         )
 
-    return _movement(
-        session,
-        principal,
-        player_id,
-        currency,
-        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
-    )
+    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
 def release(
@@ -296,12 +294,14 @@ def release(
     journal = ledger.release(operator_id, player_id, match_ref, currency, amount)
     fingerprint = store.fingerprint("release", player_id, match_ref, currency, amount)
 
+    def player() -> Player:
+        return authorize_player(session, principal, player_id)
+
     def work() -> tuple[LedgerTransaction, bool]:
-        player = authorize_player(session, principal, player_id)
         return _move(
             session,
             operator_id=operator_id,
-            player=player,
+            player=player(),
             journal=journal,
             idempotency_key=idempotency_key,
             fingerprint=fingerprint,
@@ -311,13 +311,7 @@ def release(
             match_ref=match_ref,
         )
 
-    return _movement(
-        session,
-        principal,
-        player_id,
-        currency,
-        *_run_once(session, operator_id, idempotency_key, fingerprint, work),
-    )
+    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
 def capture(
@@ -363,19 +357,15 @@ def capture(
             match_ref=match_ref,
         )
 
-    txn, _replayed = _run_once(session, operator_id, idempotency_key, fingerprint, work)
-    return txn
-
-
-def _movement(
-    session: Session,
-    principal: Principal,
-    player_id: str,
-    currency: str,
-    txn: LedgerTransaction,
-    replayed: bool,
-) -> Movement:
-    return Movement(txn, get_wallet(session, principal, player_id, currency), replayed)
+    try:
+        with session.begin():
+            return work()[0]
+    except IntegrityError:
+        with session.begin():
+            existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
+            if existing is None:
+                raise
+            return existing
 
 
 @dataclass(frozen=True)
