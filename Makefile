@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-deposits clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/rules_speed.py
+
+# Deposits/s through gunicorn + PostgreSQL beside a trivial endpoint (needs a PostgreSQL server;
+# BENCH_DATABASE_URL or TEST_DATABASE_URL, default postgres@127.0.0.1:5432).
+bench-deposits: $(STAMP)
+	$(BIN)/python bench/deposits.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -68,13 +68,15 @@ async def drive(port: int, make_request, concurrency: int, seconds: float):  # t
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] * 1000
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
 
 
 def report(name: str, rate: float, latencies: list[float], failures: int) -> None:
-    print(f"{name:<10} {rate:8.0f} req/s   p50 {percentile(latencies, 50):6.1f} ms   "
-          f"p99 {percentile(latencies, 99):6.1f} ms   mean {statistics.mean(latencies) * 1000:6.1f}"
-          f" ms   n={len(latencies)}   failures={failures}")
+    print(
+        f"{name:<10} {rate:8.0f} req/s   p50 {percentile(latencies, 50):6.1f} ms   "
+        f"p99 {percentile(latencies, 99):6.1f} ms   mean {statistics.mean(latencies) * 1000:6.1f}"
+        f" ms   n={len(latencies)}   failures={failures}"
+    )
 
 
 def main() -> int:
@@ -82,14 +84,20 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--players", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", 0))
-                        or (os.cpu_count() or 1) * 2 + 1)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("WEB_CONCURRENCY", 0)) or (os.cpu_count() or 1) * 2 + 1,
+    )
     args = parser.parse_args()
 
     from tests.conftest import new_operator, throwaway_postgres
 
-    base = (os.environ.get("BENCH_DATABASE_URL") or os.environ.get("TEST_DATABASE_URL")
-            or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    base = (
+        os.environ.get("BENCH_DATABASE_URL")
+        or os.environ.get("TEST_DATABASE_URL")
+        or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+    )
     with throwaway_postgres(base) as url:
         from service import create_app
         from service.clock import utcnow
@@ -100,20 +108,35 @@ def main() -> int:
         operator_id, key = new_operator(app, "Bench")
         session = app.extensions["gin"]["sessionmaker"]()
         players = [
-            create_player(session, Principal(operator_id), f"bench-{i}", f"P{i}", None,
-                          utcnow()).id
+            create_player(session, Principal(operator_id), f"bench-{i}", f"P{i}", None, utcnow()).id
             for i in range(args.players)
         ]
         session.close()
         app.extensions["gin"]["engine"].dispose()
 
         port = free_port()
-        env = dict(os.environ, DATABASE_URL=url, SECRET_KEY=secrets.token_hex(16),
-                   WEB_CONCURRENCY=str(args.workers), DB_POOL_SIZE="2")
+        env = dict(
+            os.environ,
+            DATABASE_URL=url,
+            SECRET_KEY=secrets.token_hex(16),
+            WEB_CONCURRENCY=str(args.workers),
+            DB_POOL_SIZE="2",
+        )
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"),
-             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "service.wsgi:app"],
-            cwd=ROOT, env=env,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                str(ROOT / "deploy/gunicorn.conf.py"),
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--log-level",
+                "warning",
+                "service.wsgi:app",
+            ],
+            cwd=ROOT,
+            env=env,
         )
         try:
             for _ in range(200):
@@ -122,8 +145,7 @@ def main() -> int:
                         break
                 except OSError:
                     time.sleep(0.05)
-            health = (f"GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
-                      ).encode()
+            health = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
             counter = iter(range(10**9))
 
             def trivial():  # type: ignore[no-untyped-def]
@@ -142,16 +164,22 @@ def main() -> int:
 
             asyncio.run(drive(port, trivial, args.concurrency, 1.0))  # warm up
             asyncio.run(drive(port, deposit, args.concurrency, 1.0))
-            print(f"gunicorn sync workers: {args.workers}; concurrency: {args.concurrency}; "
-                  f"{args.seconds:.0f} s per phase; {os.cpu_count()} CPUs")
+            print(
+                f"gunicorn sync workers: {args.workers}; concurrency: {args.concurrency}; "
+                f"{args.seconds:.0f} s per phase; {os.cpu_count()} CPUs"
+            )
             base_rate, base_lat, base_fail = asyncio.run(
-                drive(port, trivial, args.concurrency, args.seconds))
+                drive(port, trivial, args.concurrency, args.seconds)
+            )
             report("healthz", base_rate, base_lat, base_fail)
             dep_rate, dep_lat, dep_fail = asyncio.run(
-                drive(port, deposit, args.concurrency, args.seconds))
+                drive(port, deposit, args.concurrency, args.seconds)
+            )
             report("deposits", dep_rate, dep_lat, dep_fail)
-            print(f"ratio deposits/healthz: {dep_rate / base_rate:.2f} "
-                  f"(target >= 0.25, deposit p99 < 50 ms)")
+            print(
+                f"ratio deposits/healthz: {dep_rate / base_rate:.2f} "
+                f"(target >= 0.25, deposit p99 < 50 ms)"
+            )
         finally:
             server.terminate()
             server.wait(timeout=30)

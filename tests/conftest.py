@@ -40,7 +40,9 @@ def throwaway_postgres(base_url: str) -> Iterator[str]:
     from service.db.migrate import upgrade
 
     name = f"test_{secrets.token_hex(6)}"
-    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
+    # CREATE/DROP DATABASE run from the maintenance database, which always exists.
+    maintenance = make_url(base_url).set(database="postgres")
+    admin = create_engine(maintenance, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(base_url).set(database=name).render_as_string(hide_password=False)

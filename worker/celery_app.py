@@ -18,6 +18,13 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
+        imports=["worker.tasks"],
+        beat_schedule={
+            "purge-expired-idempotency-keys": {
+                "task": "idempotency.purge_expired",
+                "schedule": 3600.0,
+            },
+        },
     )
     return app
 

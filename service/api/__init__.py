@@ -45,6 +45,13 @@ def init_api(app: Flask) -> Api:
     app.config.setdefault("API_VERSION", "0.1.0")
     app.config.setdefault("OPENAPI_VERSION", "3.0.3")
     app.config.setdefault("API_SPEC_OPTIONS", SPEC_OPTIONS)
+    # A documentation page at /docs (ReDoc) reading /openapi.json; /openapi.yaml is in ops.
+    app.config.setdefault("OPENAPI_URL_PREFIX", "/")
+    app.config.setdefault("OPENAPI_JSON_PATH", "openapi.json")
+    app.config.setdefault("OPENAPI_REDOC_PATH", "/docs")
+    app.config.setdefault(
+        "OPENAPI_REDOC_URL", "https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"
+    )
     api = GinApi(app)
     for module in (ops, operators, players, wallets, rates):
         api.register_blueprint(module.blp)

@@ -35,7 +35,10 @@ def test_every_route_is_documented_with_its_problems(app: Any) -> None:
     assert "application/problem+json" in deposit["responses"]["422"]["content"]
 
 
-def test_openapi_is_served(api: Any) -> None:
+def test_openapi_and_docs_page_are_served_without_auth(api: Any) -> None:
     response = api.as_(None).get("/openapi.yaml")
     assert response.status_code == 200
     assert yaml.safe_load(response.get_data(as_text=True))["info"]["title"]
+    assert api.as_(None).get("/openapi.json").get_json()["openapi"] == "3.0.3"
+    docs = api.as_(None).get("/docs")
+    assert docs.status_code == 200 and b"redoc" in docs.data.lower()
