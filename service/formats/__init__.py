@@ -5,6 +5,8 @@
 * :func:`settle` / :func:`settle_match` -> :class:`Statement`: who gets what, and why.
 """
 
+from service.formats.clock import ClockSettings, OnTimeout, automatic_action
+from service.formats.errors import InvalidSettings
 from service.formats.match import HandRecord, Match, MatchStatus
 from service.formats.payout import SettlementError, Statement, settle, settle_match
 from service.formats.settings import (
@@ -13,12 +15,12 @@ from service.formats.settings import (
     FeeRule,
     Format,
     FtkWinnerRule,
-    InvalidSettings,
     MatchSettings,
 )
 
 __all__ = [
     "CapMode",
+    "ClockSettings",
     "FeeBase",
     "FeeRule",
     "Format",
@@ -28,8 +30,10 @@ __all__ = [
     "Match",
     "MatchSettings",
     "MatchStatus",
+    "OnTimeout",
     "SettlementError",
     "Statement",
+    "automatic_action",
     "settle",
     "settle_match",
 ]

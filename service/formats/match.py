@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from service.formats.clock import OnTimeout, automatic_action
 from service.formats.settings import Format, FtkWinnerRule, MatchSettings
 from service.rules import Action, Card, Game, Hand, RulesError
 from service.rules.errors import IllegalAction, InvalidState
@@ -91,6 +92,11 @@ class Match:
         self.records: list[HandRecord] = []
         self.forfeiter: int | None = None
         self.forfeit_reason: str | None = None
+        # The clock (9.1-9.2), in milliseconds of whatever epoch the caller uses.
+        bank = settings.clock.bank_seconds * 1000
+        self.turn_started_ms: int | None = None
+        self.banks_ms = [bank, bank]
+        self.timeouts = [0, 0]
 
     # --- reading -------------------------------------------------------------------
 
@@ -132,8 +138,9 @@ class Match:
 
     # --- driving -------------------------------------------------------------------
 
-    def deal(self, deck: Sequence[Card | str]) -> Hand:
-        """Start the next hand from ``deck`` (deal order), dealt by :attr:`dealer`.
+    def deal(self, deck: Sequence[Card | str], now_ms: int | None = None) -> Hand:
+        """Start the next hand from ``deck`` (deal order), dealt by :attr:`dealer`; the first
+        player's turn clock starts at ``now_ms``.
 
         :raises IllegalAction: unless the match is waiting for a deal.
         """
@@ -143,10 +150,14 @@ class Match:
             )
         self.hand = Hand.deal(list(deck), self.dealer, self.settings.ruleset)
         self.status = MatchStatus.PLAYING
+        self.turn_started_ms = now_ms
         return self.hand
 
-    def apply(self, seat: int, action: Action | str, *, at: str | None = None) -> Hand:
+    def apply(
+        self, seat: int, action: Action | str, *, at: str | None = None, now_ms: int | None = None
+    ) -> Hand:
         """Apply a hand action; when it ends the hand, score it and move the match on.
+        With ``now_ms`` the time used beyond the turn allowance is drawn from the seat's bank.
 
         :raises IllegalAction: when no hand is being played or the action is illegal.
         """
@@ -156,9 +167,56 @@ class Match:
             )
         hand = self.hand
         hand.apply(seat, action, at=at)
+        self._charge_clock(seat, now_ms)
         if hand.ended:
             self._finish_hand(hand)
         return hand
+
+    def _charge_clock(self, seat: int, now_ms: int | None) -> None:
+        if now_ms is None:
+            return
+        if self.turn_started_ms is not None:
+            over = now_ms - self.turn_started_ms - self.settings.clock.turn_seconds * 1000
+            if over > 0:
+                self.banks_ms[seat] = max(0, self.banks_ms[seat] - over)
+        self.turn_started_ms = now_ms
+
+    def deadline_ms(self) -> int | None:
+        """When the player to act runs out of time (turn allowance plus bank), or None."""
+        if self.status is not MatchStatus.PLAYING or self.hand is None:
+            return None
+        if self.turn_started_ms is None:
+            return None
+        turn = self.settings.clock.turn_seconds * 1000
+        return self.turn_started_ms + turn + self.banks_ms[self.hand.to_act]
+
+    def timeout(self, now_ms: int, *, at: str | None = None) -> str | None:
+        """Act for the player whose time is spent (9.2): the automatic action, counted as a
+        timeout, and a forfeit after ``max_timeouts`` (or at once under ``FORFEIT``).
+
+        Returns what happened (``"auto:<action>"`` or ``"forfeit"``), or None when nobody's
+        time is spent at ``now_ms`` (nothing changes then).
+        """
+        deadline = self.deadline_ms()
+        if deadline is None or now_ms < deadline or self.hand is None:
+            return None
+        seat = self.hand.to_act
+        clock = self.settings.clock
+        self.timeouts[seat] += 1
+        if clock.on_timeout is OnTimeout.FORFEIT:
+            self.forfeit(seat, "timeout")
+            return "forfeit"
+        action = automatic_action(self.hand)
+        self.hand.apply(seat, action, at=at)
+        self.hand.log[-1]["automatic"] = True
+        self.banks_ms[seat] = 0
+        self.turn_started_ms = now_ms
+        if self.hand.ended:
+            self._finish_hand(self.hand)
+        if self.timeouts[seat] >= clock.max_timeouts and not self.over:
+            self.forfeit(seat, "timeout")
+            return "forfeit"
+        return f"auto:{action}"
 
     def _finish_hand(self, hand: Hand) -> None:
         out = hand.outcome
@@ -209,6 +267,9 @@ class Match:
             "records": [r.to_dict() for r in self.records],
             "forfeiter": self.forfeiter,
             "forfeit_reason": self.forfeit_reason,
+            "turn_started_ms": self.turn_started_ms,
+            "banks_ms": list(self.banks_ms),
+            "timeouts": list(self.timeouts),
         }
 
     @classmethod
@@ -224,6 +285,9 @@ class Match:
             match.records = [HandRecord.from_dict(r) for r in data["records"]]
             match.forfeiter = data["forfeiter"]
             match.forfeit_reason = data["forfeit_reason"]
+            match.turn_started_ms = data["turn_started_ms"]
+            match.banks_ms = [int(b) for b in data["banks_ms"]]
+            match.timeouts = [int(t) for t in data["timeouts"]]
         except RulesError as exc:
             if isinstance(exc, InvalidState):
                 raise

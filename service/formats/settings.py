@@ -11,17 +11,9 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from service.rules import RulesError, Ruleset
-
-
-class InvalidSettings(RulesError):
-    """Raised when table settings are inconsistent or out of range (the field is named)."""
-
-    code = "INVALID_SETTINGS"
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
+from service.formats.clock import ClockSettings
+from service.formats.errors import InvalidSettings
+from service.rules import Ruleset
 
 
 class Format(StrEnum):
@@ -119,6 +111,7 @@ class MatchSettings:
     line_bonus: int = 25
     cap_mode: CapMode = CapMode.MIN_BOTH
     ruleset: Ruleset = field(default_factory=Ruleset)
+    clock: ClockSettings = field(default_factory=ClockSettings)
 
     def __post_init__(self) -> None:
         try:
@@ -194,6 +187,8 @@ class MatchSettings:
                     "minimum": value.minimum,
                     "maximum": value.maximum,
                 }
+            elif isinstance(value, ClockSettings):
+                value = value.to_dict()
             elif isinstance(value, StrEnum):
                 value = value.value
             out[f.name] = value
@@ -208,7 +203,15 @@ class MatchSettings:
             raise InvalidSettings(sorted(unknown)[0], "unknown setting")
         kwargs = dict(data)
         if isinstance(kwargs.get("fee"), dict):
-            kwargs["fee"] = FeeRule(**kwargs["fee"])
+            try:
+                kwargs["fee"] = FeeRule(**kwargs["fee"])
+            except TypeError as exc:
+                raise InvalidSettings("fee", f"unknown fee option: {exc}") from None
+        if isinstance(kwargs.get("clock"), dict):
+            try:
+                kwargs["clock"] = ClockSettings(**kwargs["clock"])
+            except TypeError as exc:
+                raise InvalidSettings("clock", f"unknown clock option: {exc}") from None
         if isinstance(kwargs.get("ruleset"), dict):
             kwargs["ruleset"] = Ruleset.from_dict(kwargs["ruleset"])
         return cls(**kwargs)

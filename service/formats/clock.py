@@ -1,0 +1,77 @@
+"""The turn clock (RULES.md 9.1-9.2, 9.6), as pure values and arithmetic in milliseconds.
+
+Each action has ``turn_seconds``; beyond that the acting player's bank (``bank_seconds`` per
+match) is drawn down. When both are spent the server acts (``AUTO_PLAY``: pass an offer, draw
+from the stock, discard the card leaving the lowest deadwood, decline the 50th card; never
+knock) and counts a timeout; after ``max_timeouts`` the player forfeits. ``FORFEIT`` makes the
+first timeout a forfeit. ``fill_timeout_seconds`` cancels a table whose seats do not fill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from service.formats.errors import InvalidSettings
+from service.rules import Action, ActionKind, Hand, Phase
+from service.rules.cards import DECK
+from service.rules.melds import best_discard_mask
+
+
+class OnTimeout(StrEnum):
+    AUTO_PLAY = "AUTO_PLAY"
+    FORFEIT = "FORFEIT"
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSettings:
+    turn_seconds: int = 30
+    bank_seconds: int = 60
+    on_timeout: OnTimeout = OnTimeout.AUTO_PLAY
+    max_timeouts: int = 3
+    fill_timeout_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "on_timeout", OnTimeout(self.on_timeout))
+        except ValueError:
+            raise InvalidSettings(
+                "clock.on_timeout", f"must be AUTO_PLAY or FORFEIT, not {self.on_timeout!r}"
+            ) from None
+        for name, low in (
+            ("turn_seconds", 1),
+            ("bank_seconds", 0),
+            ("max_timeouts", 1),
+            ("fill_timeout_seconds", 1),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidSettings(
+                    f"clock.{name}", f"must be an integer >= {low}, not {value!r}"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn_seconds": self.turn_seconds,
+            "bank_seconds": self.bank_seconds,
+            "on_timeout": self.on_timeout.value,
+            "max_timeouts": self.max_timeouts,
+            "fill_timeout_seconds": self.fill_timeout_seconds,
+        }
+
+
+def automatic_action(hand: Hand) -> Action:
+    """What the server plays for the player to act when their time is spent (9.2)."""
+    phase = hand.phase
+    if phase in (Phase.OFFER_1, Phase.OFFER_2):
+        return Action(ActionKind.PASS)
+    if phase in (Phase.DRAW, Phase.FIRST_DRAW):
+        return Action(ActionKind.DRAW_STOCK)
+    if phase is Phase.LAST_CHANCE:
+        return Action(ActionKind.DECLINE)
+    if phase is Phase.DISCARD:
+        barred = hand.taken.bit if hand.taken is not None else 0
+        bit, _ = best_discard_mask(hand.hands[hand.to_act], barred)
+        return Action(ActionKind.DISCARD, DECK[bit.bit_length() - 1])
+    raise ValueError(f"no automatic action in phase {phase}")
