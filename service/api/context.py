@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
-from service.errors import ServiceError
+from service.errors import MalformedRequest, ServiceError
 from service.usecases import idempotency
 from service.usecases.auth import Principal, authenticate, require_operator
 
@@ -64,8 +64,22 @@ def _take_request_id() -> None:
     g.request_id = given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
 
 
+def _refuse_nul() -> None:
+    """NUL characters are never meaningful here, and PostgreSQL text cannot store them."""
+    body = request.get_data(cache=True)
+    if (
+        "\x00" in request.path
+        or b"%00" in request.query_string
+        or b"\x00" in request.query_string
+        or b"\\u0000" in body
+    ):
+        raise MalformedRequest("NUL characters are not accepted in paths, queries or bodies.")
+
+
 def register(app: Flask) -> None:
+    app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
     app.before_request(_take_request_id)
+    app.before_request(_refuse_nul)
     app.before_request(_authenticate)
     app.after_request(_request_id)
     app.teardown_appcontext(_close_session)

@@ -167,3 +167,19 @@ def test_internal_errors_are_problems_without_a_trace(
     response = api.get(f"/v1/players/{player['id']}")
     body = assert_problem(response, 500, "internal_error")
     assert "secret internals" not in response.get_data(as_text=True) and "errors" not in body
+
+
+def test_nul_characters_are_refused_not_500(api: ApiClient) -> None:
+    player = api.new_player()
+    assert_problem(api.get("/v1/transactions/\x00"), 400, "malformed_request")
+    assert_problem(
+        api.get("/v1/players", query_string={"starting_after": "a\x00"}), 400, "malformed_request"
+    )
+    assert_problem(
+        api.post("/v1/players", {"external_id": "a\x00b", "display_name": "N"}),
+        400,
+        "malformed_request",
+    )
+    assert_problem(
+        api.deposit(player["id"], 100, key="nul\x00key"), 400, "idempotency_key_required"
+    )
