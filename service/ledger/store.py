@@ -91,8 +91,13 @@ def lock_accounts(
     session.execute(insert_(table).on_conflict_do_nothing(index_elements=["key"]), rows)
     stmt = (
         select(
-            table.c.id, table.c.key, table.c.kind, table.c.currency, table.c.balance,
-            table.c.entry_count, table.c.last_hash,
+            table.c.id,
+            table.c.key,
+            table.c.kind,
+            table.c.currency,
+            table.c.balance,
+            table.c.entry_count,
+            table.c.last_hash,
         )
         .where(table.c.key.in_(wanted))
         .order_by(table.c.id)
@@ -168,23 +173,29 @@ def post(
             created_at=now,
         )
         digest = entry_hash(account.last_hash, content)
-        entries.append({
-            "id": content.entry_id,
-            "transaction_id": txn.id,
-            "account_id": account.id,
-            "account_version": version,
-            "currency": account.currency,
-            "amount": posting.amount,
-            "balance_after": balance_after,
-            "kind": content.kind,
-            "created_at": now,
-            "prev_hash": account.last_hash,
-            "hash": digest,
-        })
-        heads.append({
-            "account_id": account.id, "new_balance": balance_after, "new_count": version,
-            "new_hash": digest,
-        })
+        entries.append(
+            {
+                "id": content.entry_id,
+                "transaction_id": txn.id,
+                "account_id": account.id,
+                "account_version": version,
+                "currency": account.currency,
+                "amount": posting.amount,
+                "balance_after": balance_after,
+                "kind": content.kind,
+                "created_at": now,
+                "prev_hash": account.last_hash,
+                "hash": digest,
+            }
+        )
+        heads.append(
+            {
+                "account_id": account.id,
+                "new_balance": balance_after,
+                "new_count": version,
+                "new_hash": digest,
+            }
+        )
     # Entries first: on PostgreSQL a trigger checks each account against its newest entry.
     session.execute(insert(LedgerEntry.__table__), entries)
     table = LedgerAccount.__table__
@@ -212,12 +223,30 @@ class ChainProblem:
         return f"{self.where}: {self.problem}"
 
 
-def verify(session: Session, operator_id: str | None = None) -> list[ChainProblem]:
+Checkpoint = dict[str, tuple[int, str]]
+
+
+def checkpoint(session: Session, operator_id: str | None = None) -> Checkpoint:
+    """Every account's head, ``{account key: (entry count, head hash)}``, to keep outside the
+    database (an auditor's copy, a signed log). Given back to :func:`verify` it also exposes
+    rewrites that leave a consistent-looking chain, such as the newest entries deleted
+    together with the account heads."""
+    stmt = select(LedgerAccount.key, LedgerAccount.entry_count, LedgerAccount.last_hash)
+    if operator_id is not None:
+        stmt = stmt.where(LedgerAccount.operator_id == operator_id)
+    return {key: (int(count), head) for key, count, head in session.execute(stmt)}
+
+
+def verify(
+    session: Session, operator_id: str | None = None, since: Checkpoint | None = None
+) -> list[ChainProblem]:
     """Check every account's hash chain and running balance and every transaction's balance.
 
     Finds an edited entry (its hash no longer matches), a deleted one (a version gap, a broken
     link, or an account head that no longer matches), and an inserted one (a broken link).
-    Returns the problems found; an empty list means the ledger verifies.
+    With ``since`` (an earlier :func:`checkpoint`), also checks that each account still holds
+    the entry that was its head then, unchanged. Returns the problems found; an empty list
+    means the ledger verifies.
     """
     problems: list[ChainProblem] = []
     accounts_stmt = select(LedgerAccount).order_by(LedgerAccount.id)
@@ -269,6 +298,16 @@ def verify(session: Session, operator_id: str | None = None) -> list[ChainProble
             if entry_hash(entry.prev_hash, content) != entry.hash:
                 problems.append(ChainProblem(where, "hash does not match its content"))
             prev_hash, expected_version = entry.hash, entry.account_version + 1
+        recorded = (since or {}).get(account.key)
+        if recorded is not None and recorded[0] > 0:
+            hashes = {e.account_version: e.hash for e in by_account.get(account.id, [])}
+            if hashes.get(recorded[0]) != recorded[1]:
+                problems.append(
+                    ChainProblem(
+                        account.key,
+                        f"entry {recorded[0]} no longer matches the checkpoint taken earlier",
+                    )
+                )
         if (account.entry_count, account.last_hash, account.balance) != (
             expected_version - 1,
             prev_hash,
@@ -282,6 +321,9 @@ def verify(session: Session, operator_id: str | None = None) -> list[ChainProble
                 )
             )
 
+    known = {account.key for account in accounts.values()}
+    for key in sorted(set(since or {}) - known):
+        problems.append(ChainProblem(key, "account in the checkpoint is missing"))
     for txn in session.scalars(txns_stmt):
         entries = by_txn.get(txn.id, [])
         if len(entries) != txn.entry_count or len(entries) < 2:

@@ -273,6 +273,7 @@ def _tamper(f: Funded, *statements: str) -> None:
                 "ledger_entries_no_update",
                 "ledger_entries_no_delete",
                 "ledger_entries_continue_account",
+                "ledger_transactions_no_delete",
             ):
                 connection.execute(text(f"DROP TRIGGER IF EXISTS {trigger}"))
         for statement in statements:
@@ -349,3 +350,33 @@ def test_verify_finds_an_inserted_entry(funded: Funded) -> None:
     )
     problems = verify(funded)
     assert problems, "an inserted entry must be found"
+
+
+def test_a_checkpoint_exposes_a_truncation_that_rewrites_the_heads(funded: Funded) -> None:
+    _history(funded)
+    s = funded.session()
+    with s.begin():
+        kept = store.checkpoint(s, funded.operator_id)
+    s.close()
+    # Delete the newest entry of the available account and its transaction's other entry, and
+    # rewrite both account heads so that every chain looks complete.
+    _tamper(
+        funded,
+        "DELETE FROM ledger_entries WHERE transaction_id = (SELECT transaction_id FROM "
+        f"ledger_entries WHERE account_version = 4 AND account_id = ({AVAILABLE}))",
+        "UPDATE ledger_accounts SET entry_count = entry_count - 1, "
+        "last_hash = (SELECT e.hash FROM ledger_entries e WHERE e.account_id = ledger_accounts.id"
+        " AND e.account_version = ledger_accounts.entry_count - 1), "
+        "balance = (SELECT e.balance_after FROM ledger_entries e WHERE e.account_id = "
+        "ledger_accounts.id AND e.account_version = ledger_accounts.entry_count - 1) "
+        "WHERE entry_count > 0 AND NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE "
+        "e.account_id = ledger_accounts.id AND e.account_version = ledger_accounts.entry_count)",
+        "DELETE FROM ledger_transactions WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e "
+        "WHERE e.transaction_id = ledger_transactions.id)",
+    )
+    s = funded.session()
+    with s.begin():
+        assert store.verify(s, funded.operator_id) == []  # the chains alone look intact
+        problems = store.verify(s, funded.operator_id, since=kept)
+    s.close()
+    assert any("checkpoint" in p.problem for p in problems), problems
