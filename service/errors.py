@@ -28,6 +28,7 @@ class ServiceError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.errors = tuple(errors)
+        self.extensions: dict[str, str] = {}  # extra problem members, e.g. ``rule_code``
 
 
 class ValidationFailed(ServiceError):
@@ -178,3 +179,50 @@ class LedgerInvariantBroken(ServiceError):
     status = 500
     code = "ledger_invariant_broken"
     title = "Ledger invariant broken"
+
+
+class IllegalMove(ServiceError):
+    """Raised when the rules refuse a match action; ``rule_code`` is the engine's code
+    (``KNOCK_LIMIT_EXCEEDED``, ``NOT_YOUR_TURN``, ...). Nothing changes."""
+
+    status = 422
+    code = "illegal_action"
+    title = "Illegal action"
+
+    def __init__(self, detail: str, *, rule_code: str) -> None:
+        super().__init__(detail)
+        self.rule_code = rule_code
+        self.extensions = {"rule_code": rule_code}
+
+
+class StaleVersion(ServiceError):
+    """Raised when an action names a match version that is no longer current (a stale or
+    repeated action); nothing changes."""
+
+    status = 409
+    code = "stale_version"
+    title = "Stale match version"
+
+
+class MatchNotLive(ServiceError):
+    """Raised when an action arrives for a match that is not being played."""
+
+    status = 409
+    code = "match_not_live"
+    title = "Match not live"
+
+
+class TableNotOpen(ServiceError):
+    """Raised when a table takes no seat changes: full, started, finished or cancelled."""
+
+    status = 409
+    code = "table_not_open"
+    title = "Table not open"
+
+
+class AlreadySeated(ServiceError):
+    """Raised when a player asks for a second seat at the same table."""
+
+    status = 409
+    code = "already_seated"
+    title = "Already seated"

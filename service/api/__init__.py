@@ -39,7 +39,17 @@ class GinApi(Api):  # type: ignore[misc]
 
 
 def init_api(app: Flask) -> Api:
-    from service.api import context, operators, ops, players, problems, rates, wallets
+    from service.api import (
+        context,
+        matches,
+        operators,
+        ops,
+        players,
+        problems,
+        rates,
+        tables,
+        wallets,
+    )
 
     app.config.setdefault("API_TITLE", "Gin Rummy match service")
     app.config.setdefault("API_VERSION", "0.1.0")
@@ -53,7 +63,7 @@ def init_api(app: Flask) -> Api:
         "OPENAPI_REDOC_URL", "https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"
     )
     api = GinApi(app)
-    for module in (ops, operators, players, wallets, rates):
+    for module in (ops, operators, players, wallets, rates, tables, matches):
         api.register_blueprint(module.blp)
     problems.register(app)
     context.register(app)

@@ -4,6 +4,7 @@ the ``Idempotency-Key`` wrapper for money-moving POSTs."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -86,7 +87,8 @@ def register(app: Flask) -> None:
 
 
 def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Run ``view`` at most once per operator and ``Idempotency-Key`` (API_CONVENTIONS).
+    """Run ``view`` at most once per operator and ``Idempotency-Key`` (API_CONVENTIONS);
+    operator credentials only (a player token gets 403 before the key is looked at).
 
     Placed under ``@blp.arguments`` (so invalid input is answered without using the key) and
     above ``@blp.response`` (so the stored response is the serialised one).
@@ -96,41 +98,66 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Response:
         operator_id = require_operator(principal())
         key = idempotency.check_key(request.headers.get("Idempotency-Key"))
-        digest = idempotency.request_hash(
-            request.method, request.path, request.get_json(silent=True)
-        )
-        config = current_app.config
-        session = db_session()
-        stored = idempotency.claim(
-            session,
-            operator_id,
-            key,
-            digest,
-            utcnow(),
-            timedelta(hours=config["IDEMPOTENCY_RETENTION_HOURS"]),
-            timedelta(seconds=config["IDEMPOTENCY_LOCK_TIMEOUT_SECONDS"]),
-        )
-        if stored is not None:
-            mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
-            replay = Response(stored.body, status=stored.status, mimetype=mimetype)
-            replay.headers["Idempotent-Replayed"] = "true"
-            return replay
-        try:
-            response = view(*args, **kwargs)
-        except ServiceError as error:
-            if error.status >= 500:
-                idempotency.release(session, operator_id, key)
-                raise
-            response = from_service_error(error)
-        except BaseException:
-            idempotency.release(session, operator_id, key)
-            raise
-        if response.status_code >= 500:
-            idempotency.release(session, operator_id, key)
-        else:
-            idempotency.complete(
-                session, operator_id, key, response.status_code, response.get_data(as_text=True)
-            )
-        return response
+        return _once(operator_id, key, view, args, kwargs)
 
     return wrapper
+
+
+def player_idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Like :func:`idempotent`, for money-moving POSTs a player makes with its own token
+    (taking a seat): keys are still scoped per operator, and per player within it."""
+
+    @functools.wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Response:
+        who = principal()
+        key = idempotency.check_key(request.headers.get("Idempotency-Key"))
+        if who.player_id is not None:
+            key = f"{who.player_id}:{hashlib.sha256(key.encode()).hexdigest()}"
+        return _once(who.operator_id, key, view, args, kwargs)
+
+    return wrapper
+
+
+def _once(
+    operator_id: str,
+    key: str,
+    view: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Response:
+    digest = idempotency.request_hash(
+        request.method, request.path, request.get_json(silent=True)
+    )
+    config = current_app.config
+    session = db_session()
+    stored = idempotency.claim(
+        session,
+        operator_id,
+        key,
+        digest,
+        utcnow(),
+        timedelta(hours=config["IDEMPOTENCY_RETENTION_HOURS"]),
+        timedelta(seconds=config["IDEMPOTENCY_LOCK_TIMEOUT_SECONDS"]),
+    )
+    if stored is not None:
+        mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
+        replay = Response(stored.body, status=stored.status, mimetype=mimetype)
+        replay.headers["Idempotent-Replayed"] = "true"
+        return replay
+    try:
+        response = view(*args, **kwargs)
+    except ServiceError as error:
+        if error.status >= 500:
+            idempotency.release(session, operator_id, key)
+            raise
+        response = from_service_error(error)
+    except BaseException:
+        idempotency.release(session, operator_id, key)
+        raise
+    if response.status_code >= 500:
+        idempotency.release(session, operator_id, key)
+    else:
+        idempotency.complete(
+            session, operator_id, key, response.status_code, response.get_data(as_text=True)
+        )
+    return response

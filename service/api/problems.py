@@ -35,6 +35,7 @@ def problem(
     detail: str,
     errors: Iterable[FieldError] = (),
     headers: Mapping[str, str] | None = None,
+    extensions: Mapping[str, str] | None = None,
 ) -> Response:
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_BASE + code.replace("_", "-"),
@@ -43,6 +44,7 @@ def problem(
         "detail": detail,
         "instance": request.path,
         "code": code,
+        **(extensions or {}),
     }
     errors = list(errors)
     if errors:
@@ -55,7 +57,10 @@ def problem(
 
 def from_service_error(error: ServiceError) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthenticated) else None
-    return problem(error.status, error.code, error.title, error.detail, error.errors, headers)
+    return problem(
+        error.status, error.code, error.title, error.detail, error.errors, headers,
+        error.extensions,
+    )
 
 
 def flatten_messages(messages: Any, prefix: str = "") -> list[FieldError]:

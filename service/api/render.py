@@ -8,6 +8,7 @@ from service.db.models import ApiKey, LedgerTransaction, Operator, Player
 from service.usecases.limits import LimitView
 from service.usecases.operators import IssuedKey
 from service.usecases.rates import Rate
+from service.usecases.tables import TableView
 from service.usecases.wallets import EntryView, WalletView
 
 
@@ -118,3 +119,38 @@ def rate(r: Rate) -> dict[str, Any]:
 
 def page(data: list[dict[str, Any]], has_more: bool, next_cursor: str | None) -> dict[str, Any]:
     return {"data": data, "has_more": has_more, "next_cursor": next_cursor}
+
+
+def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
+    t = view.table
+    buyins = t.format in ("money_play", "classic")
+    target = t.settings.get("target") if t.format != "first_to_knock" else None
+    return {
+        "id": t.id,
+        "name": t.name,
+        "match_id": t.match_id,
+        "format": t.format,
+        "currency": t.currency,
+        "practice": t.practice,
+        "private": t.private,
+        "invite_code": t.invite_code if view.show_invite else None,
+        "status": t.status,
+        "stake": None if buyins else money(t.stake, t.currency, rate),
+        "stake_per_point": money(t.stake_per_point, t.currency, rate) if buyins else None,
+        "min_buyin": money(t.min_buyin, t.currency, rate) if buyins else None,
+        "max_buyin": money(t.max_buyin, t.currency, rate) if buyins else None,
+        "target": target,
+        "seats": [
+            {
+                "seat": s.seat_no,
+                "player_id": s.player_id,
+                "escrow": money(s.escrow, t.currency, rate),
+                "joined_at": s.joined_at,
+            }
+            for s in view.seats
+        ],
+        "free_seats": 2 - len(view.seats),
+        "settings": t.settings,
+        "fill_deadline": t.fill_deadline,
+        "created_at": t.created_at,
+    }

@@ -91,6 +91,10 @@ class ProblemSchema(Schema):
     instance = fields.String()
     code = fields.String(required=True)
     errors = fields.List(fields.Nested(FieldErrorOut))
+    rule_code = fields.String(
+        metadata={"description": "illegal_action only: the rule engine's code, e.g. "
+                                 "KNOCK_LIMIT_EXCEEDED, NOT_YOUR_TURN, DISCARD_PILE_CARD_BARRED."}
+    )
 
 
 class ListQuery(Schema):

@@ -221,3 +221,8 @@ class IdempotencyRecord(Base):
     response_body: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+# Tables, seats, matches, hands, the action log and the outbox live in their own module; they
+# share this metadata (imported last: that module imports Base from here).
+from service.db import match_models  # noqa: E402, F401

@@ -12,8 +12,13 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from service.errors import UnsupportedCurrency, ValidationFailed
 
-#: ISO 4217 minor-unit exponents for the currencies the service accepts.
+#: Play money for practice tables: a currency of its own (not ISO 4217), whole chips, so it
+#: can never mix with real funds (a practice table takes nothing else, a real one never this).
+PRACTICE_CURRENCY = "XPM"
+
+#: ISO 4217 minor-unit exponents for the currencies the service accepts (plus play money).
 EXPONENTS: dict[str, int] = {
+    PRACTICE_CURRENCY: 0,
     "AED": 2,
     "ARS": 2,
     "AUD": 2,

@@ -59,10 +59,16 @@ def list_rates(session: Session, principal: Principal) -> Sequence[Rate]:
 
 def display_rate(session: Session, player: Player, currency: str) -> Rate | None:
     """The rate to show ``currency`` amounts in the player's display currency, if one is set."""
-    quote = player.display_currency
+    return rate_for_display(session, player.operator_id, currency, player.display_currency)
+
+
+def rate_for_display(
+    session: Session, operator_id: str, currency: str, quote: str | None
+) -> Rate | None:
+    """The operator's rate to show ``currency`` amounts in ``quote`` (lobby display)."""
     if quote is None or quote == currency:
         return None
-    row = session.get(ExchangeRate, (player.operator_id, currency, quote))
+    row = session.get(ExchangeRate, (operator_id, currency, quote))
     if row is None:
         return None
     return Rate(currency, quote, Decimal(row.rate), row.updated_at)

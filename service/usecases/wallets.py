@@ -238,6 +238,55 @@ def withdraw(
     return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
+def post_hold(
+    session: Session,
+    operator_id: str,
+    player: Player,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> LedgerTransaction:
+    """:func:`hold` inside the caller's open transaction (a seat and its stake commit
+    together). Idempotent per key like every movement.
+
+    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
+    """
+    journal = ledger.hold(operator_id, player.id, match_ref, currency, amount)
+    fingerprint = store.fingerprint("hold", player.id, match_ref, currency, amount)
+    txn, _ = _move(
+        session, operator_id=operator_id, player=player, journal=journal,
+        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
+        amount=amount, now=now, match_ref=match_ref,
+    )
+    return txn
+
+
+def post_release(
+    session: Session,
+    operator_id: str,
+    player: Player,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> LedgerTransaction:
+    """:func:`release` inside the caller's open transaction.
+
+    :raises InsufficientFunds: when less than ``amount`` is held for that match.
+    """
+    journal = ledger.release(operator_id, player.id, match_ref, currency, amount)
+    fingerprint = store.fingerprint("release", player.id, match_ref, currency, amount)
+    txn, _ = _move(
+        session, operator_id=operator_id, player=player, journal=journal,
+        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
+        amount=amount, now=now, match_ref=match_ref,
+    )
+    return txn
+
+
 def hold(
     session: Session,
     operator_id: str,

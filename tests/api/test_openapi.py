@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ def test_every_route_is_documented_with_its_problems(app: Any) -> None:
     for rule in app.url_map.iter_rules():
         if rule.endpoint.startswith(("api-docs", "static")):
             continue
-        path = rule.rule.replace("<", "{").replace(">", "}")
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule)  # <int:n> -> {n}
         for method in rule.methods - {"HEAD", "OPTIONS"}:
             assert (path, method) in documented, (path, method)
     deposit = spec["paths"]["/v1/players/{player_id}/deposits"]["post"]

@@ -1,0 +1,91 @@
+"""Matches: the player's view (with long-poll), actions, resignation and hand histories."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flask import request
+from flask_smorest import Blueprint
+
+from service.api.context import db_session, principal
+from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
+from service.api.problems import documents
+from service.clock import utcnow
+from service.errors import (
+    Forbidden,
+    IllegalMove,
+    MatchNotLive,
+    NotFound,
+    StaleVersion,
+    TokenExpired,
+    Unauthenticated,
+    ValidationFailed,
+)
+from service.usecases import play
+
+blp = Blueprint("matches", __name__, url_prefix="/v1", description="Live matches.")
+
+POLL_INTERVAL = 0.05
+
+
+@blp.route("/matches/<match_id>")
+@blp.arguments(MatchQuery, location="query")
+@blp.response(200, MatchOut)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
+def get_match(query: dict[str, Any], match_id: str) -> dict[str, Any]:
+    """Your view of the match: own hand, public state, legal actions, the hand's commitment
+    and ``version``. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
+    until the version exceeds N."""
+    session = db_session()
+    wanted = query.get("wait_for_version")
+    if wanted is not None:
+        deadline = time.monotonic() + query["timeout"]
+        while play.current_version(session, principal(), match_id) <= wanted:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_INTERVAL)
+    return play.get_view(session, principal(), match_id)
+
+
+def _expected_version(body: dict[str, Any]) -> int | None:
+    if "expected_version" in body:
+        return int(body["expected_version"])
+    header = request.headers.get("If-Match")
+    if header:
+        text = header.strip().removeprefix("W/").strip('"')
+        if text.isdigit():
+            return int(text)
+        raise ValidationFailed("If-Match must be a match version, e.g. \"12\".")
+    return None
+
+
+@blp.route("/matches/<match_id>/actions", methods=["POST"])
+@blp.arguments(ActionIn)
+@blp.response(200, MatchOut)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed,
+           StaleVersion, IllegalMove, MatchNotLive)
+def act(body: dict[str, Any], match_id: str) -> dict[str, Any]:
+    """Play an action decided on ``expected_version`` (or ``If-Match``): a stale or repeated
+    action is 409 and changes nothing; an illegal one is 422 with the rule's code."""
+    expected = _expected_version(body)
+    session = db_session()
+    if body["action"] == "RESIGN":
+        return play.resign(session, principal(), match_id, expected, utcnow())
+    if expected is None:
+        raise ValidationFailed("expected_version (or If-Match) is required for an action.")
+    text = body["action"]
+    if "card" in body:
+        text += f" {body['card']}"
+    for meld in body.get("melds") or []:
+        text += " | " + " ".join(meld)
+    return play.act(session, principal(), match_id, text, expected, utcnow())
+
+
+@blp.route("/matches/<match_id>/hands/<int:number>")
+@blp.response(200, HandHistoryOut)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+def hand_history(match_id: str, number: int) -> dict[str, Any]:
+    """A finished hand's full history: the revealed seed and the fairness inputs, the deck,
+    every action with actor and time, the showdown and the score."""
+    return play.hand_history(db_session(), principal(), match_id, number)

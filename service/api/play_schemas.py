@@ -1,0 +1,275 @@
+"""Marshmallow schemas for tables, the lobby, matches, actions and hand histories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from service.api.schemas import ListEnvelope, ListQuery, MinorUnits, MoneyOut, Timestamp
+from service.ledger.money import EXPONENTS, MAX_AMOUNT
+
+CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
+
+
+def _card_list(**kwargs: Any) -> fields.List:
+    return fields.List(fields.String(metadata={"example": "TD"}), **kwargs)
+
+
+class FeeIn(Schema):
+    bps = fields.Integer(load_default=0, strict=True, validate=validate.Range(min=0, max=10_000))
+    base = fields.String(load_default="POT", validate=validate.OneOf(["POT", "WINNINGS"]))
+    minimum = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
+    maximum = MinorUnits(load_default=None, allow_none=True,
+                         validate=validate.Range(min=0, max=MAX_AMOUNT))
+
+
+class ClockIn(Schema):
+    turn_seconds = fields.Integer(load_default=30, strict=True,
+                                  validate=validate.Range(min=1, max=3600))
+    bank_seconds = fields.Integer(load_default=60, strict=True,
+                                  validate=validate.Range(min=0, max=86_400))
+    on_timeout = fields.String(load_default="AUTO_PLAY",
+                               validate=validate.OneOf(["AUTO_PLAY", "FORFEIT"]))
+    max_timeouts = fields.Integer(load_default=3, strict=True,
+                                  validate=validate.Range(min=1, max=100))
+    fill_timeout_seconds = fields.Integer(load_default=300, strict=True,
+                                          validate=validate.Range(min=1, max=7 * 86_400))
+
+
+class TableIn(Schema):
+    name = fields.String(load_default="", validate=validate.Length(max=100))
+    format = fields.String(
+        required=True,
+        validate=validate.OneOf(["first_to_knock", "match_play", "money_play", "classic"]),
+    )
+    currency = fields.String(
+        required=True,
+        validate=validate.OneOf(sorted(EXPONENTS), error="Must be a supported currency code."),
+    )
+    stake = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT),
+                       metadata={"description": "Fixed stake: First To Knock, Match Play."})
+    stake_per_point = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT),
+                                 metadata={"description": "Money Play and classic."})
+    min_buyin = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
+    max_buyin = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
+    target = fields.Integer(load_default=100, strict=True,
+                            validate=validate.Range(min=1, max=10_000))
+    fee = fields.Nested(FeeIn, load_default=dict)
+    ftk_winner_rule = fields.String(load_default="FIRST_KNOCKER",
+                                    validate=validate.OneOf(["FIRST_KNOCKER", "HAND_WINNER"]))
+    ftk_max_dead_hands = fields.Integer(load_default=0, strict=True,
+                                        validate=validate.Range(min=0, max=100))
+    line_bonus = fields.Integer(load_default=25, strict=True,
+                                validate=validate.Range(min=0, max=10_000))
+    cap_mode = fields.String(load_default="MIN_BOTH",
+                             validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"]))
+    ruleset = fields.Dict(
+        keys=fields.String(), load_default=dict,
+        metadata={"description": "RULES.md Appendix A gin.* / oklahoma.* options, bare or "
+                                 "dotted keys, e.g. {\"gin_bonus\": 25, \"gin.oklahoma\": true}."},
+    )
+    clock = fields.Nested(ClockIn, load_default=dict)
+    practice = fields.Boolean(load_default=False,
+                              metadata={"description": "Play money (XPM) only."})
+    private = fields.Boolean(load_default=False,
+                             metadata={"description": "Joined by invite code only."})
+
+
+class SeatOut(Schema):
+    seat = fields.Integer(required=True)
+    player_id = fields.String(required=True)
+    escrow = fields.Nested(MoneyOut, required=True)
+    joined_at = Timestamp(required=True)
+
+
+class TableOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("table")
+    name = fields.String(required=True)
+    match_id = fields.String(required=True)
+    format = fields.String(required=True)
+    currency = fields.String(required=True)
+    practice = fields.Boolean(required=True)
+    private = fields.Boolean(required=True)
+    invite_code = fields.String(
+        allow_none=True, metadata={"description": "Private tables, operator only."}
+    )
+    status = fields.String(required=True, metadata={"enum": ["open", "playing", "finished",
+                                                             "cancelled"]})
+    stake = fields.Nested(MoneyOut, allow_none=True)
+    stake_per_point = fields.Nested(MoneyOut, allow_none=True)
+    min_buyin = fields.Nested(MoneyOut, allow_none=True)
+    max_buyin = fields.Nested(MoneyOut, allow_none=True)
+    target = fields.Integer(allow_none=True)
+    seats = fields.List(fields.Nested(SeatOut), required=True)
+    free_seats = fields.Integer(required=True)
+    settings = fields.Dict(required=True, metadata={"description": "Every table setting."})
+    fill_deadline = Timestamp(required=True)
+    created_at = Timestamp(required=True)
+
+
+class TableList(ListEnvelope):
+    data = fields.List(fields.Nested(TableOut), required=True)
+
+
+class LobbyQuery(ListQuery):
+    format = fields.String(
+        validate=validate.OneOf(["first_to_knock", "match_play", "money_play", "classic"])
+    )
+    currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
+    min_stake = fields.Integer(validate=validate.Range(min=0, max=MAX_AMOUNT))
+    max_stake = fields.Integer(validate=validate.Range(min=0, max=MAX_AMOUNT))
+    free_seats = fields.Integer(validate=validate.Range(min=1, max=2))
+    display_currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
+    include_closed = fields.Boolean(load_default=False,
+                                    metadata={"description": "Operator only: every table."})
+
+
+class JoinIn(Schema):
+    buyin = MinorUnits(validate=validate.Range(min=1, max=MAX_AMOUNT),
+                       metadata={"description": "Money Play and classic: the buy-in."})
+    invite_code = fields.String(validate=validate.Length(max=64))
+    client_seed = fields.String(validate=validate.Length(min=1, max=64),
+                                metadata={"description": "Your fairness seed (RULES.md 10.1)."})
+
+
+class LogEntryOut(Schema):
+    seq = fields.Integer(required=True)
+    seat = fields.Integer(required=True)
+    action = fields.String(required=True)
+    card = CARD
+    taken = CARD
+    melds = fields.List(_card_list())
+    at = fields.String()
+    automatic = fields.Boolean()
+
+
+class HandViewOut(Schema):
+    phase = fields.String(required=True)
+    dealer = fields.Integer(required=True)
+    first_player = fields.Integer(required=True)
+    to_act = fields.Integer(allow_none=True, required=True)
+    upcard = CARD
+    knock_limit = fields.Integer(required=True)
+    multiplier = fields.Integer(required=True)
+    stock_count = fields.Integer(required=True)
+    discard_pile = _card_list(required=True)
+    card_counts = fields.List(fields.Integer(), required=True)
+    taken_from_discard = fields.String(allow_none=True)
+    log = fields.List(fields.Nested(LogEntryOut), required=True)
+    seat = fields.Integer()
+    hand = _card_list(metadata={"description": "Your cards (players only)."})
+    legal_actions = fields.List(fields.String(metadata={"example": "DISCARD TD"}))
+    outcome = fields.Dict(metadata={"description": "Once the hand has ended: the showdown."})
+    hands = fields.List(_card_list(), metadata={"description": "Both hands, once ended."})
+
+
+class SeatView(Schema):
+    seat = fields.Integer(required=True)
+    player_id = fields.String(required=True)
+    display_name = fields.String(required=True)
+    escrow = fields.Nested(MoneyOut, required=True)
+
+
+class ScoresOut(Schema):
+    hand_points = fields.List(fields.Integer(), required=True)
+    boxes = fields.List(fields.Integer(), required=True)
+    target = fields.Integer(allow_none=True)
+    hands_played = fields.Integer(required=True)
+    timeouts = fields.List(fields.Integer(), required=True)
+    bank_ms = fields.List(fields.Integer(), required=True)
+
+
+class HandRecordOut(Schema):
+    number = fields.Integer(required=True)
+    dealer = fields.Integer(required=True)
+    kind = fields.String(required=True)
+    winner = fields.Integer(allow_none=True)
+    points = fields.Integer(required=True)
+    knocker = fields.Integer(allow_none=True)
+
+
+class ResultOut(Schema):
+    winner = fields.Integer(allow_none=True)
+    forfeiter = fields.Integer(allow_none=True)
+    forfeit_reason = fields.String(allow_none=True)
+    void = fields.Boolean(required=True)
+
+
+class MatchOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("match")
+    table_id = fields.String(required=True)
+    status = fields.String(required=True, metadata={"enum": ["waiting", "playing", "finished",
+                                                             "void", "cancelled"]})
+    version = fields.Integer(required=True)
+    format = fields.String(required=True)
+    currency = fields.String(required=True)
+    you = fields.Integer(allow_none=True, metadata={"description": "Your seat; null if you "
+                                                                   "only watch."})
+    seats = fields.List(fields.Nested(SeatView), required=True)
+    started_at = Timestamp(allow_none=True)
+    finished_at = Timestamp(allow_none=True)
+    deadline = fields.String(allow_none=True, metadata={"description": "When the player to "
+                                                                       "act runs out of time."})
+    hand_number = fields.Integer(allow_none=True)
+    dealer = fields.Integer()
+    commitment = fields.String(allow_none=True,
+                               metadata={"description": "SHA-256 of the hand's server seed."})
+    hand = fields.Nested(HandViewOut, allow_none=True)
+    previous_hand = fields.Nested(HandRecordOut)
+    scores = fields.Nested(ScoresOut, allow_none=True)
+    result = fields.Nested(ResultOut, allow_none=True)
+
+
+class MatchQuery(Schema):
+    wait_for_version = fields.Integer(validate=validate.Range(min=0),
+                                      metadata={"description": "Long-poll: answer once the "
+                                                               "version exceeds this."})
+    timeout = fields.Integer(load_default=25, validate=validate.Range(min=0, max=30))
+
+
+ACTIONS = ["TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "GIN",
+           "BIG_GIN", "TAKE_DISCARD_AND_KNOCK", "DECLINE", "RESIGN"]
+
+
+class ActionIn(Schema):
+    action = fields.String(required=True, validate=validate.OneOf(ACTIONS))
+    card = fields.String(validate=validate.Length(equal=2), metadata={"example": "TD"})
+    melds = fields.List(fields.List(fields.String(validate=validate.Length(equal=2))),
+                        metadata={"description": "MANUAL knocker arrangement only."})
+    expected_version = fields.Integer(
+        validate=validate.Range(min=0),
+        metadata={"description": "The version the action was decided on (or If-Match)."},
+    )
+
+    @validates_schema
+    def _card_when_needed(self, data: dict[str, Any], **_: Any) -> None:
+        needs = data["action"] in ("DISCARD", "KNOCK", "GIN", "TAKE_DISCARD_AND_KNOCK")
+        if needs and "card" not in data:
+            raise ValidationError(f"{data['action']} needs a card.", field_name="card")
+        if not needs and "card" in data:
+            raise ValidationError(f"{data['action']} takes no card.", field_name="card")
+
+
+class FairnessOut(Schema):
+    algorithm = fields.String(required=True)
+    commitment = fields.String(required=True)
+    server_seed = fields.String(required=True)
+    client_seed_1 = fields.String(required=True)
+    client_seed_2 = fields.String(required=True)
+    nonce = fields.Integer(required=True)
+
+
+class HandHistoryOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("hand")
+    match_id = fields.String(required=True)
+    number = fields.Integer(required=True)
+    started_at = Timestamp(required=True)
+    ended_at = Timestamp(required=True)
+    fairness = fields.Nested(FairnessOut, required=True)
+    history = fields.Dict(required=True, metadata={"description": "Deck, every action with "
+                                                                  "actor and time, showdown, "
+                                                                  "score."})

@@ -1,0 +1,136 @@
+"""Tables, the lobby, and seats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask_smorest import Blueprint
+
+from service.api import render
+from service.api.context import db_session, player_idempotent, principal
+from service.api.play_schemas import JoinIn, LobbyQuery, TableIn, TableList, TableOut
+from service.api.problems import documents
+from service.api.wallets import IDEMPOTENCY_HEADER
+from service.clock import utcnow
+from service.errors import (
+    AlreadySeated,
+    Forbidden,
+    IdempotencyKeyInUse,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    InsufficientFunds,
+    InvalidCursor,
+    NotFound,
+    SelfExcluded,
+    TableNotOpen,
+    TokenExpired,
+    Unauthenticated,
+    UnsupportedCurrency,
+    ValidationFailed,
+)
+from service.usecases import tables
+from service.usecases.rates import rate_for_display
+
+blp = Blueprint("tables", __name__, url_prefix="/v1", description="Tables, lobby and seats.")
+
+SEAT_PROBLEMS = (
+    Unauthenticated,
+    TokenExpired,
+    Forbidden,
+    NotFound,
+    IdempotencyKeyRequired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+    ValidationFailed,
+    TableNotOpen,
+)
+
+
+@blp.route("/tables", methods=["POST"])
+@blp.arguments(TableIn)
+@blp.response(201, TableOut)
+@documents(blp, Unauthenticated, Forbidden, ValidationFailed, UnsupportedCurrency)
+def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Open a table (operator only): format, currency, stake or buy-in range, target, house
+    fee, rule options, clock, practice or private."""
+    settings = tables.settings_from(
+        {
+            key: body[key]
+            for key in (
+                "format", "stake", "stake_per_point", "min_buyin", "max_buyin", "target",
+                "fee", "ftk_winner_rule", "ftk_max_dead_hands", "line_bonus", "cap_mode",
+                "ruleset", "clock",
+            )
+        }
+    )
+    view = tables.create_table(
+        db_session(), principal(), name=body["name"], currency=body["currency"],
+        settings=settings, practice=body["practice"], private=body["private"], now=utcnow(),
+    )
+    return render.table(view), 201
+
+
+@blp.route("/tables")
+@blp.arguments(LobbyQuery, location="query")
+@blp.response(200, TableList)
+@documents(blp, Unauthenticated, TokenExpired, ValidationFailed, InvalidCursor)
+def lobby(query: dict[str, Any]) -> dict[str, Any]:
+    """The lobby: open public tables, newest first, filtered by format, currency, stake range
+    and free seats; amounts also in ``display_currency`` where the operator set a rate."""
+    session = db_session()
+    page = tables.list_tables(
+        session, principal(), format=query.get("format"), currency=query.get("currency"),
+        min_stake=query.get("min_stake"), max_stake=query.get("max_stake"),
+        free_seats=query.get("free_seats"), include_closed=query["include_closed"],
+        limit=query["limit"], starting_after=query.get("starting_after"),
+        ending_before=query.get("ending_before"),
+    )
+    display = query.get("display_currency")
+    rates = {
+        view.table.currency: rate_for_display(session, principal().operator_id,
+                                              view.table.currency, display)
+        for view in page.data
+    } if display else {}
+    return render.page(
+        [render.table(v, rates.get(v.table.currency)) for v in page.data],
+        page.has_more, page.next_cursor,
+    )
+
+
+@blp.route("/tables/<table_id>")
+@blp.response(200, TableOut)
+@documents(blp, Unauthenticated, TokenExpired, NotFound)
+def get_table(table_id: str) -> dict[str, Any]:
+    """One table with its seats (the invite code only for the operator)."""
+    return render.table(tables.get_table(db_session(), principal(), table_id))
+
+
+@blp.route("/tables/<table_id>/seats", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@blp.arguments(JoinIn)
+@player_idempotent
+@blp.response(201, TableOut)
+@documents(blp, *SEAT_PROBLEMS, AlreadySeated, SelfExcluded, InsufficientFunds)
+def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
+    """Sit down (player token): the stake or buy-in moves from available funds into the
+    match's escrow in the same transaction; the second seat starts the match."""
+    view = tables.join_table(
+        db_session(), principal(), table_id, buyin=body.get("buyin"),
+        invite_code=body.get("invite_code"), client_seed=body.get("client_seed"),
+        idempotency_key=request.headers["Idempotency-Key"], now=utcnow(),
+    )
+    return render.table(view), 201
+
+
+@blp.route("/tables/<table_id>/seats/me", methods=["DELETE"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@player_idempotent
+@blp.response(200, TableOut)
+@documents(blp, *SEAT_PROBLEMS)
+def leave(table_id: str) -> dict[str, Any]:
+    """Give up your seat before the match starts: the escrow is released."""
+    view = tables.leave_table(
+        db_session(), principal(), table_id, request.headers["Idempotency-Key"], utcnow()
+    )
+    return render.table(view)

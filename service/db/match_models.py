@@ -1,0 +1,162 @@
+"""Tables, seats, matches, hands, the action log and the event outbox (issue 4).
+
+A table hosts exactly one match (its id is allocated with the table, so escrow can be booked
+against the match from the first seat on). The match row holds the pure engine's serialised
+state (``service.formats.Match.to_dict``) and a ``version`` that grows with every applied
+change; every change happens under a row lock on it. ``match_actions`` is the append-only log
+of everything applied; ``hands`` keeps each hand's fairness record (the seed is revealed only
+once the hand has ended); ``events`` is the transactional outbox read by the workers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db.models import Base, BigId, UTCDateTime
+
+TABLE_STATUSES = ("open", "playing", "finished", "cancelled")
+MATCH_STATUSES = ("waiting", "playing", "finished", "void", "cancelled")
+
+
+class GameTable(Base):
+    __tablename__ = "game_tables"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('open', 'playing', 'finished', 'cancelled')", name="status"
+        ),
+        CheckConstraint("seats_taken BETWEEN 0 AND 2", name="seats_taken"),
+        Index(None, "status", "format", "currency"),
+        Index(None, "operator_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
+    match_id: Mapped[str] = mapped_column(String(40), unique=True)
+    name: Mapped[str] = mapped_column(String(100))
+    format: Mapped[str] = mapped_column(String(20))
+    currency: Mapped[str] = mapped_column(String(3))
+    practice: Mapped[bool] = mapped_column(Boolean)
+    private: Mapped[bool] = mapped_column(Boolean)
+    invite_code: Mapped[str | None] = mapped_column(String(64))
+    # Lobby filter columns, copied from the settings: the fixed stake, or the buy-in range.
+    stake: Mapped[int] = mapped_column(BigInteger)
+    stake_per_point: Mapped[int] = mapped_column(BigInteger)
+    min_buyin: Mapped[int] = mapped_column(BigInteger)
+    max_buyin: Mapped[int] = mapped_column(BigInteger)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(12))
+    seats_taken: Mapped[int] = mapped_column(Integer, default=0)
+    fill_deadline: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Seat(Base):
+    __tablename__ = "seats"
+    __table_args__ = (
+        UniqueConstraint("table_id", "player_id"),
+        CheckConstraint("seat_no IN (0, 1)", name="seat_no"),
+        CheckConstraint("escrow > 0", name="escrow_positive"),
+    )
+
+    table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), primary_key=True)
+    seat_no: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id"))
+    escrow: Mapped[int] = mapped_column(BigInteger)
+    hold_transaction_id: Mapped[str] = mapped_column(String(40))
+    client_seed: Mapped[str] = mapped_column(String(256))
+    joined_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class MatchRow(Base):
+    __tablename__ = "matches"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('waiting', 'playing', 'finished', 'void', 'cancelled')", name="status"
+        ),
+        CheckConstraint("version >= 0", name="version"),
+        Index(None, "status", "deadline_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), unique=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
+    status: Mapped[str] = mapped_column(String(12))
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class HandRow(Base):
+    """One hand's fairness record and, once it has ended, its full history."""
+
+    __tablename__ = "hands"
+    __table_args__ = (UniqueConstraint("match_id", "number"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id"))
+    number: Mapped[int] = mapped_column(Integer)
+    algorithm: Mapped[str] = mapped_column(String(40))
+    commitment: Mapped[str] = mapped_column(String(64))
+    server_seed: Mapped[str] = mapped_column(String(64))  # secret until ended
+    client_seed_1: Mapped[str] = mapped_column(String(256))
+    client_seed_2: Mapped[str] = mapped_column(String(256))
+    nonce: Mapped[int] = mapped_column(Integer)
+    dealer: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    outcome: Mapped[str | None] = mapped_column(String(12))
+    winner_seat: Mapped[int | None] = mapped_column(Integer)
+    points: Mapped[int | None] = mapped_column(Integer)
+    history: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class MatchAction(Base):
+    """The append-only log of every change applied to a match (one row per version)."""
+
+    __tablename__ = "match_actions"
+    __table_args__ = (UniqueConstraint("match_id", "version"),)
+
+    seq: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id"))
+    version: Mapped[int] = mapped_column(BigInteger)
+    hand_number: Mapped[int | None] = mapped_column(Integer)
+    actor: Mapped[str] = mapped_column(String(40))  # a player id, or "system"
+    seat: Mapped[int | None] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(200))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class OutboxEvent(Base):
+    """An event written in the same transaction as the change it reports; the workers
+    publish it (settlement, webhooks) and stamp ``published_at``."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index(None, "published_at", "created_at"), Index(None, "operator_id"))
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
+    type: Mapped[str] = mapped_column(String(40))
+    subject_id: Mapped[str] = mapped_column(String(40))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    published_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)

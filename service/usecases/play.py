@@ -1,0 +1,404 @@
+"""Live matches: starting them, players' views, actions, timeouts and hand histories.
+
+Every change to a match happens in one database transaction holding a row lock on the match
+(``SELECT ... FOR UPDATE``; SQLite serialises writers with ``BEGIN IMMEDIATE``). The pure
+:class:`service.formats.Match` decides everything; this module loads it from the row, applies
+one change, deals the next hand when the match asks for one (with a fresh provably fair seed),
+writes the hand records, the action log and outbox events, and bumps ``version``. A request
+naming a stale ``expected_version`` changes nothing (409), so an action and a timeout racing for
+the same turn cannot both apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.clock import rfc3339
+from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
+from service.db.models import Player
+from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
+from service.formats import Match, MatchSettings, MatchStatus
+from service.ids import new_id
+from service.rules import Action, RulesError, fair
+from service.usecases.auth import Principal
+
+SYSTEM = "system"
+
+
+def epoch_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def _event(session: Session, row: MatchRow, kind: str, data: dict[str, Any], now: datetime) -> None:
+    session.add(
+        OutboxEvent(
+            id=new_id("evt"),
+            operator_id=row.operator_id,
+            type=kind,
+            subject_id=row.id,
+            data={"match_id": row.id, "table_id": row.table_id, **data},
+            created_at=now,
+            published_at=None,
+            attempts=0,
+        )
+    )
+
+
+def _seats(session: Session, table_id: str) -> list[Seat]:
+    return list(
+        session.scalars(select(Seat).where(Seat.table_id == table_id).order_by(Seat.seat_no))
+    )
+
+
+def _deal(session: Session, row: MatchRow, match: Match, seats: list[Seat], now: datetime) -> None:
+    """Deal the hand the match is waiting for, from a fresh committed seed (RULES.md 10)."""
+    number = match.hand_number
+    server_seed = fair.new_server_seed()
+    c1, c2 = seats[0].client_seed, seats[1].client_seed
+    deck = fair.shuffled_deck(server_seed, c1, c2, number)
+    match.deal(deck, now_ms=epoch_ms(now))
+    session.add(
+        HandRow(
+            id=new_id("hnd"),
+            match_id=row.id,
+            number=number,
+            algorithm=fair.ALGORITHM,
+            commitment=fair.commitment(server_seed),
+            server_seed=server_seed,
+            client_seed_1=c1,
+            client_seed_2=c2,
+            nonce=number,
+            dealer=match.dealer,
+            started_at=now,
+        )
+    )
+
+
+def _finish_hand(session: Session, row: MatchRow, match: Match, now: datetime) -> None:
+    hand = match.hand
+    record = match.records[-1]
+    assert hand is not None and hand.ended
+    hand_row = session.scalars(
+        select(HandRow).where(HandRow.match_id == row.id, HandRow.number == record.number)
+    ).one()
+    hand_row.ended_at = now
+    hand_row.outcome = record.kind
+    hand_row.winner_seat = record.winner
+    hand_row.points = record.points
+    hand_row.history = hand.history()
+    _event(session, row, "hand.ended", {"hand": record.to_dict()}, now)
+
+
+def _record(
+    session: Session,
+    row: MatchRow,
+    match: Match,
+    seats: list[Seat],
+    *,
+    actor: str,
+    seat: int | None,
+    action: str,
+    hands_before: int,
+    now: datetime,
+) -> None:
+    """After ``match`` changed: hand records, the next deal, the end, the log, the version."""
+    if len(match.records) > hands_before:
+        _finish_hand(session, row, match, now)
+    if match.status is MatchStatus.AWAITING_DEAL:
+        _deal(session, row, match, seats, now)
+    if match.over:
+        row.status = "void" if match.status is MatchStatus.VOID else "finished"
+        row.finished_at = now
+        _event(session, row, "match.finished", {
+            "status": row.status,
+            "winner": match.winner,
+            "forfeiter": match.forfeiter,
+            "forfeit_reason": match.forfeit_reason,
+            "hands": [r.to_dict() for r in match.records],
+            "escrow": [s.escrow for s in seats],
+            "players": [s.player_id for s in seats],
+        }, now)
+        table = session.get(GameTable, row.table_id)
+        assert table is not None
+        table.status = "finished"
+    deadline = match.deadline_ms()
+    row.deadline_at = None if deadline is None else from_epoch_ms(deadline)
+    row.version += 1
+    row.state = match.to_dict()
+    row.updated_at = now
+    session.add(MatchAction(
+        match_id=row.id, version=row.version, hand_number=len(match.records) or None,
+        actor=actor, seat=seat, action=action, at=now,
+    ))
+
+
+def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
+    """Both seats are filled: pick the first dealer at random and deal hand 1 (inside the
+    caller's transaction, under its lock on the table)."""
+    import secrets
+
+    seats = _seats(session, table.id)
+    settings = MatchSettings.from_dict(table.settings)
+    match = Match(settings, secrets.randbelow(2))
+    row.status = "playing"
+    row.started_at = now
+    _event(session, row, "match.started", {"players": [s.player_id for s in seats]}, now)
+    _record(session, row, match, seats, actor=SYSTEM, seat=None, action="START",
+            hands_before=0, now=now)
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatchContext:
+    row: MatchRow
+    table: GameTable
+    seats: list[Seat]
+    seat: int | None  # the caller's seat, or None for the operator / a spectator
+
+
+def _context(session: Session, principal: Principal, match_id: str, *, lock: bool) -> MatchContext:
+    row = session.get(MatchRow, match_id, with_for_update=lock)
+    if row is None or row.operator_id != principal.operator_id:
+        raise NotFound(f"No match {match_id!r}.")
+    table = session.get(GameTable, row.table_id)
+    assert table is not None
+    seats = _seats(session, table.id)
+    seat = None
+    if principal.player_id is not None:
+        mine = [s.seat_no for s in seats if s.player_id == principal.player_id]
+        if mine:
+            seat = mine[0]
+        elif table.private:
+            raise Forbidden("Only the seated players may watch a private table.")
+    return MatchContext(row, table, seats, seat)
+
+
+def current_version(session: Session, principal: Principal, match_id: str) -> int:
+    with session.begin():
+        return _context(session, principal, match_id, lock=False).row.version
+
+
+def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
+    """The caller's view: a seated player's own hand and legal actions, otherwise only
+    public information."""
+    with session.begin():
+        ctx = _context(session, principal, match_id, lock=False)
+        return _view(session, ctx)
+
+
+def _view(session: Session, ctx: MatchContext) -> dict[str, Any]:
+    row, table, seats = ctx.row, ctx.table, ctx.seats
+    players = {
+        p.id: p for p in session.scalars(
+            select(Player).where(Player.id.in_([s.player_id for s in seats]))
+        )
+    }
+    view: dict[str, Any] = {
+        "id": row.id,
+        "table_id": table.id,
+        "status": row.status,
+        "version": row.version,
+        "format": table.format,
+        "currency": table.currency,
+        "you": ctx.seat,
+        "seats": [
+            {
+                "seat": s.seat_no,
+                "player_id": s.player_id,
+                "display_name": players[s.player_id].display_name,
+                "escrow": {"amount": s.escrow, "currency": table.currency},
+            }
+            for s in seats
+        ],
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "deadline": None if row.deadline_at is None else rfc3339(row.deadline_at),
+        "hand_number": None,
+        "hand": None,
+        "commitment": None,
+        "scores": None,
+        "result": None,
+    }
+    if row.state is None:
+        return view
+    match = Match.from_dict(row.state)
+    game = match.game()
+    view["scores"] = {
+        "hand_points": list(game.hand_points),
+        "boxes": list(game.boxes),
+        "target": match.target,
+        "hands_played": len(match.records),
+        "timeouts": list(match.timeouts),
+        "bank_ms": list(match.banks_ms),
+    }
+    number = len(match.records) if match.over else match.hand_number
+    view["hand_number"] = number
+    hand_row = session.scalars(
+        select(HandRow).where(HandRow.match_id == row.id, HandRow.number == number)
+    ).one_or_none()
+    if hand_row is not None:
+        view["commitment"] = hand_row.commitment
+        view["dealer"] = hand_row.dealer
+    if match.hand is not None:
+        view["hand"] = match.hand.view(ctx.seat)
+    if match.records and not match.over and len(match.records) >= 1:
+        view["previous_hand"] = match.records[-1].to_dict()
+    if match.over:
+        view["result"] = {
+            "winner": match.winner,
+            "forfeiter": match.forfeiter,
+            "forfeit_reason": match.forfeit_reason,
+            "void": match.status is MatchStatus.VOID,
+        }
+    return view
+
+
+# --- acting ----------------------------------------------------------------------------
+
+
+def _check_version(row: MatchRow, expected_version: int) -> None:
+    if expected_version != row.version:
+        raise StaleVersion(
+            f"The match is at version {row.version}, not {expected_version}; read it again."
+        )
+
+
+def _live(row: MatchRow) -> None:
+    if row.status != "playing":
+        raise MatchNotLive(f"The match is {row.status}.")
+
+
+def act(
+    session: Session,
+    principal: Principal,
+    match_id: str,
+    action: str,
+    expected_version: int,
+    now: datetime,
+) -> dict[str, Any]:
+    """Apply the caller's action (its text form, ``"DISCARD TD"``) decided on
+    ``expected_version``; the caller's view afterwards.
+
+    :raises StaleVersion: when the match moved on since ``expected_version``.
+    :raises IllegalMove: when the rules refuse the action (nothing changes).
+    """
+    with session.begin():
+        ctx = _context(session, principal, match_id, lock=True)
+        row = ctx.row
+        if ctx.seat is None:
+            raise Forbidden("Only a seated player may act in this match.")
+        _check_version(row, expected_version)
+        _live(row)
+        match = Match.from_dict(row.state or {})
+        hands_before = len(match.records)
+        try:
+            parsed = Action.parse(action)
+            match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
+        except RulesError as exc:
+            raise IllegalMove(str(exc), rule_code=exc.code) from None
+        _record(session, row, match, ctx.seats, actor=principal.player_id or SYSTEM,
+                seat=ctx.seat, action=str(parsed), hands_before=hands_before, now=now)
+        return _view(session, ctx)
+
+
+def resign(
+    session: Session, principal: Principal, match_id: str, expected_version: int | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The caller forfeits the match (RULES.md 9.3-9.4)."""
+    with session.begin():
+        ctx = _context(session, principal, match_id, lock=True)
+        row = ctx.row
+        if ctx.seat is None:
+            raise Forbidden("Only a seated player may resign.")
+        if expected_version is not None:
+            _check_version(row, expected_version)
+        _live(row)
+        match = Match.from_dict(row.state or {})
+        match.forfeit(ctx.seat, "resign")
+        _record(session, row, match, ctx.seats, actor=principal.player_id or SYSTEM,
+                seat=ctx.seat, action="RESIGN", hands_before=len(match.records), now=now)
+        return _view(session, ctx)
+
+
+def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
+    """Act for every player whose time ran out by ``now`` (RULES.md 9.2); returns how many
+    matches changed. Each match is handled in its own transaction under its row lock, and
+    re-checked there, so a player's action that got in first wins."""
+    with session.begin():
+        due = list(session.scalars(
+            select(MatchRow.id)
+            .where(MatchRow.status == "playing", MatchRow.deadline_at <= now)
+            .order_by(MatchRow.deadline_at)
+            .limit(limit)
+        ))
+    changed = 0
+    for match_id in due:
+        with session.begin():
+            row = session.get(MatchRow, match_id, with_for_update=True)
+            if row is None or row.status != "playing" or row.state is None:
+                continue
+            match = Match.from_dict(row.state)
+            hands_before = len(match.records)
+            seat = match.hand.to_act if match.hand is not None else None
+            outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
+            if outcome is None:
+                continue
+            seats = _seats(session, row.table_id)
+            _record(session, row, match, seats, actor=SYSTEM, seat=seat,
+                    action=f"TIMEOUT {outcome}", hands_before=hands_before, now=now)
+            changed += 1
+    return changed
+
+
+# --- history ---------------------------------------------------------------------------
+
+
+def hand_history(
+    session: Session, principal: Principal, match_id: str, number: int
+) -> dict[str, Any]:
+    """A finished hand's full record: fairness data with the revealed seed, the deck, every
+    action, the showdown and the score (RULES.md 10.3-10.4)."""
+    with session.begin():
+        ctx = _context(session, principal, match_id, lock=False)
+        hand_row = session.scalars(
+            select(HandRow).where(HandRow.match_id == ctx.row.id, HandRow.number == number)
+        ).one_or_none()
+        if hand_row is None:
+            raise NotFound(f"No hand {number} in match {match_id!r}.")
+        if hand_row.ended_at is None or hand_row.history is None:
+            raise NotFound(f"Hand {number} has not ended yet.")
+        return {
+            "id": hand_row.id,
+            "match_id": ctx.row.id,
+            "number": hand_row.number,
+            "started_at": hand_row.started_at,
+            "ended_at": hand_row.ended_at,
+            "fairness": {
+                "algorithm": hand_row.algorithm,
+                "commitment": hand_row.commitment,
+                "server_seed": hand_row.server_seed,
+                "client_seed_1": hand_row.client_seed_1,
+                "client_seed_2": hand_row.client_seed_2,
+                "nonce": hand_row.nonce,
+            },
+            "history": hand_row.history,
+        }
+
+
+def wait_deadline(now: datetime, timeout_seconds: float) -> datetime:
+    return now + timedelta(seconds=timeout_seconds)
