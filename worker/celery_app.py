@@ -24,6 +24,17 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "task": "idempotency.purge_expired",
                 "schedule": 3600.0,
             },
+            # Turn clocks are enforced within about a second of a deadline.
+            "enforce-turn-clocks": {
+                "task": "matches.enforce_clocks",
+                "schedule": 1.0,
+                "options": {"expires": 5},
+            },
+            "cancel-unfilled-tables": {
+                "task": "tables.cancel_unfilled",
+                "schedule": 10.0,
+                "options": {"expires": 30},
+            },
         },
     )
     return app
