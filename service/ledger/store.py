@@ -68,7 +68,13 @@ class LockedAccount:
 def lock_accounts(
     session: Session, refs: Iterable[AccountRef], now: datetime
 ) -> dict[AccountRef, LockedAccount]:
-    """Create any missing accounts, then lock all of them in ascending id order."""
+    """Create any missing accounts, then lock all of them in ascending id order.
+
+    The creating comes first, while this transaction holds no row lock: an insert may wait for
+    another transaction's uncommitted insert of the same account, and waiting while holding
+    locks can close a cycle (the PostgreSQL concurrency test caught exactly that deadlock when
+    the insert was tried after the locks, to save a statement).
+    """
     wanted = {str(ref): ref for ref in refs}
     dialect = session.get_bind().dialect.name
     insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
