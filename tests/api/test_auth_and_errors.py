@@ -183,3 +183,40 @@ def test_nul_characters_are_refused_not_500(api: ApiClient) -> None:
     assert_problem(
         api.deposit(player["id"], 100, key="nul\x00key"), 400, "idempotency_key_required"
     )
+
+
+def test_every_player_operation_on_a_foreign_player_is_404(
+    api: ApiClient, other_api: ApiClient
+) -> None:
+    theirs = other_api.new_player()["id"]
+    txn = other_api.deposit(theirs, 100).get_json()["id"]
+    assert_problem(api.get(f"/v1/transactions/{txn}"), 404, "not_found")
+    assert other_api.get(f"/v1/transactions/{txn}").status_code == 200
+    assert_problem(api.patch(f"/v1/players/{theirs}", {"display_name": "x"}), 404, "not_found")
+    assert_problem(api.post(f"/v1/players/{theirs}/tokens", {}), 404, "not_found")
+    assert_problem(
+        api.put(f"/v1/players/{theirs}/self-exclusion", {"until": "2099-01-01T00:00:00Z"}),
+        404,
+        "not_found",
+    )
+    assert_problem(api.get(f"/v1/players/{theirs}/deposit-limits/EUR"), 404, "not_found")
+    assert_problem(
+        api.put(
+            f"/v1/players/{theirs}/deposit-limits/EUR", {"daily": {"amount": 5, "currency": "EUR"}}
+        ),
+        404,
+        "not_found",
+    )
+    assert_problem(
+        api.post(
+            f"/v1/players/{theirs}/withdrawals",
+            {"amount": {"amount": 5, "currency": "EUR"}},
+            key="w",
+        ),
+        404,
+        "not_found",
+    )
+    # and nothing changed for the owner
+    assert (
+        other_api.get(f"/v1/players/{theirs}/wallets/EUR").get_json()["available"]["amount"] == 100
+    )
