@@ -165,6 +165,7 @@ def main() -> int:
             asyncio.run(drive(port, trivial, args.concurrency, 1.0))  # warm up
             asyncio.run(drive(port, deposit, args.concurrency, 1.0))
             print(
+                f"load average before: {os.getloadavg()[0]:.2f}; "
                 f"gunicorn sync workers: {args.workers}; concurrency: {args.concurrency}; "
                 f"{args.seconds:.0f} s per phase; {os.cpu_count()} CPUs"
             )
