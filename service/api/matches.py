@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import request
+from flask import Response, jsonify, request
 from flask_smorest import Blueprint
 
 from service.api.context import db_session, principal
@@ -13,6 +13,7 @@ from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQu
 from service.api.problems import documents
 from service.clock import utcnow
 from service.errors import (
+    FieldError,
     Forbidden,
     IllegalMove,
     MatchNotLive,
@@ -27,13 +28,16 @@ from service.usecases import play
 blp = Blueprint("matches", __name__, url_prefix="/v1", description="Live matches.")
 
 POLL_INTERVAL = 0.05
+# Match views are built as JSON-ready data by the use case and sent as they are: they are the
+# hottest responses, and marshmallow would spend more time re-serialising them than the rest
+# of the request takes. The schemas document them; a test checks real views against them.
 
 
 @blp.route("/matches/<match_id>")
 @blp.arguments(MatchQuery, location="query")
 @blp.response(200, MatchOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
-def get_match(query: dict[str, Any], match_id: str) -> dict[str, Any]:
+def get_match(query: dict[str, Any], match_id: str) -> Response:
     """Your view of the match: own hand, public state, legal actions, the hand's commitment
     and ``version``. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
     until the version exceeds N."""
@@ -45,7 +49,7 @@ def get_match(query: dict[str, Any], match_id: str) -> dict[str, Any]:
             if time.monotonic() >= deadline:
                 break
             time.sleep(POLL_INTERVAL)
-    return play.get_view(session, principal(), match_id)
+    return jsonify(play.get_view(session, principal(), match_id))
 
 
 def _expected_version(body: dict[str, Any]) -> int | None:
@@ -56,7 +60,8 @@ def _expected_version(body: dict[str, Any]) -> int | None:
         text = header.strip().removeprefix("W/").strip('"')
         if text.isdigit():
             return int(text)
-        raise ValidationFailed("If-Match must be a match version, e.g. \"12\".")
+        message = 'If-Match must be a match version, e.g. "12".'
+        raise ValidationFailed(message, errors=[FieldError("If-Match", message)])
     return None
 
 
@@ -65,27 +70,28 @@ def _expected_version(body: dict[str, Any]) -> int | None:
 @blp.response(200, MatchOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed,
            StaleVersion, IllegalMove, MatchNotLive)
-def act(body: dict[str, Any], match_id: str) -> dict[str, Any]:
+def act(body: dict[str, Any], match_id: str) -> Response:
     """Play an action decided on ``expected_version`` (or ``If-Match``): a stale or repeated
     action is 409 and changes nothing; an illegal one is 422 with the rule's code."""
     expected = _expected_version(body)
     session = db_session()
     if body["action"] == "RESIGN":
-        return play.resign(session, principal(), match_id, expected, utcnow())
+        return jsonify(play.resign(session, principal(), match_id, expected, utcnow()))
     if expected is None:
-        raise ValidationFailed("expected_version (or If-Match) is required for an action.")
+        message = "expected_version (or If-Match) is required for an action."
+        raise ValidationFailed(message, errors=[FieldError("expected_version", message)])
     text = body["action"]
     if "card" in body:
         text += f" {body['card']}"
     for meld in body.get("melds") or []:
         text += " | " + " ".join(meld)
-    return play.act(session, principal(), match_id, text, expected, utcnow())
+    return jsonify(play.act(session, principal(), match_id, text, expected, utcnow()))
 
 
 @blp.route("/matches/<match_id>/hands/<int:number>")
 @blp.response(200, HandHistoryOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
-def hand_history(match_id: str, number: int) -> dict[str, Any]:
+def hand_history(match_id: str, number: int) -> Response:
     """A finished hand's full history: the revealed seed and the fairness inputs, the deck,
     every action with actor and time, the showdown and the score."""
-    return play.hand_history(db_session(), principal(), match_id, number)
+    return jsonify(play.hand_history(db_session(), principal(), match_id, number))

@@ -98,6 +98,14 @@ class MatchRow(Base):
     status: Mapped[str] = mapped_column(String(12))
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Copied from the table and the seats when the match starts, so that reading or changing
+    # a match touches this one row: format, currency, privacy, and per seat the player id,
+    # display name, escrow and client seed; plus the current hand's fairness commitment.
+    format: Mapped[str] = mapped_column(String(20))
+    currency: Mapped[str] = mapped_column(String(3))
+    private: Mapped[bool] = mapped_column(Boolean)
+    seats: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    commitment: Mapped[str | None] = mapped_column(String(64))
     deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

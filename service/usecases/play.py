@@ -11,6 +11,7 @@ the same turn cannot both apply.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -62,20 +63,22 @@ def _seats(session: Session, table_id: str) -> list[Seat]:
     )
 
 
-def _deal(session: Session, row: MatchRow, match: Match, seats: list[Seat], now: datetime) -> None:
+def _deal(session: Session, row: MatchRow, match: Match, now: datetime) -> None:
     """Deal the hand the match is waiting for, from a fresh committed seed (RULES.md 10)."""
     number = match.hand_number
     server_seed = fair.new_server_seed()
-    c1, c2 = seats[0].client_seed, seats[1].client_seed
+    assert row.seats is not None
+    c1, c2 = row.seats[0]["client_seed"], row.seats[1]["client_seed"]
     deck = fair.shuffled_deck(server_seed, c1, c2, number)
     match.deal(deck, now_ms=epoch_ms(now))
+    row.commitment = fair.commitment(server_seed)
     session.add(
         HandRow(
             id=new_id("hnd"),
             match_id=row.id,
             number=number,
             algorithm=fair.ALGORITHM,
-            commitment=fair.commitment(server_seed),
+            commitment=row.commitment,
             server_seed=server_seed,
             client_seed_1=c1,
             client_seed_2=c2,
@@ -105,7 +108,6 @@ def _record(
     session: Session,
     row: MatchRow,
     match: Match,
-    seats: list[Seat],
     *,
     actor: str,
     seat: int | None,
@@ -117,7 +119,7 @@ def _record(
     if len(match.records) > hands_before:
         _finish_hand(session, row, match, now)
     if match.status is MatchStatus.AWAITING_DEAL:
-        _deal(session, row, match, seats, now)
+        _deal(session, row, match, now)
     if match.over:
         row.status = "void" if match.status is MatchStatus.VOID else "finished"
         row.finished_at = now
@@ -127,8 +129,8 @@ def _record(
             "forfeiter": match.forfeiter,
             "forfeit_reason": match.forfeit_reason,
             "hands": [r.to_dict() for r in match.records],
-            "escrow": [s.escrow for s in seats],
-            "players": [s.player_id for s in seats],
+            "escrow": [s["escrow"] for s in row.seats or []],
+            "players": [s["player_id"] for s in row.seats or []],
         }, now)
         table = session.get(GameTable, row.table_id)
         assert table is not None
@@ -145,18 +147,30 @@ def _record(
 
 
 def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
-    """Both seats are filled: pick the first dealer at random and deal hand 1 (inside the
-    caller's transaction, under its lock on the table)."""
-    import secrets
-
+    """Both seats are filled: copy what the match needs onto its row, pick the first dealer
+    at random and deal hand 1 (inside the caller's transaction, under its table lock)."""
     seats = _seats(session, table.id)
-    settings = MatchSettings.from_dict(table.settings)
-    match = Match(settings, secrets.randbelow(2))
+    names = {
+        p.id: p.display_name
+        for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
+    }
+    row.format, row.currency, row.private = table.format, table.currency, table.private
+    row.seats = [
+        {
+            "seat": s.seat_no,
+            "player_id": s.player_id,
+            "display_name": names[s.player_id],
+            "escrow": s.escrow,
+            "client_seed": s.client_seed,
+        }
+        for s in seats
+    ]
+    match = Match(MatchSettings.from_dict(table.settings), secrets.randbelow(2))
     row.status = "playing"
     row.started_at = now
     _event(session, row, "match.started", {"players": [s.player_id for s in seats]}, now)
-    _record(session, row, match, seats, actor=SYSTEM, seat=None, action="START",
-            hands_before=0, now=now)
+    _record(session, row, match, actor=SYSTEM, seat=None, action="START", hands_before=0,
+            now=now)
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -165,8 +179,6 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
 @dataclass(frozen=True)
 class MatchContext:
     row: MatchRow
-    table: GameTable
-    seats: list[Seat]
     seat: int | None  # the caller's seat, or None for the operator / a spectator
 
 
@@ -174,17 +186,14 @@ def _context(session: Session, principal: Principal, match_id: str, *, lock: boo
     row = session.get(MatchRow, match_id, with_for_update=lock)
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")
-    table = session.get(GameTable, row.table_id)
-    assert table is not None
-    seats = _seats(session, table.id)
     seat = None
     if principal.player_id is not None:
-        mine = [s.seat_no for s in seats if s.player_id == principal.player_id]
+        mine = [s["seat"] for s in row.seats or [] if s["player_id"] == principal.player_id]
         if mine:
             seat = mine[0]
-        elif table.private:
+        elif row.private:
             raise Forbidden("Only the seated players may watch a private table.")
-    return MatchContext(row, table, seats, seat)
+    return MatchContext(row, seat)
 
 
 def current_version(session: Session, principal: Principal, match_id: str) -> int:
@@ -196,40 +205,37 @@ def get_view(session: Session, principal: Principal, match_id: str) -> dict[str,
     """The caller's view: a seated player's own hand and legal actions, otherwise only
     public information."""
     with session.begin():
-        ctx = _context(session, principal, match_id, lock=False)
-        return _view(session, ctx)
+        return _view(_context(session, principal, match_id, lock=False))
 
 
-def _view(session: Session, ctx: MatchContext) -> dict[str, Any]:
-    row, table, seats = ctx.row, ctx.table, ctx.seats
-    players = {
-        p.id: p for p in session.scalars(
-            select(Player).where(Player.id.in_([s.player_id for s in seats]))
-        )
-    }
+def _view(ctx: MatchContext) -> dict[str, Any]:
+    """The view as JSON-ready data (timestamps as RFC 3339 strings); the API's ``MatchOut``
+    schema documents it."""
+    row = ctx.row
     view: dict[str, Any] = {
         "id": row.id,
-        "table_id": table.id,
+        "object": "match",
+        "table_id": row.table_id,
         "status": row.status,
         "version": row.version,
-        "format": table.format,
-        "currency": table.currency,
+        "format": row.format,
+        "currency": row.currency,
         "you": ctx.seat,
         "seats": [
             {
-                "seat": s.seat_no,
-                "player_id": s.player_id,
-                "display_name": players[s.player_id].display_name,
-                "escrow": {"amount": s.escrow, "currency": table.currency},
+                "seat": s["seat"],
+                "player_id": s["player_id"],
+                "display_name": s["display_name"],
+                "escrow": {"amount": s["escrow"], "currency": row.currency},
             }
-            for s in seats
+            for s in row.seats or []
         ],
-        "started_at": row.started_at,
-        "finished_at": row.finished_at,
+        "started_at": None if row.started_at is None else rfc3339(row.started_at),
+        "finished_at": None if row.finished_at is None else rfc3339(row.finished_at),
         "deadline": None if row.deadline_at is None else rfc3339(row.deadline_at),
         "hand_number": None,
+        "commitment": row.commitment,
         "hand": None,
-        "commitment": None,
         "scores": None,
         "result": None,
     }
@@ -245,17 +251,11 @@ def _view(session: Session, ctx: MatchContext) -> dict[str, Any]:
         "timeouts": list(match.timeouts),
         "bank_ms": list(match.banks_ms),
     }
-    number = len(match.records) if match.over else match.hand_number
-    view["hand_number"] = number
-    hand_row = session.scalars(
-        select(HandRow).where(HandRow.match_id == row.id, HandRow.number == number)
-    ).one_or_none()
-    if hand_row is not None:
-        view["commitment"] = hand_row.commitment
-        view["dealer"] = hand_row.dealer
+    view["hand_number"] = len(match.records) if match.over else match.hand_number
     if match.hand is not None:
+        view["dealer"] = match.hand.dealer
         view["hand"] = match.hand.view(ctx.seat)
-    if match.records and not match.over and len(match.records) >= 1:
+    if match.records and not match.over:
         view["previous_hand"] = match.records[-1].to_dict()
     if match.over:
         view["result"] = {
@@ -310,9 +310,9 @@ def act(
             match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
         except RulesError as exc:
             raise IllegalMove(str(exc), rule_code=exc.code) from None
-        _record(session, row, match, ctx.seats, actor=principal.player_id or SYSTEM,
-                seat=ctx.seat, action=str(parsed), hands_before=hands_before, now=now)
-        return _view(session, ctx)
+        _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
+                action=str(parsed), hands_before=hands_before, now=now)
+        return _view(ctx)
 
 
 def resign(
@@ -330,9 +330,9 @@ def resign(
         _live(row)
         match = Match.from_dict(row.state or {})
         match.forfeit(ctx.seat, "resign")
-        _record(session, row, match, ctx.seats, actor=principal.player_id or SYSTEM,
-                seat=ctx.seat, action="RESIGN", hands_before=len(match.records), now=now)
-        return _view(session, ctx)
+        _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
+                action="RESIGN", hands_before=len(match.records), now=now)
+        return _view(ctx)
 
 
 def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
@@ -358,9 +358,8 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
             outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
             if outcome is None:
                 continue
-            seats = _seats(session, row.table_id)
-            _record(session, row, match, seats, actor=SYSTEM, seat=seat,
-                    action=f"TIMEOUT {outcome}", hands_before=hands_before, now=now)
+            _record(session, row, match, actor=SYSTEM, seat=seat, action=f"TIMEOUT {outcome}",
+                    hands_before=hands_before, now=now)
             changed += 1
     return changed
 
@@ -384,10 +383,11 @@ def hand_history(
             raise NotFound(f"Hand {number} has not ended yet.")
         return {
             "id": hand_row.id,
+            "object": "hand",
             "match_id": ctx.row.id,
             "number": hand_row.number,
-            "started_at": hand_row.started_at,
-            "ended_at": hand_row.ended_at,
+            "started_at": rfc3339(hand_row.started_at),
+            "ended_at": rfc3339(hand_row.ended_at),
             "fairness": {
                 "algorithm": hand_row.algorithm,
                 "commitment": hand_row.commitment,

@@ -111,7 +111,8 @@ def create_table(
         session.flush()
         session.add(MatchRow(
             id=table.match_id, table_id=table.id, operator_id=operator_id, status="waiting",
-            version=0, state=None, updated_at=now,
+            version=0, state=None, format=table.format, currency=currency, private=private,
+            seats=None, commitment=None, updated_at=now,
         ))
         session.flush()
         return _view(session, table, True)

@@ -417,3 +417,17 @@ def test_match_action_log_is_append_only(api: ApiClient, app: Any, statement: st
     engine = app.extensions["gin"]["engine"]
     with pytest.raises(Exception, match="append-only"), engine.begin() as connection:
         connection.execute(text(statement))
+
+
+def test_match_views_and_histories_match_their_documented_schemas(api: ApiClient) -> None:
+    from service.api.play_schemas import HandHistoryOut, MatchOut
+
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    for client in [*clients, api]:
+        view = client.get(f"/v1/matches/{match_id}").get_json()
+        assert MatchOut().validate(view) == {}
+    final = play_match(clients, match_id)
+    assert MatchOut().validate(final) == {}
+    history = clients[0].get(f"/v1/matches/{match_id}/hands/1").get_json()
+    assert HandHistoryOut().validate(history) == {}
