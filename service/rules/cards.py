@@ -139,10 +139,15 @@ def parse_cards(cards: str | Iterable[Card | str]) -> tuple[Card, ...]:
     :raises InvalidCards: when a card appears twice.
     """
     if isinstance(cards, str):
-        items: Iterable[Card | str] = cards.replace("|", " ").split()
-    else:
+        items: list[Card | str] | tuple[Card | str, ...] = cards.replace("|", " ").split()
+    elif isinstance(cards, list | tuple):
         items = cards
-    result = tuple(to_card(item) for item in items)
+    else:
+        items = list(cards)
+    try:  # the common case: exact codes or cards, one dict look-up each
+        result = tuple(map(_BY_CODE.__getitem__, items))
+    except (KeyError, TypeError):
+        result = tuple(to_card(item) for item in items)
     if len(set(result)) != len(result):
         raise InvalidCards(f"duplicate card in {format_cards(result)!r}")
     return result

@@ -120,9 +120,25 @@ class Ruleset:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ruleset:
         """A ruleset from plain data, keys bare (``gin_bonus``) or dotted (``gin.gin_bonus``).
+        Stored states name the same few rulesets again and again: results are memoised.
 
         :raises InvalidRuleset: on an unknown key or a bad value.
         """
+        try:
+            # The value's type is part of the key: 1 == True, but only True is a bool.
+            key = tuple(sorted((k, type(v).__name__, v) for k, v in data.items()))
+            hit = _FROM_DICT_CACHE.get(key)
+        except TypeError:  # unhashable or unorderable values: let validation speak
+            key, hit = None, None
+        if hit is not None:
+            return hit
+        ruleset = cls._from_dict(data)
+        if key is not None and len(_FROM_DICT_CACHE) < 1024:
+            _FROM_DICT_CACHE[key] = ruleset
+        return ruleset
+
+    @classmethod
+    def _from_dict(cls, data: dict[str, Any]) -> Ruleset:
         known = {f.name for f in fields(cls)}
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
@@ -145,3 +161,4 @@ class Ruleset:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(Ruleset))
+_FROM_DICT_CACHE: dict[tuple[tuple[str, str, Any], ...], Ruleset] = {}
