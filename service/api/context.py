@@ -32,6 +32,12 @@ def db_session() -> Session:
     return session
 
 
+def release_db_session() -> None:
+    """Hand the request's connection back to the pool now (before a long wait); the next
+    :func:`db_session` call checks one out again."""
+    _close_session(None)
+
+
 def principal() -> Principal:
     found: Principal = g.principal
     return found

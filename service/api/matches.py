@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import Response, jsonify, request
+from flask import Response, current_app, jsonify, request
 from flask_smorest import Blueprint
 
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, release_db_session
 from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
 from service.clock import utcnow
@@ -27,7 +27,7 @@ from service.usecases import play
 
 blp = Blueprint("matches", __name__, url_prefix="/v1", description="Live matches.")
 
-POLL_INTERVAL = 0.05
+POLL_INTERVAL = 0.1  # long-poll: how often a waiting request re-reads the version
 # Match views are built as JSON-ready data by the use case and sent as they are: they are the
 # hottest responses, and marshmallow would spend more time re-serialising them than the rest
 # of the request takes. The schemas document them; a test checks real views against them.
@@ -41,15 +41,16 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
     """Your view of the match: own hand, public state, legal actions, the hand's commitment
     and ``version``. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
     until the version exceeds N."""
-    session = db_session()
     wanted = query.get("wait_for_version")
     if wanted is not None:
         deadline = time.monotonic() + query["timeout"]
-        while play.current_version(session, principal(), match_id) <= wanted:
-            if time.monotonic() >= deadline:
-                break
+        version = play.current_version(db_session(), principal(), match_id)  # 404s first
+        release_db_session()  # no pooled connection is held while waiting
+        engine = current_app.extensions["gin"]["engine"]
+        while version <= wanted and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL)
-    return jsonify(play.get_view(session, principal(), match_id))
+            version = play.peek_version(engine, match_id)
+    return jsonify(play.get_view(db_session(), principal(), match_id))
 
 
 def _expected_version(body: dict[str, Any]) -> int | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
@@ -199,6 +199,15 @@ def _context(session: Session, principal: Principal, match_id: str, *, lock: boo
 def current_version(session: Session, principal: Principal, match_id: str) -> int:
     with session.begin():
         return _context(session, principal, match_id, lock=False).row.version
+
+
+def peek_version(engine: Engine, match_id: str) -> int:
+    """The match's version on a short-lived connection (long-polling, after authorisation)."""
+    with engine.connect() as connection:
+        version = connection.execute(
+            select(MatchRow.version).where(MatchRow.id == match_id)
+        ).scalar_one()
+    return int(version)
 
 
 def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:

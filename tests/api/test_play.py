@@ -431,3 +431,34 @@ def test_match_views_and_histories_match_their_documented_schemas(api: ApiClient
     assert MatchOut().validate(final) == {}
     history = clients[0].get(f"/v1/matches/{match_id}/hands/1").get_json()
     assert HandHistoryOut().validate(history) == {}
+
+
+def test_long_poll_wakes_when_the_opponent_acts(api: ApiClient) -> None:
+    import threading
+    import time
+
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    views = [c.get(f"/v1/matches/{match_id}").get_json() for c in clients]
+    mover = next(i for i, v in enumerate(views) if v["hand"]["to_act"] == v["you"])
+    version = views[mover]["version"]
+    waited: dict[str, Any] = {}
+
+    def wait() -> None:
+        start = time.monotonic()
+        response = clients[1 - mover].get(
+            f"/v1/matches/{match_id}?wait_for_version={version}&timeout=20"
+        )
+        waited["seconds"] = time.monotonic() - start
+        waited["view"] = response.get_json()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.3)  # the waiter is parked on the old version meanwhile
+    assert "view" not in waited
+    acted = clients[mover].post(f"/v1/matches/{match_id}/actions",
+                                action_body("PASS", version))
+    assert acted.status_code == 200
+    waiter.join(timeout=20)
+    assert waited["view"]["version"] == version + 1
+    assert waited["seconds"] < 5
