@@ -57,9 +57,9 @@ class Settings:
         var = DEFAULT_VAR_DIR
         return cls(
             database_url=os.environ.get("DATABASE_URL", f"sqlite:///{var.resolve()}/gin.sqlite"),
-            broker_url=os.environ.get(
-                "CELERY_BROKER_URL", f"sqla+sqlite:///{var.resolve()}/broker.sqlite"
-            ),
+            # The embedded broker is kombu's filesystem transport: messages are files under
+            # var/broker, shared by the web process, the worker and beat; no server needed.
+            broker_url=os.environ.get("CELERY_BROKER_URL", f"filesystem://{var.resolve()}/broker"),
             secret_key=os.environ.get("SECRET_KEY", "dev-only-insecure-secret"),
             idempotency_retention_hours=_int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
             idempotency_lock_timeout_seconds=_int_env("IDEMPOTENCY_LOCK_TIMEOUT_SECONDS", 60),

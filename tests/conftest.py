@@ -13,6 +13,10 @@ settings.register_profile(
 settings.register_profile("quick", max_examples=20, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# In-process tasks publish to an in-memory broker; tests that need a real broker and worker
+# start their own processes with TEST_BROKER_URL.
+os.environ["CELERY_BROKER_URL"] = "memory://"
+
 
 # --- Database and HTTP fixtures for the service (integration and api tests) ---------------------
 #

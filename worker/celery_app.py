@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from celery import Celery
 
 from service.config import Settings
 
 
+def _transport_options(broker_url: str) -> dict[str, object]:
+    """``filesystem://<folder>``: kombu's filesystem transport in that folder (embedded
+    default); other brokers: a visibility timeout longer than any countdown or retry delay."""
+    if broker_url.startswith("filesystem://"):
+        folder = Path(broker_url.removeprefix("filesystem://") or "var/broker")
+        for sub in ("queue", "processed"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        return {
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "processed_folder": str(folder / "processed"),
+            "store_processed": False,
+        }
+    return {"visibility_timeout": 6 * 3600}
+
+
 def make_celery(settings: Settings | None = None) -> Celery:
     settings = settings or Settings.from_env()
-    app = Celery("gin", broker=settings.broker_url)
+    broker_url = settings.broker_url
+    if broker_url.startswith("filesystem://"):
+        broker_url = "filesystem://"
+    app = Celery("gin", broker=broker_url)
     app.conf.update(
+        broker_transport_options=_transport_options(settings.broker_url),
+        task_publish_retry=False,
+        broker_connection_timeout=3,
         task_serializer="json",
         accept_content=["json"],
         result_serializer="json",
@@ -29,6 +53,16 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "task": "matches.enforce_clocks",
                 "schedule": 1.0,
                 "options": {"expires": 5},
+            },
+            "relay-outbox": {
+                "task": "outbox.relay",
+                "schedule": 5.0,
+                "options": {"expires": 10},
+            },
+            "sweep-unsettled-matches": {
+                "task": "settlement.sweep",
+                "schedule": 60.0,
+                "options": {"expires": 60},
             },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",

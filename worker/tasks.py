@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.clock import utcnow
 from service.config import Settings
 from service.db import make_engine, make_sessionmaker
-from service.usecases import play, tables
+from service.errors import MatchNotLive, NotFound
+from service.usecases import play, settlement, tables
 from service.usecases.idempotency import purge_expired
 from worker.celery_app import app
+from worker.relay import relay_events
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -32,6 +37,11 @@ def _with_session(work: Callable[[Session], T]) -> T:
         session.close()
 
 
+def send_task(name: str, args: list[Any]) -> None:
+    """Publish one task, failing fast when the broker is unreachable (the relay retries)."""
+    app.send_task(name, args=args, retry=False)
+
+
 @app.task(name="idempotency.purge_expired", acks_late=True, ignore_result=True)
 def purge_expired_idempotency_keys() -> int:
     """Delete idempotency keys past their retention (IDEMPOTENCY_RETENTION_HOURS, >= 24).
@@ -46,10 +56,51 @@ def enforce_clocks() -> int:
     """Act for every player whose turn clock and bank ran out (RULES.md 9.2). Each match is
     re-checked under its row lock, so a player's action that got in first wins and running
     this twice at once changes nothing twice."""
-    return _with_session(lambda session: play.run_timeouts(session, utcnow()))
+    changed = _with_session(lambda session: play.run_timeouts(session, utcnow()))
+    if changed:
+        relay_outbox.delay()  # settle forfeits now, not at the next sweep
+    return changed
 
 
 @app.task(name="tables.cancel_unfilled", acks_late=True, ignore_result=True)
 def cancel_unfilled_tables() -> int:
     """Cancel tables whose seats did not fill in time and refund every seat (RULES.md 9.6)."""
     return _with_session(lambda session: tables.cancel_unfilled(session, utcnow()))
+
+
+@app.task(name="outbox.relay", acks_late=True, ignore_result=True)
+def relay_outbox() -> int:
+    """Publish what the outbox holds (after a commit, and swept by beat)."""
+    return _with_session(lambda session: relay_events(session, send_task, utcnow()))
+
+
+@app.task(
+    name="settlement.settle_match",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=None,
+)
+def settle_match(self: Any, match_id: str) -> str | None:
+    """Settle one finished match: statement and ledger postings exactly once, however often
+    this runs. Transient database errors retry with backoff."""
+    try:
+        done = _with_session(lambda session: settlement.settle_match(session, match_id, utcnow()))
+    except (NotFound, MatchNotLive) as exc:
+        log.warning("not settling %s: %s", match_id, exc)
+        return None
+    return done.id
+
+
+@app.task(name="settlement.sweep", acks_late=True, ignore_result=True)
+def sweep_unsettled() -> int:
+    """Queue a settlement for every finished match still without one (belt and braces
+    behind the outbox)."""
+    missing = _with_session(settlement.unsettled_finished_matches)
+    for match_id in missing:
+        send_task("settlement.settle_match", [match_id])
+    return len(missing)

@@ -47,6 +47,7 @@ def init_api(app: Flask) -> Api:
         players,
         problems,
         rates,
+        settlements,
         tables,
         wallets,
     )
@@ -63,7 +64,7 @@ def init_api(app: Flask) -> Api:
         "OPENAPI_REDOC_URL", "https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"
     )
     api = GinApi(app)
-    for module in (ops, operators, players, wallets, rates, tables, matches):
+    for module in (ops, operators, players, wallets, rates, tables, matches, settlements):
         api.register_blueprint(module.blp)
     problems.register(app)
     context.register(app)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ from service.errors import (
 )
 from service.usecases import play
 
+log = logging.getLogger(__name__)
 blp = Blueprint("matches", __name__, url_prefix="/v1", description="Live matches.")
 
 POLL_INTERVAL = 0.1  # long-poll: how often a waiting request re-reads the version
@@ -66,6 +68,19 @@ def _expected_version(body: dict[str, Any]) -> int | None:
     return None
 
 
+def _kick_relay(view: dict[str, Any]) -> None:
+    """A finished match has an outbox event: ask a worker to publish it now (best effort;
+    beat's sweep publishes it anyway if the broker is unreachable)."""
+    if view["status"] not in ("finished", "void"):
+        return
+    try:
+        from worker.celery_app import app as celery_app
+
+        celery_app.send_task("outbox.relay", retry=False)
+    except Exception as exc:  # the broker is down: the sweep will do it
+        log.warning("could not kick the outbox relay: %s", exc)
+
+
 @blp.route("/matches/<match_id>/actions", methods=["POST"])
 @blp.arguments(ActionIn)
 @blp.response(200, MatchOut)
@@ -77,7 +92,9 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     expected = _expected_version(body)
     session = db_session()
     if body["action"] == "RESIGN":
-        return jsonify(play.resign(session, principal(), match_id, expected, utcnow()))
+        view = play.resign(session, principal(), match_id, expected, utcnow())
+        _kick_relay(view)
+        return jsonify(view)
     if expected is None:
         message = "expected_version (or If-Match) is required for an action."
         raise ValidationFailed(message, errors=[FieldError("expected_version", message)])
@@ -86,7 +103,9 @@ def act(body: dict[str, Any], match_id: str) -> Response:
         text += f" {body['card']}"
     for meld in body.get("melds") or []:
         text += " | " + " ".join(meld)
-    return jsonify(play.act(session, principal(), match_id, text, expected, utcnow()))
+    view = play.act(session, principal(), match_id, text, expected, utcnow())
+    _kick_relay(view)
+    return jsonify(view)
 
 
 @blp.route("/matches/<match_id>/hands/<int:number>")

@@ -273,3 +273,31 @@ class HandHistoryOut(Schema):
     history = fields.Dict(required=True, metadata={"description": "Deck, every action with "
                                                                   "actor and time, showdown, "
                                                                   "score."})
+
+
+class SettlementOut(Schema):
+    id = fields.String(required=True)
+    object = fields.Constant("settlement")
+    match_id = fields.String(required=True)
+    currency = fields.String(required=True)
+    ledger_transaction_id = fields.String(required=True)
+    created_at = Timestamp(required=True)
+    winner = fields.Integer(allow_none=True, required=True)
+    void = fields.Boolean(required=True)
+    forfeiter = fields.Integer(allow_none=True, required=True)
+    players = fields.List(fields.String(), required=True)
+    escrow = fields.List(fields.Nested(MoneyOut), required=True)
+    payouts = fields.List(fields.Nested(MoneyOut), required=True,
+                          metadata={"description": "What left escrow for each seat."})
+    net = fields.List(fields.Nested(MoneyOut), required=True)
+    fee = fields.Nested(MoneyOut, required=True)
+    statement = fields.Dict(
+        required=True,
+        metadata={"description": "Every figure: hands, hand points, boxes, bonuses, final "
+                                 "totals, margin, stake per point, raw amount, transfer, cap, "
+                                 "fee base, payouts, nets, display figures with rate and time."},
+    )
+
+
+class SettlementList(ListEnvelope):
+    data = fields.List(fields.Nested(SettlementOut), required=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.clock import rfc3339
+from service.db.match_models import Settlement
 from service.db.models import ApiKey, LedgerTransaction, Operator, Player
 from service.usecases.limits import LimitView
 from service.usecases.operators import IssuedKey
@@ -153,4 +155,26 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
         "settings": t.settings,
         "fill_deadline": t.fill_deadline,
         "created_at": t.created_at,
+    }
+
+
+def settlement(found: Settlement) -> dict[str, Any]:
+    s = found.statement
+    currency = found.currency
+    return {
+        "id": found.id,
+        "object": "settlement",
+        "match_id": found.match_id,
+        "currency": currency,
+        "ledger_transaction_id": found.ledger_transaction_id,
+        "created_at": rfc3339(found.created_at),
+        "winner": s["winner"],
+        "void": s["void"],
+        "forfeiter": s["forfeiter"],
+        "players": s["players"],
+        "escrow": [{"amount": a, "currency": currency} for a in s["escrow"]],
+        "payouts": [{"amount": a, "currency": currency} for a in s["payouts"]],
+        "net": [{"amount": a, "currency": currency} for a in s["net"]],
+        "fee": {"amount": s["fee"], "currency": currency},
+        "statement": s,
     }

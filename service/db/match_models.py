@@ -168,3 +168,23 @@ class OutboxEvent(Base):
     published_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class Settlement(Base):
+    """The immutable settlement of one match: the statement and the one ledger transaction
+    that moved its escrow. At most one per match (the unique key is the exactly-once guard)."""
+
+    __tablename__ = "settlements"
+    __table_args__ = (
+        CheckConstraint("fee >= 0", name="fee_non_negative"),
+        Index(None, "operator_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id"), unique=True)
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
+    currency: Mapped[str] = mapped_column(String(3))
+    fee: Mapped[int] = mapped_column(BigInteger)
+    statement: Mapped[dict[str, Any]] = mapped_column(JSON)
+    ledger_transaction_id: Mapped[str] = mapped_column(ForeignKey("ledger_transactions.id"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

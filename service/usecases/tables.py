@@ -171,7 +171,7 @@ def list_tables(
         if free_seats is not None:
             stmt = stmt.where(GameTable.seats_taken <= 2 - free_seats)
         page = page_of(
-            session, stmt, GameTable.created_at, GameTable, limit, starting_after, ending_before
+            session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before
         )
         views = [_view(session, t, principal.is_operator) for t in page.data]
         return Page(views, page.has_more, page.next_cursor)

@@ -363,6 +363,40 @@ def release(
     return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
+def post_capture(
+    session: Session,
+    operator_id: str,
+    match_ref: str,
+    currency: str,
+    taken: Mapping[str, int],
+    paid: Mapping[str, int],
+    fee: int,
+    idempotency_key: str,
+    now: datetime,
+) -> LedgerTransaction:
+    """:func:`capture` inside the caller's open transaction (a settlement row and its ledger
+    transaction commit together). Zero amounts are left out of the journal.
+
+    :raises ValidationFailed: when the amounts do not add up.
+    """
+    taken = {p: a for p, a in taken.items() if a}
+    paid = {p: a for p, a in paid.items() if a}
+    if sum(taken.values()) != sum(paid.values()) + fee:
+        raise ValidationFailed(
+            f"Capture takes {sum(taken.values())} but pays {sum(paid.values())} + fee {fee}."
+        )
+    journal = ledger.capture(operator_id, match_ref, currency, dict(taken), dict(paid), fee)
+    fingerprint = store.fingerprint(
+        "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
+    )
+    txn, _ = _move(
+        session, operator_id=operator_id, player=None, journal=journal,
+        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
+        amount=sum(taken.values()), now=now, match_ref=match_ref,
+    )
+    return txn
+
+
 def capture(
     session: Session,
     operator_id: str,

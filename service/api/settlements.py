@@ -1,0 +1,50 @@
+"""Settlement statements: who received what from a finished match, and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, jsonify
+from flask_smorest import Blueprint
+
+from service.api import render
+from service.api.context import db_session, principal
+from service.api.play_schemas import SettlementList, SettlementOut
+from service.api.problems import documents
+from service.api.schemas import ListQuery
+from service.errors import (
+    Forbidden,
+    InvalidCursor,
+    NotFound,
+    TokenExpired,
+    Unauthenticated,
+    ValidationFailed,
+)
+from service.usecases import settlement
+
+blp = Blueprint("settlements", __name__, url_prefix="/v1", description="Settlements.")
+
+
+@blp.route("/matches/<match_id>/settlement")
+@blp.response(200, SettlementOut)
+@documents(blp, Unauthenticated, TokenExpired, NotFound)
+def get_settlement(match_id: str) -> Response:
+    """The settlement statement of a finished match (operator, or one of its players): every
+    hand, the bonuses, final totals, margin, stake per point, raw amount, cap, fee, each
+    player's payout and net, the ledger transaction, and display-currency figures."""
+    found = settlement.get_settlement(db_session(), principal(), match_id)
+    return jsonify(render.settlement(found))
+
+
+@blp.route("/settlements")
+@blp.arguments(ListQuery, location="query")
+@blp.response(200, SettlementList)
+@documents(blp, Unauthenticated, Forbidden, ValidationFailed, InvalidCursor)
+def list_settlements(query: dict[str, Any]) -> Response:
+    """The operator's settlements, newest first."""
+    page = settlement.list_settlements(
+        db_session(), principal(), query["limit"], query.get("starting_after"),
+        query.get("ending_before"),
+    )
+    return jsonify(render.page([render.settlement(s) for s in page.data], page.has_more,
+                               page.next_cursor))

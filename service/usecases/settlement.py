@@ -1,0 +1,176 @@
+"""Settling finished matches: the statement and its ledger transaction, exactly once.
+
+``settle_match`` runs in one database transaction under the match's row lock: it computes the
+statement with the pure payout maths (:mod:`service.formats.payout`), posts one balanced ledger
+transaction that empties the match's escrow into the players' available funds and the house
+fee account, writes the immutable settlement row (unique per match) and a
+``settlement.completed`` outbox event. Run twice, by a retry, a duplicate delivery or two
+workers at once, it finds the settlement already there and returns it: one statement, one
+set of postings.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.clock import rfc3339
+from service.db.match_models import MatchRow, OutboxEvent, Settlement
+from service.db.models import Player
+from service.errors import MatchNotLive, NotFound
+from service.formats import Match
+from service.formats import settle_match as compute_statement
+from service.ids import new_id
+from service.usecases import wallets
+from service.usecases.auth import Principal
+from service.usecases.pages import Page, page_of
+from service.usecases.rates import rate_for_display
+
+SETTLED_STATUSES = ("finished", "void")
+
+
+def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
+    """Settle ``match_id`` (idempotent); the settlement row.
+
+    :raises NotFound: when there is no such match.
+    :raises MatchNotLive: when the match has not finished.
+    """
+    try:
+        with session.begin():
+            row = session.get(MatchRow, match_id, with_for_update=True)
+            if row is None:
+                raise NotFound(f"No match {match_id!r}.")
+            existing = _existing(session, match_id)
+            if existing is not None:
+                return existing
+            if row.status not in SETTLED_STATUSES or row.state is None:
+                raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match "
+                                   "is settled.")
+            return _settle(session, row, now)
+    except IntegrityError:
+        # A twin committed first (the unique settlement per match): answer with its result.
+        with session.begin():
+            existing = _existing(session, match_id)
+            if existing is None:
+                raise
+            return existing
+
+
+def _existing(session: Session, match_id: str) -> Settlement | None:
+    return session.scalars(
+        select(Settlement).where(Settlement.match_id == match_id)
+    ).one_or_none()
+
+
+def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
+    assert row.seats is not None and row.state is not None
+    match = Match.from_dict(row.state)
+    seats = row.seats
+    escrow = (seats[0]["escrow"], seats[1]["escrow"])
+    statement = compute_statement(match, escrow)
+    players = [s["player_id"] for s in seats]
+    taken = {players[i]: escrow[i] for i in (0, 1)}
+    paid: dict[str, int] = {}
+    for i in (0, 1):
+        paid[players[i]] = paid.get(players[i], 0) + statement.payouts[i]
+    txn = wallets.post_capture(
+        session, row.operator_id, row.id, row.currency, taken, paid, statement.fee,
+        f"settle:{row.id}", now,
+    )
+    data = statement.to_dict()
+    data["players"] = players
+    data["display"] = _display(session, row, statement.net, now)
+    settlement = Settlement(
+        id=new_id("stl"),
+        match_id=row.id,
+        operator_id=row.operator_id,
+        currency=row.currency,
+        fee=statement.fee,
+        statement=data,
+        ledger_transaction_id=txn.id,
+        created_at=now,
+    )
+    session.add(settlement)
+    session.add(OutboxEvent(
+        id=new_id("evt"), operator_id=row.operator_id, type="settlement.completed",
+        subject_id=row.id,
+        data={"match_id": row.id, "settlement_id": settlement.id, "payouts": data["payouts"],
+              "net": data["net"], "fee": statement.fee, "currency": row.currency,
+              "players": players, "ledger_transaction_id": txn.id},
+        created_at=now, published_at=None, attempts=0,
+    ))
+    session.flush()
+    return settlement
+
+
+def _display(
+    session: Session, row: MatchRow, net: tuple[int, int], now: datetime
+) -> list[dict[str, Any] | None]:
+    """Each player's net in their display currency, with the rate and its time (RULES 6.5),
+    as recorded at settlement."""
+    out: list[dict[str, Any] | None] = []
+    for i, seat in enumerate(row.seats or []):
+        player = session.get(Player, seat["player_id"])
+        rate = None if player is None else rate_for_display(
+            session, row.operator_id, row.currency, player.display_currency
+        )
+        if rate is None:
+            out.append(None)
+            continue
+        shown = rate.display(net[i])
+        out.append({"amount": shown.amount, "currency": shown.currency, "rate": shown.rate,
+                    "rate_at": rfc3339(rate.rate_at), "approximate": True})
+    return out
+
+
+def get_settlement(session: Session, principal: Principal, match_id: str) -> Settlement:
+    """The settlement of a match the caller may see (operator, or one of its players).
+
+    :raises NotFound: when the match is unknown, foreign, or not settled yet.
+    """
+    with session.begin():
+        row = session.get(MatchRow, match_id)
+        if row is None or row.operator_id != principal.operator_id:
+            raise NotFound(f"No match {match_id!r}.")
+        if principal.player_id is not None and principal.player_id not in [
+            s["player_id"] for s in row.seats or []
+        ]:
+            raise NotFound(f"No settlement for match {match_id!r}.")
+        settlement = _existing(session, match_id)
+        if settlement is None:
+            raise NotFound(f"Match {match_id} is not settled (yet).")
+        return settlement
+
+
+def list_settlements(
+    session: Session,
+    principal: Principal,
+    limit: int,
+    starting_after: str | None,
+    ending_before: str | None,
+) -> Page[Settlement]:
+    from service.usecases.auth import require_operator
+
+    operator_id = require_operator(principal)
+    with session.begin():
+        stmt = select(Settlement).where(Settlement.operator_id == operator_id)
+        return page_of(
+            session, stmt, Settlement.id, Settlement, limit, starting_after,
+            ending_before,
+        )
+
+
+def unsettled_finished_matches(session: Session, limit: int = 100) -> list[str]:
+    """Finished or void matches without a settlement (for the sweeper)."""
+    with session.begin():
+        return list(session.scalars(
+            select(MatchRow.id)
+            .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+            .where(MatchRow.status.in_(SETTLED_STATUSES), Settlement.id.is_(None))
+            .order_by(MatchRow.finished_at)
+            .limit(limit)
+        ))

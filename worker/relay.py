@@ -1,0 +1,61 @@
+"""The transactional outbox relay: events written with the changes they report are handed to
+the broker after commit, and whatever could not be sent (a broker outage) is sent later.
+
+``relay_events`` takes a batch of unpublished events (``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
+so several relays never send the same batch at once), sends each one's tasks and stamps
+``published_at``. A send that fails leaves the event unpublished with its error, for the next
+sweep (beat runs one every few seconds). Sending is at least once; every task it sends is
+idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db import is_postgres
+from service.db.match_models import OutboxEvent
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[str, list[Any]], None]
+
+
+def tasks_for(event: OutboxEvent) -> list[tuple[str, list[Any]]]:
+    """The tasks an event causes."""
+    out: list[tuple[str, list[Any]]] = []
+    if event.type == "match.finished":
+        out.append(("settlement.settle_match", [event.subject_id]))
+    return out
+
+
+def relay_events(session: Session, send: Send, now: datetime, limit: int = 200) -> int:
+    """Send the tasks of up to ``limit`` unpublished events; returns how many were published."""
+    published = 0
+    with session.begin():
+        stmt = (
+            select(OutboxEvent)
+            .where(OutboxEvent.published_at.is_(None))
+            .order_by(OutboxEvent.created_at, OutboxEvent.id)
+            .limit(limit)
+        )
+        if is_postgres(session):
+            stmt = stmt.with_for_update(skip_locked=True)
+        for event in session.scalars(stmt):
+            try:
+                for name, args in tasks_for(event):
+                    send(name, args)
+            except Exception as exc:  # the broker is down: keep the event for the next sweep
+                event.attempts += 1
+                event.last_error = f"{type(exc).__name__}: {exc}"[:1000]
+                log.warning("outbox relay could not publish %s: %s", event.id, exc)
+                break
+            event.published_at = now
+            event.attempts += 1
+            published += 1
+    return published
