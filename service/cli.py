@@ -3,7 +3,8 @@
 ``gin-service run`` migrates the database and serves the API (embedded defaults: SQLite, no
 servers); ``gin-service create-operator NAME`` creates an operator and prints its first API key
 (once); ``gin-service db upgrade`` applies migrations; ``gin-service openapi`` prints the
-OpenAPI document; ``gin-service purge-idempotency`` drops idempotency keys past retention.
+OpenAPI document; ``gin-service purge-idempotency`` drops idempotency keys past retention;
+``gin-service audit`` replays and checks settlements and the ledger (exit 1 on any discrepancy).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("name")
     sub.add_parser("openapi", help="print the OpenAPI document (YAML)")
     sub.add_parser("purge-idempotency", help="delete idempotency keys past their retention")
+    _add_audit_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command == "run":
@@ -93,7 +95,85 @@ def main(argv: list[str] | None = None) -> int:
         from service.usecases.idempotency import purge_expired
 
         print(f"purged {purge_expired(_session(), utcnow())} expired idempotency keys")
+    elif args.command == "audit":
+        return _audit(args)
     return 0
+
+
+# --- gin-service audit -------------------------------------------------------------------
+
+
+def _iso(text: str):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _add_audit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    audit = sub.add_parser(
+        "audit",
+        help="replay settlements, recompute their statements, check them against the ledger "
+        "and check the ledger's invariants; exit status 1 on any discrepancy",
+    )
+    audit.add_argument("--match", metavar="MATCH_ID", help="audit this match's settlement only")
+    audit.add_argument("--since", type=_iso, metavar="ISO",
+                       help="settlements created at or after this time (default: the first)")
+    audit.add_argument("--until", type=_iso, metavar="ISO",
+                       help="settlements created before this time (default: now)")
+    audit.add_argument("--operator", metavar="OPERATOR_ID", help="one operator's books only")
+    audit.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    audit.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from service.db import make_engine, make_sessionmaker
+    from service.errors import NotFound
+    from service.usecases.audit import run_audit
+
+    if args.match and (args.since or args.until):
+        print("gin-service audit: --match cannot be combined with --since/--until",
+              file=sys.stderr)
+        return 2
+
+    def progress(ids: list[str]):  # type: ignore[no-untyped-def]
+        return tqdm(ids, desc="settlements", unit="stl", file=sys.stderr,
+                    disable=args.no_progress, dynamic_ncols=True)
+
+    engine = make_engine(_settings().database_url, pool_size=1)
+    session = make_sessionmaker(engine)()
+    try:
+        report = run_audit(session, match_id=args.match, since=args.since, until=args.until,
+                           operator_id=args.operator, progress=progress)
+    except NotFound as exc:
+        print(f"gin-service audit: {exc.detail}", file=sys.stderr)
+        return 2
+    finally:
+        session.close()
+        engine.dispose()
+    data = report.to_dict()
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, sort_keys=True)
+            out.write("\n")
+    for failed in report.failed:
+        for problem in failed.discrepancies:
+            print(f"{failed.match_id} ({failed.settlement_id}): {problem}", file=sys.stderr)
+    if report.ledger is not None:
+        for problem in report.ledger.discrepancies:
+            print(f"ledger: {problem}", file=sys.stderr)
+    ledger_problems = 0 if report.ledger is None else len(report.ledger.discrepancies)
+    print(
+        f"audit {'OK' if report.ok else 'FAILED'}: {len(report.settlements)} settlements, "
+        f"{len(report.failed)} with discrepancies; ledger: {ledger_problems} problems"
+        + (f"; report written to {args.report}" if args.report else "")
+    )
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
-        imports=["worker.tasks"],
+        imports=["worker.tasks", "worker.audit_tasks"],
         beat_schedule={
             "purge-expired-idempotency-keys": {
                 "task": "idempotency.purge_expired",
@@ -63,6 +63,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "task": "settlement.sweep",
                 "schedule": 60.0,
                 "options": {"expires": 60},
+            },
+            # Ledger reconciliation: invariants checked, failures logged at ERROR and counted.
+            "audit-reconcile": {
+                "task": "audit.reconcile",
+                "schedule": 600.0,
+                "options": {"expires": 600},
             },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",

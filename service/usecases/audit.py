@@ -1,0 +1,789 @@
+"""Auditing settlements and the ledger (issue 5, Audit).
+
+Anyone with the right key can prove afterwards that every settlement is right:
+
+1. **Replay.** Every hand of the match is dealt again from its revealed seed (the commitment
+   and the deck are recomputed with :mod:`service.rules.fair`) by the pure engine
+   (:class:`service.formats.Match`, which deals with :meth:`service.rules.Hand.deal`), and the
+   hand's recorded actions are applied again; automatic (timeout) actions must be exactly what
+   the server would have played. The rebuilt history, outcome, hand records, dealer chain and
+   forfeit must equal what is stored, and the hands' actions must be the ones in the
+   append-only ``match_actions`` log.
+2. **Statement.** From the rebuilt hand records, forfeit and the seats' escrow,
+   :func:`service.formats.settle` computes the statement again; it must equal the stored one
+   (payouts, fee, nets, totals, every figure).
+3. **Ledger.** The settlement's capture transaction moves exactly the stored payouts and fee
+   out of the match's escrow, it is the match's only capture, and the match's escrow accounts
+   are empty.
+
+Ledger-wide invariants (:func:`audit_ledger`): each transaction balanced, each account's
+balance equal to the sum of its entries, the hash chains intact (:func:`store.verify`), every
+currency's journal summing to zero and the escrow of every settled match empty.
+
+The comparisons (:func:`replay_match`, :func:`compare_statement`, :func:`compare_capture`)
+are pure functions of plain data; the functions below them load that data, one read-only
+database transaction per settlement. Each finding is a :class:`Discrepancy` naming the field,
+what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.clock import rfc3339, utcnow
+from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, Seat, Settlement
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.errors import NotFound
+from service.formats import Match, MatchSettings, MatchStatus, OnTimeout, automatic_action, settle
+from service.formats.match import HandRecord
+from service.ledger import store
+from service.ledger.postings import AccountRef
+from service.rules import Action, ActionKind, RulesError, fair
+from service.rules.actions import WITH_CARD
+from service.usecases.auth import Principal, require_operator
+
+# --- findings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Discrepancy:
+    """One thing that is not as it should be: ``field`` names it, ``expected`` is what the
+    replay, the recomputation or the invariant says, ``actual`` what is stored."""
+
+    field: str
+    expected: Any
+    actual: Any
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"field": self.field, "expected": self.expected, "actual": self.actual}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+    def __str__(self) -> str:
+        text = f"{self.field}: expected {self.expected!r}, found {self.actual!r}"
+        return text if self.detail is None else f"{text} ({self.detail})"
+
+
+@dataclass
+class SettlementAudit:
+    """The audit of one settlement."""
+
+    settlement_id: str
+    match_id: str
+    operator_id: str
+    format: str | None = None
+    hands_replayed: int = 0
+    discrepancies: list[Discrepancy] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "object": "settlement_audit",
+            "settlement_id": self.settlement_id,
+            "match_id": self.match_id,
+            "operator_id": self.operator_id,
+            "format": self.format,
+            "hands_replayed": self.hands_replayed,
+            "ok": self.ok,
+            "discrepancies": [d.to_dict() for d in self.discrepancies],
+        }
+
+
+@dataclass
+class LedgerAudit:
+    """The ledger-wide invariant checks, for one operator's books or all of them."""
+
+    operator_id: str | None
+    accounts: int = 0
+    transactions: int = 0
+    entries: int = 0
+    settled_matches: int = 0
+    discrepancies: list[Discrepancy] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "object": "ledger_audit",
+            "operator_id": self.operator_id,
+            "ok": self.ok,
+            "accounts_checked": self.accounts,
+            "transactions_checked": self.transactions,
+            "entries_checked": self.entries,
+            "settled_matches_checked": self.settled_matches,
+            "discrepancies": [d.to_dict() for d in self.discrepancies],
+        }
+
+
+@dataclass
+class AuditReport:
+    """Settlements audited plus the ledger invariants: what the command line writes."""
+
+    started_at: datetime
+    settlements: list[SettlementAudit]
+    ledger: LedgerAudit | None
+    scope: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[SettlementAudit]:
+        return [s for s in self.settlements if not s.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and (self.ledger is None or self.ledger.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "object": "audit_report",
+            "started_at": rfc3339(self.started_at),
+            "scope": self.scope,
+            "ok": self.ok,
+            "settlements_checked": len(self.settlements),
+            "settlements_failed": len(self.failed),
+            "settlements": [s.to_dict() for s in self.settlements],
+            "ledger": None if self.ledger is None else self.ledger.to_dict(),
+        }
+
+
+# --- the pure core: replaying a match ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HandEvidence:
+    """What is stored about one dealt hand: its fairness record and, once ended, history."""
+
+    number: int
+    algorithm: str
+    commitment: str
+    server_seed: str
+    client_seed_1: str
+    client_seed_2: str
+    nonce: int
+    dealer: int
+    outcome: str | None
+    winner_seat: int | None
+    points: int | None
+    history: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class LoggedAction:
+    """One row of the append-only ``match_actions`` log."""
+
+    version: int
+    seat: int | None
+    action: str
+
+
+@dataclass
+class Replay:
+    """The engine's own account of the match, rebuilt from the evidence."""
+
+    match: Match | None
+    discrepancies: list[Discrepancy]
+    hands_replayed: int
+    complete: bool  # the replay reached the end of the match without giving up
+
+    @property
+    def records(self) -> tuple[HandRecord, ...]:
+        return () if self.match is None else tuple(self.match.records)
+
+
+def action_of(entry: dict[str, Any]) -> Action:
+    """The action a hand-log entry records (``{"action": "DISCARD", "card": "TD", ...}``).
+
+    :raises RulesError: when the entry is not an action.
+    """
+    kind = ActionKind(entry["action"])
+    card = entry.get("card") if kind in WITH_CARD else None
+    return Action.of(kind, card, entry.get("melds"))
+
+
+_MOVE = tuple[str, int | None, str | None]  # ("act" | "auto", seat, action text or None)
+
+
+def _moves_of_log(log: Sequence[LoggedAction], settings: MatchSettings) -> list[_MOVE]:
+    moves: list[_MOVE] = []
+    for entry in log:
+        if entry.action in ("START", "RESIGN"):
+            continue
+        if entry.action.startswith("TIMEOUT "):
+            what = entry.action.removeprefix("TIMEOUT ")
+            if what.startswith("auto:"):
+                moves.append(("auto", entry.seat, what.removeprefix("auto:")))
+            elif settings.clock.on_timeout is OnTimeout.AUTO_PLAY:
+                moves.append(("auto", entry.seat, None))  # played automatically, then forfeit
+            continue
+        moves.append(("act", entry.seat, entry.action))
+    return moves
+
+
+def _forfeit_of_log(log: Sequence[LoggedAction]) -> tuple[int | None, str | None]:
+    """Who forfeited, and why, by the log's last entry."""
+    if not log:
+        return None, None
+    last = log[-1]
+    if last.action == "RESIGN":
+        return last.seat, "resign"
+    if last.action == "TIMEOUT forfeit":
+        return last.seat, "timeout"
+    return None, None
+
+
+def _first_difference(field_: str, expected: Any, actual: Any) -> Discrepancy:
+    """Point into two unequal lists or dicts at the first place they differ."""
+    if isinstance(expected, list) and isinstance(actual, list):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
+            if e != a:
+                return _first_difference(f"{field_}[{i}]", e, a)
+        if len(expected) != len(actual):
+            return Discrepancy(f"{field_}.length", len(expected), len(actual))
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual), key=str):
+            if expected.get(key) != actual.get(key):
+                return _first_difference(f"{field_}.{key}", expected.get(key), actual.get(key))
+    return Discrepancy(field_, expected, actual)
+
+
+def _deck_of(hand: HandEvidence, seeds: tuple[str, str], found: list[Discrepancy]) -> Any:
+    """The hand's deck from its revealed seed; the checks of RULES.md 10.3 on the way."""
+    where = f"hands[{hand.number}]"
+    if hand.nonce != hand.number:
+        found.append(Discrepancy(f"{where}.nonce", hand.number, hand.nonce))
+    for i, seed in enumerate(seeds):
+        recorded = (hand.client_seed_1, hand.client_seed_2)[i]
+        if recorded != seed:
+            found.append(Discrepancy(f"{where}.client_seed_{i + 1}", seed, recorded,
+                                     "the seat's client seed"))
+    try:
+        commitment = fair.commitment(hand.server_seed)
+    except RulesError as exc:
+        found.append(Discrepancy(f"{where}.server_seed", "64 hex digits", hand.server_seed,
+                                 str(exc)))
+        return None
+    if commitment != hand.commitment:
+        found.append(Discrepancy(f"{where}.commitment", commitment, hand.commitment,
+                                 "SHA-256 of the revealed server seed"))
+    try:
+        deck = fair.shuffled_deck(hand.server_seed, hand.client_seed_1, hand.client_seed_2,
+                                  hand.nonce, hand.algorithm)
+    except RulesError as exc:
+        found.append(Discrepancy(f"{where}.algorithm", fair.ALGORITHM, hand.algorithm, str(exc)))
+        return None
+    if hand.history is not None:
+        recorded_deck = hand.history.get("deck")
+        if not fair.verify(hand.commitment, hand.server_seed, hand.client_seed_1,
+                           hand.client_seed_2, hand.nonce, recorded_deck or [], hand.algorithm):
+            found.append(Discrepancy(f"{where}.history.deck", [str(c) for c in deck],
+                                     recorded_deck, "the deck the revealed seed produces"))
+    return deck
+
+
+def _apply_actions(
+    match: Match, number: int, actions: Sequence[dict[str, Any]], found: list[Discrepancy]
+) -> list[_MOVE] | None:
+    """Apply a hand's recorded actions to ``match``; the moves made, or None when one of
+    them is refused (the replay cannot go on)."""
+    moves: list[_MOVE] = []
+    for i, entry in enumerate(actions):
+        where = f"hands[{number}].history.actions[{i}]"
+        hand = match.hand
+        assert hand is not None
+        try:
+            action = action_of(entry)
+            seat = entry["seat"]
+            automatic = bool(entry.get("automatic"))
+            if automatic:
+                expected = automatic_action(hand)
+                if expected != action:
+                    found.append(Discrepancy(f"{where}.action", str(expected), str(action),
+                                             "the automatic action the server plays on a timeout"))
+            match.apply(seat, action, at=entry.get("at"))
+        except (RulesError, KeyError, TypeError, ValueError) as exc:
+            found.append(Discrepancy(where, "a legal action", entry,
+                                     f"the engine refuses it: {exc}"))
+            return None
+        if automatic:
+            hand.log[-1]["automatic"] = True
+        moves.append(("auto" if automatic else "act", seat, str(action)))
+    return moves
+
+
+def replay_match(
+    settings: MatchSettings,
+    first_dealer: int,
+    seeds: tuple[str, str],
+    hands: Sequence[HandEvidence],
+    log: Sequence[LoggedAction],
+    live_hand: dict[str, Any] | None = None,
+) -> Replay:
+    """Deal and play the match again from the evidence (pure).
+
+    ``hands`` in number order; ``log`` the ``match_actions`` rows in version order;
+    ``live_hand`` the stored state of a hand that was still being played when the match ended
+    (a forfeit), whose actions come from its state's log.
+    """
+    found: list[Discrepancy] = []
+    match = Match(settings, first_dealer)
+    moves: list[_MOVE] = []
+    replayed = 0
+    for hand in hands:
+        where = f"hands[{hand.number}]"
+        if match.status is not MatchStatus.AWAITING_DEAL or hand.number != match.hand_number:
+            found.append(Discrepancy(f"{where}.number", match.hand_number, hand.number,
+                                     f"the match was {match.status.value}"))
+            return Replay(match, found, replayed, False)
+        deck = _deck_of(hand, seeds, found)
+        if hand.dealer != match.dealer:
+            found.append(Discrepancy(f"{where}.dealer", match.dealer, hand.dealer))
+        recorded = None if hand.history is None else hand.history.get("deck")
+        if deck is not None and recorded is not None and [str(c) for c in deck] != recorded:
+            deck = None
+        if deck is None:  # go on with the recorded deck, to find what else differs
+            deck = (hand.history or {}).get("deck") or (live_hand or {}).get("deck")
+            if deck is None:
+                return Replay(match, found, replayed, False)
+        try:
+            match.deal(deck)
+        except RulesError as exc:
+            found.append(Discrepancy(f"{where}.deck", "52 distinct cards", deck, str(exc)))
+            return Replay(match, found, replayed, False)
+        if hand.history is not None:
+            actions = hand.history.get("actions", [])
+        elif live_hand is not None and hand is hands[-1]:
+            actions = live_hand.get("log", [])
+        else:
+            found.append(Discrepancy(f"{where}.history", "the history of an ended hand", None))
+            return Replay(match, found, replayed, False)
+        applied = _apply_actions(match, hand.number, actions, found)
+        if applied is None:
+            return Replay(match, found, replayed, False)
+        moves += applied
+        replayed += 1
+        played = match.hand
+        assert played is not None
+        if hand.history is None:
+            if played.ended:
+                found.append(Discrepancy(f"{where}.history", "the history of an ended hand",
+                                         None, "the replayed hand ended"))
+            elif live_hand is not None and played.to_dict() != live_hand:
+                found.append(_first_difference(f"{where}.state", played.to_dict(), live_hand))
+            continue
+        if not played.ended:
+            found.append(Discrepancy(f"{where}.history.outcome", "an ended hand",
+                                     hand.history.get("outcome"), "the replay did not end it"))
+            return Replay(match, found, replayed, False)
+        history = played.history()
+        for key in sorted(set(history) | set(hand.history)):
+            if history.get(key) != hand.history.get(key):
+                found.append(_first_difference(f"{where}.history.{key}", history.get(key),
+                                               hand.history.get(key)))
+        record = match.records[-1]
+        for name, expected, actual in (
+            ("outcome", record.kind, hand.outcome),
+            ("winner_seat", record.winner, hand.winner_seat),
+            ("points", record.points, hand.points),
+        ):
+            if expected != actual:
+                found.append(Discrepancy(f"{where}.{name}", expected, actual))
+    forfeiter, reason = _forfeit_of_log(log)
+    if forfeiter is not None and not match.over:
+        match.forfeit(forfeiter, reason or "resign")
+    logged = _moves_of_log(log, settings)
+    for i in range(max(len(moves), len(logged))):
+        mine = moves[i] if i < len(moves) else None
+        theirs = logged[i] if i < len(logged) else None
+        same = (
+            mine is not None and theirs is not None and mine[:2] == theirs[:2]
+            and (theirs[2] is None or mine[2] == theirs[2])
+        )
+        if not same:
+            found.append(Discrepancy(f"match_actions[{i}]", None if mine is None else list(mine),
+                                     None if theirs is None else list(theirs),
+                                     "the hands' actions against the match's action log"))
+            break
+    if not match.over:
+        found.append(Discrepancy("match.status", "finished or void", match.status.value,
+                                 "the replayed match has not ended"))
+    return Replay(match, found, replayed, match.over)
+
+
+def compare_match_state(replay: Replay, status: str, state: dict[str, Any]) -> list[Discrepancy]:
+    """The replayed match against the stored row's status and engine state (pure)."""
+    match = replay.match
+    if match is None or not replay.complete:
+        return []
+    found: list[Discrepancy] = []
+    expected_status = "void" if match.status is MatchStatus.VOID else "finished"
+    if status != expected_status:
+        found.append(Discrepancy("match.status", expected_status, status))
+    mine = match.to_dict()
+    for key in ("records", "forfeiter", "forfeit_reason", "status", "first_dealer"):
+        if mine[key] != state.get(key):
+            found.append(_first_difference(f"match.state.{key}", mine[key], state.get(key)))
+    return found
+
+
+def compare_statement(
+    recomputed: dict[str, Any], stored: dict[str, Any], *, fee_column: int | None = None
+) -> list[Discrepancy]:
+    """The recomputed statement (``Statement.to_dict()`` plus ``players``) against the stored
+    one, figure by figure (pure)."""
+    found = [
+        Discrepancy(f"statement.{key}", value, stored.get(key))
+        for key, value in recomputed.items()
+        if stored.get(key) != value
+    ]
+    if fee_column is not None and fee_column != recomputed.get("fee"):
+        found.append(Discrepancy("settlement.fee", recomputed.get("fee"), fee_column))
+    return found
+
+
+def expected_capture(
+    operator_id: str,
+    match_id: str,
+    currency: str,
+    players: Sequence[str],
+    escrow: Sequence[int],
+    payouts: Sequence[int],
+    fee: int,
+) -> dict[str, int]:
+    """What the settlement's capture should post, ``{account key: amount}`` (pure): each
+    seat's escrow out of its escrow account, its payout into its available funds, the fee to
+    the house."""
+    moves: dict[str, int] = defaultdict(int)
+    for player, taken, paid in zip(players, escrow, payouts, strict=True):
+        moves[str(AccountRef.player_escrow(operator_id, player, match_id, currency))] -= taken
+        moves[str(AccountRef.player_available(operator_id, player, currency))] += paid
+    moves[str(AccountRef.house_fee(operator_id, currency))] += fee
+    return {key: amount for key, amount in moves.items() if amount}
+
+
+def compare_capture(expected: dict[str, int], actual: dict[str, int]) -> list[Discrepancy]:
+    """The capture transaction's entries against what the statement says it moves (pure)."""
+    return [
+        Discrepancy(f"ledger.capture[{key}]", expected.get(key, 0), actual.get(key, 0))
+        for key in sorted(set(expected) | set(actual))
+        if expected.get(key, 0) != actual.get(key, 0)
+    ]
+
+
+# --- loading the evidence -------------------------------------------------------------------
+
+
+def _evidence(row: HandRow) -> HandEvidence:
+    return HandEvidence(
+        row.number, row.algorithm, row.commitment, row.server_seed, row.client_seed_1,
+        row.client_seed_2, row.nonce, row.dealer, row.outcome, row.winner_seat, row.points,
+        row.history,
+    )
+
+
+def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
+    report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
+    found = report.discrepancies
+    row = session.get(MatchRow, settlement.match_id)
+    if row is None or row.state is None or row.seats is None:
+        found.append(Discrepancy("match", "a finished match", None, "no match state"))
+        return report
+    report.format = row.format
+    if settlement.operator_id != row.operator_id:
+        found.append(Discrepancy("settlement.operator_id", row.operator_id,
+                                 settlement.operator_id))
+    if settlement.currency != row.currency:
+        found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
+    table = session.get(GameTable, row.table_id)
+    settings = MatchSettings.from_dict(table.settings if table is not None else
+                                       row.state["settings"])
+    if settings.to_dict() != row.state.get("settings"):
+        found.append(_first_difference("match.state.settings", settings.to_dict(),
+                                       row.state.get("settings")))
+    seats = list(session.scalars(
+        select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
+    ))
+    players = [s.player_id for s in seats]
+    escrow = (seats[0].escrow, seats[1].escrow) if len(seats) == 2 else (
+        row.seats[0]["escrow"], row.seats[1]["escrow"]
+    )
+    for seat in seats:
+        copy = row.seats[seat.seat_no] if seat.seat_no < len(row.seats) else {}
+        for name in ("player_id", "escrow", "client_seed"):
+            if copy.get(name) != getattr(seat, name):
+                found.append(Discrepancy(f"match.seats[{seat.seat_no}].{name}",
+                                         getattr(seat, name), copy.get(name)))
+    seeds = (row.seats[0]["client_seed"], row.seats[1]["client_seed"])
+    if len(seats) == 2:
+        seeds = (seats[0].client_seed, seats[1].client_seed)
+
+    hands = [_evidence(h) for h in session.scalars(
+        select(HandRow).where(HandRow.match_id == row.id).order_by(HandRow.number)
+    )]
+    log = [LoggedAction(a.version, a.seat, a.action) for a in session.scalars(
+        select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
+    )]
+    if [entry.version for entry in log] != list(range(1, row.version + 1)):
+        found.append(Discrepancy("match_actions.versions", f"1..{row.version}",
+                                 [entry.version for entry in log][-5:],
+                                 "one log row per applied change"))
+    replay = replay_match(settings, row.state.get("first_dealer", 0), seeds, hands, log,
+                          row.state.get("hand"))
+    report.hands_replayed = replay.hands_replayed
+    found += replay.discrepancies
+    found += compare_match_state(replay, row.status, row.state)
+
+    stored = settlement.statement or {}
+    if replay.complete and replay.match is not None:
+        try:
+            statement = settle(settings, replay.records, escrow,
+                               forfeiter=replay.match.forfeiter,
+                               void=replay.match.status is MatchStatus.VOID)
+        except RulesError as exc:
+            found.append(Discrepancy("statement", "a statement", None, f"cannot settle: {exc}"))
+        else:
+            recomputed = statement.to_dict()
+            recomputed["players"] = players or [s["player_id"] for s in row.seats]
+            found += compare_statement(recomputed, stored, fee_column=settlement.fee)
+    found += _audit_capture(session, settlement, row, players or stored.get("players", []),
+                            escrow, stored)
+    return report
+
+
+def _audit_capture(
+    session: Session, settlement: Settlement, row: MatchRow, players: Sequence[str],
+    escrow: Sequence[int], stored: dict[str, Any],
+) -> list[Discrepancy]:
+    found: list[Discrepancy] = []
+    txn = session.get(LedgerTransaction, settlement.ledger_transaction_id)
+    if txn is None:
+        return [Discrepancy("ledger.capture", settlement.ledger_transaction_id, None,
+                            "the settlement's ledger transaction is missing")]
+    for name, expected in (("kind", "capture"), ("match_ref", row.id),
+                           ("operator_id", row.operator_id), ("currency", row.currency)):
+        if getattr(txn, name) != expected:
+            found.append(Discrepancy(f"ledger.capture.{name}", expected, getattr(txn, name)))
+    captures = list(session.scalars(
+        select(LedgerTransaction.id).where(LedgerTransaction.match_ref == row.id,
+                                           LedgerTransaction.kind == "capture")
+    ))
+    if captures != [txn.id]:
+        found.append(Discrepancy("ledger.captures", [txn.id], captures,
+                                 "exactly one capture per match"))
+    actual: dict[str, int] = defaultdict(int)
+    for key, amount in session.execute(
+        select(LedgerAccount.key, LedgerEntry.amount)
+        .join(LedgerAccount, LedgerAccount.id == LedgerEntry.account_id)
+        .where(LedgerEntry.transaction_id == txn.id)
+    ):
+        actual[key] += amount
+    payouts, fee = stored.get("payouts"), stored.get("fee")
+    if isinstance(payouts, list) and len(payouts) == 2 and isinstance(fee, int):
+        expected = expected_capture(row.operator_id, row.id, row.currency, players, escrow,
+                                    payouts, fee)
+        found += compare_capture(expected, dict(actual))
+    else:
+        found.append(Discrepancy("statement.payouts", "two payouts and a fee",
+                                 [payouts, fee]))
+    for key, balance, total in session.execute(
+        select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
+        .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
+        .where(LedgerAccount.kind == "player_escrow", LedgerAccount.match_ref == row.id)
+        .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
+    ):
+        if balance != 0 or (total or 0) != 0:
+            found.append(Discrepancy(f"ledger.escrow[{key}]", 0, int(total or 0),
+                                     f"account balance {balance}"))
+    return found
+
+
+def audit_settlement(session: Session, settlement_id: str) -> SettlementAudit:
+    """Audit one settlement by its id (no tenant check: for the command line and tasks).
+
+    :raises NotFound: when there is no such settlement.
+    """
+    with session.begin():
+        found = session.get(Settlement, settlement_id)
+        if found is None:
+            raise NotFound(f"No settlement {settlement_id!r}.")
+        return _safely(session, found)
+
+
+def _safely(session: Session, settlement: Settlement) -> SettlementAudit:
+    """:func:`_audit`, turning malformed stored data into a finding instead of a crash."""
+    try:
+        return _audit(session, settlement)
+    except (RulesError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
+        report.discrepancies.append(Discrepancy("audit", "readable records", None,
+                                                f"{type(exc).__name__}: {exc}"))
+        return report
+
+
+def audit_match(
+    session: Session, principal: Principal | None, match_id: str
+) -> SettlementAudit:
+    """Audit the settlement of ``match_id``; with a principal, only an operator's own.
+
+    :raises Forbidden: for a player token.
+    :raises NotFound: when the match is unknown, another operator's, or not settled.
+    """
+    operator_id = None if principal is None else require_operator(principal)
+    with session.begin():
+        row = session.get(MatchRow, match_id)
+        if row is None or (operator_id is not None and row.operator_id != operator_id):
+            raise NotFound(f"No match {match_id!r}.")
+        found = session.scalars(
+            select(Settlement).where(Settlement.match_id == match_id)
+        ).one_or_none()
+        if found is None:
+            raise NotFound(f"Match {match_id} is not settled (yet).")
+        return _safely(session, found)
+
+
+def settlement_ids(
+    session: Session,
+    *,
+    operator_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[str]:
+    """Settlements created in ``[since, until)``, oldest first."""
+    stmt = select(Settlement.id).order_by(Settlement.created_at, Settlement.id)
+    if operator_id is not None:
+        stmt = stmt.where(Settlement.operator_id == operator_id)
+    if since is not None:
+        stmt = stmt.where(Settlement.created_at >= since)
+    if until is not None:
+        stmt = stmt.where(Settlement.created_at < until)
+    with session.begin():
+        return list(session.scalars(stmt))
+
+
+# --- ledger-wide invariants -----------------------------------------------------------------
+
+
+def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudit:
+    """Every transaction balanced, every balance the sum of its entries, the hash chains intact,
+    each currency's journal summing to zero, and the escrow of every settled match empty; for
+    one operator's books, or all."""
+    report = LedgerAudit(operator_id)
+    found = report.discrepancies
+    with session.begin():
+        for problem in store.verify(session, operator_id):
+            found.append(Discrepancy(f"ledger.chain[{problem.where}]", "intact", "broken",
+                                     problem.problem))
+
+        accounts = select(LedgerAccount)
+        txns = select(LedgerTransaction.id)
+        if operator_id is not None:
+            accounts = accounts.where(LedgerAccount.operator_id == operator_id)
+            txns = txns.where(LedgerTransaction.operator_id == operator_id)
+        account_ids = select(accounts.subquery().c.id)
+
+        sums = dict(session.execute(
+            select(LedgerEntry.account_id, func.sum(LedgerEntry.amount))
+            .where(LedgerEntry.account_id.in_(account_ids))
+            .group_by(LedgerEntry.account_id)
+        ).all())
+        report.entries = int(session.scalar(
+            select(func.count()).select_from(LedgerEntry)
+            .where(LedgerEntry.account_id.in_(account_ids))
+        ) or 0)
+        for account in session.scalars(accounts.order_by(LedgerAccount.id)):
+            report.accounts += 1
+            total = int(sums.get(account.id) or 0)
+            if account.balance != total:
+                found.append(Discrepancy(f"ledger.account[{account.key}].balance", total,
+                                         account.balance, "the sum of its entries"))
+
+        transaction_ids = list(session.scalars(txns))
+        report.transactions = len(transaction_ids)
+        for txn_id, currency, total in session.execute(
+            select(LedgerEntry.transaction_id, LedgerEntry.currency, func.sum(LedgerEntry.amount))
+            .where(LedgerEntry.transaction_id.in_(txns))
+            .group_by(LedgerEntry.transaction_id, LedgerEntry.currency)
+            .having(func.sum(LedgerEntry.amount) != 0)
+        ):
+            found.append(Discrepancy(f"ledger.transaction[{txn_id}].sum.{currency}", 0,
+                                     int(total), "a balanced transaction"))
+
+        for currency, total in sorted(store.journal_totals(session, operator_id).items()):
+            if total:
+                found.append(Discrepancy(f"ledger.journal.{currency}", 0, total,
+                                         "all entries of a currency sum to zero"))
+
+        settled = select(Settlement.match_id)
+        if operator_id is not None:
+            settled = settled.where(Settlement.operator_id == operator_id)
+        report.settled_matches = int(session.scalar(
+            select(func.count()).select_from(settled.subquery())
+        ) or 0)
+        for key, balance, total in session.execute(
+            select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
+            .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
+            .where(LedgerAccount.kind == "player_escrow", LedgerAccount.match_ref.in_(settled))
+            .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
+        ):
+            if balance != 0 or (total or 0) != 0:
+                found.append(Discrepancy(f"ledger.escrow[{key}]", 0, int(total or 0),
+                                         f"a settled match's escrow; account balance {balance}"))
+    return report
+
+
+def ledger_report(session: Session, principal: Principal) -> LedgerAudit:
+    """The invariant checks of the calling operator's books.
+
+    :raises Forbidden: for a player token.
+    """
+    return audit_ledger(session, require_operator(principal))
+
+
+# --- a whole run ----------------------------------------------------------------------------
+
+
+def run_audit(
+    session: Session,
+    *,
+    match_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    operator_id: str | None = None,
+    ledger: bool = True,
+    progress: Callable[[list[str]], Iterable[str]] = lambda ids: ids,
+) -> AuditReport:
+    """Audit one match's settlement, or every settlement in ``[since, until)`` (all when
+    neither is given), then the ledger invariants; ``progress`` wraps the settlement ids
+    (a progress bar).
+
+    :raises NotFound: when ``match_id`` is unknown or not settled.
+    """
+    started = utcnow()
+    scope: dict[str, Any] = {
+        "match_id": match_id,
+        "since": None if since is None else rfc3339(since),
+        "until": None if until is None else rfc3339(until),
+        "operator_id": operator_id,
+    }
+    audits: list[SettlementAudit] = []
+    if match_id is not None:
+        audits.append(audit_match(session, None, match_id))
+    else:
+        ids = settlement_ids(session, operator_id=operator_id, since=since, until=until)
+        for settlement_id in progress(ids):
+            audits.append(audit_settlement(session, settlement_id))
+            session.expunge_all()  # a long range stays within bounded memory
+    books = audit_ledger(session, operator_id) if ledger else None
+    return AuditReport(started, audits, books, scope)
