@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -13,9 +14,12 @@ settings.register_profile(
 settings.register_profile("quick", max_examples=20, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-# In-process tasks publish to an in-memory broker; tests that need a real broker and worker
-# start their own processes with TEST_BROKER_URL.
-os.environ["CELERY_BROKER_URL"] = "memory://"
+# The in-process Celery app (tasks kicked by requests) uses the embedded filesystem broker in a
+# temporary folder, never the repo's var/; tests that need a real broker and worker start their
+# own processes with TEST_BROKER_URL. (CELERY_BROKER_URL would override every Celery app in
+# this process, the real-broker test clients included, so it must stay unset here.)
+os.environ.pop("CELERY_BROKER_URL", None)
+os.environ.setdefault("GIN_VAR_DIR", tempfile.mkdtemp(prefix="gin-test-var-"))
 
 
 # --- Database and HTTP fixtures for the service (integration and api tests) ---------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from celery import Celery
@@ -14,15 +15,23 @@ def _transport_options(broker_url: str) -> dict[str, object]:
     default); other brokers: a visibility timeout longer than any countdown or retry delay."""
     if broker_url.startswith("filesystem://"):
         folder = Path(broker_url.removeprefix("filesystem://") or "var/broker")
-        for sub in ("queue", "processed"):
+        for sub in ("queue", "processed", "control"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         return {
             "data_folder_in": str(folder / "queue"),
             "data_folder_out": str(folder / "queue"),
             "processed_folder": str(folder / "processed"),
+            "control_folder": str(folder / "control"),
             "store_processed": False,
         }
-    return {"visibility_timeout": 6 * 3600}
+    # Redis redelivers an unacknowledged task (a worker killed mid-task) after this long.
+    options: dict[str, object] = {
+        "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 6 * 3600))
+    }
+    prefix = os.environ.get("CELERY_KEY_PREFIX")
+    if prefix and broker_url.startswith("redis"):
+        options["global_keyprefix"] = prefix
+    return options
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -34,6 +43,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
     app.conf.update(
         broker_transport_options=_transport_options(settings.broker_url),
         task_publish_retry=False,
+        task_default_queue=os.environ.get("CELERY_QUEUE", "gin"),
         broker_connection_timeout=3,
         task_serializer="json",
         accept_content=["json"],
@@ -42,7 +52,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
-        imports=["worker.tasks", "worker.audit_tasks"],
+        imports=["worker.tasks", "worker.audit_tasks", "worker.webhook_tasks"],
         beat_schedule={
             "purge-expired-idempotency-keys": {
                 "task": "idempotency.purge_expired",
@@ -69,6 +79,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "task": "audit.reconcile",
                 "schedule": 600.0,
                 "options": {"expires": 600},
+            },
+            # Webhook retries come due here, and lost deliveries or fan-outs are re-queued.
+            "sweep-webhook-deliveries": {
+                "task": "webhooks.sweep",
+                "schedule": 10.0,
+                "options": {"expires": 30},
             },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
+from kombu import Queue
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,8 +39,11 @@ def _with_session(work: Callable[[Session], T]) -> T:
 
 
 def send_task(name: str, args: list[Any]) -> None:
-    """Publish one task, failing fast when the broker is unreachable (the relay retries)."""
-    app.send_task(name, args=args, retry=False)
+    """Publish one task, failing fast when the broker is unreachable (the relay retries).
+    The queue is declared with it, so a message is never dropped for want of a binding (a
+    Redis that restarted empty, before any worker re-declared it)."""
+    queue = app.conf.task_default_queue
+    app.send_task(name, args=args, retry=False, declare=[Queue(queue)])
 
 
 @app.task(name="idempotency.purge_expired", acks_late=True, ignore_result=True)
