@@ -108,3 +108,9 @@ def sweep_unsettled() -> int:
     for match_id in missing:
         send_task("settlement.settle_match", [match_id])
     return len(missing)
+
+
+@app.task(name="ops.ping", acks_late=True, ignore_result=True)
+def ping() -> str:
+    """Does nothing: a worker liveness probe, and the baseline of bench/settlement.py."""
+    return "pong"
