@@ -1,10 +1,12 @@
 """Command-line entry point.
 
-``gin-service run`` migrates the database and serves the API (embedded defaults: SQLite, no
-servers); ``gin-service create-operator NAME`` creates an operator and prints its first API key
-(once); ``gin-service db upgrade`` applies migrations; ``gin-service openapi`` prints the
-OpenAPI document; ``gin-service purge-idempotency`` drops idempotency keys past retention;
-``gin-service audit`` replays and checks settlements and the ledger (exit 1 on any discrepancy).
+- ``gin-service run``: migrate the database, serve the API under gunicorn and run a Celery
+  worker with beat (embedded defaults: SQLite and a filesystem broker, no servers);
+- ``gin-service create-operator NAME``: create an operator and print its first API key (once);
+- ``gin-service db upgrade``: apply migrations; ``gin-service openapi``: print the OpenAPI
+  document; ``gin-service purge-idempotency``: drop idempotency keys past retention;
+- ``gin-service audit``: replay and check settlements and the ledger (exit 1 on any
+  discrepancy).
 """
 
 from __future__ import annotations
@@ -30,10 +32,51 @@ def _session():  # type: ignore[no-untyped-def]
     return make_sessionmaker(make_engine(_settings().database_url))()
 
 
+def _serve(bind: str, workers: int) -> int:
+    """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
+    clocks, the outbox relay, sweeps), as child processes; a signal or either child exiting
+    stops both."""
+    import signal
+    import subprocess
+
+    from service.config import DEFAULT_VAR_DIR
+
+    DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
+    worker = subprocess.Popen([
+        sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--beat",
+        "--concurrency", "2", "--loglevel", "INFO",
+        "--schedule", str(DEFAULT_VAR_DIR.resolve() / "celerybeat-schedule"),
+    ])
+    web = subprocess.Popen([
+        sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", str(workers),
+        "--worker-class", "gthread", "--threads", "4", "service.wsgi:app",
+    ])
+    children = [web, worker]
+
+    def stop(_signum: int = 0, _frame: object = None) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        while all(child.poll() is None for child in children):
+            try:
+                web.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        stop()
+        for child in children:
+            child.wait(timeout=60)
+    return web.returncode or 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gin-service")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="migrate, then serve the API with gunicorn")
+    run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
     run.add_argument("--bind", default=os.environ.get("GIN_BIND", "127.0.0.1:8000"))
     run.add_argument("--workers", type=int, default=2)
     db = sub.add_parser("db", help="database migrations")
@@ -49,19 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         from service.db.migrate import upgrade
 
         upgrade(_settings().database_url)
-        os.execvp(
-            sys.executable,
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "--bind",
-                args.bind,
-                "--workers",
-                str(args.workers),
-                "service.wsgi:app",
-            ],
-        )
+        return _serve(args.bind, args.workers)
     if args.command == "db":
         from service.db.migrate import upgrade
 
