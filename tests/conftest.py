@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 from hypothesis import HealthCheck, settings
@@ -19,7 +21,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # own processes with TEST_BROKER_URL. (CELERY_BROKER_URL would override every Celery app in
 # this process, the real-broker test clients included, so it must stay unset here.)
 os.environ.pop("CELERY_BROKER_URL", None)
-os.environ.setdefault("GIN_VAR_DIR", tempfile.mkdtemp(prefix="gin-test-var-"))
+if "GIN_VAR_DIR" not in os.environ:
+    _var_dir = tempfile.mkdtemp(prefix="gin-test-var-")
+    os.environ["GIN_VAR_DIR"] = _var_dir
+    atexit.register(shutil.rmtree, _var_dir, ignore_errors=True)
 
 
 # --- Database and HTTP fixtures for the service (integration and api tests) ---------------------
@@ -29,7 +34,6 @@ os.environ.setdefault("GIN_VAR_DIR", tempfile.mkdtemp(prefix="gin-test-var-"))
 # ``test_<random>`` created on that server for this run and dropped afterwards.
 
 import secrets  # noqa: E402
-import shutil  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
