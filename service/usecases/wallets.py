@@ -238,6 +238,64 @@ def withdraw(
     return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
 
 
+_ESCROW_JOURNALS = {"hold": ledger.hold, "release": ledger.release}
+
+
+def _escrow_move(
+    session: Session,
+    kind: str,
+    operator_id: str,
+    player: Player,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> tuple[LedgerTransaction, bool]:
+    """A hold (available -> escrow for ``match_ref``) or release (back), inside the caller's
+    open transaction, once per idempotency key."""
+    journal = _ESCROW_JOURNALS[kind](operator_id, player.id, match_ref, currency, amount)
+    return _move(
+        session,
+        operator_id=operator_id,
+        player=player,
+        journal=journal,
+        idempotency_key=idempotency_key,
+        fingerprint=store.fingerprint(kind, player.id, match_ref, currency, amount),
+        currency=currency,
+        amount=amount,
+        now=now,
+        match_ref=match_ref,
+    )
+
+
+def _escrow_once(
+    session: Session,
+    kind: str,
+    operator_id: str,
+    player_id: str,
+    match_ref: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+) -> Movement:
+    """:func:`_escrow_move` in a transaction of its own, answering with the wallet after it."""
+    principal = Principal(operator_id)
+    fingerprint = store.fingerprint(kind, player_id, match_ref, currency, amount)
+
+    def player() -> Player:
+        return authorize_player(session, principal, player_id)
+
+    def work() -> tuple[LedgerTransaction, bool]:
+        return _escrow_move(
+            session, kind, operator_id, player(), match_ref, currency, amount, idempotency_key,
+            now,
+        )
+
+    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
+
+
 def post_hold(
     session: Session,
     operator_id: str,
@@ -253,14 +311,9 @@ def post_hold(
 
     :raises InsufficientFunds: when the available balance is smaller than ``amount``.
     """
-    journal = ledger.hold(operator_id, player.id, match_ref, currency, amount)
-    fingerprint = store.fingerprint("hold", player.id, match_ref, currency, amount)
-    txn, _ = _move(
-        session, operator_id=operator_id, player=player, journal=journal,
-        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
-        amount=amount, now=now, match_ref=match_ref,
-    )
-    return txn
+    return _escrow_move(
+        session, "hold", operator_id, player, match_ref, currency, amount, idempotency_key, now
+    )[0]
 
 
 def post_release(
@@ -277,14 +330,10 @@ def post_release(
 
     :raises InsufficientFunds: when less than ``amount`` is held for that match.
     """
-    journal = ledger.release(operator_id, player.id, match_ref, currency, amount)
-    fingerprint = store.fingerprint("release", player.id, match_ref, currency, amount)
-    txn, _ = _move(
-        session, operator_id=operator_id, player=player, journal=journal,
-        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
-        amount=amount, now=now, match_ref=match_ref,
-    )
-    return txn
+    return _escrow_move(
+        session, "release", operator_id, player, match_ref, currency, amount, idempotency_key,
+        now,
+    )[0]
 
 
 def hold(
@@ -301,28 +350,10 @@ def hold(
 
     :raises InsufficientFunds: when the available balance is smaller than ``amount``.
     """
-    principal = Principal(operator_id)
-    journal = ledger.hold(operator_id, player_id, match_ref, currency, amount)
-    fingerprint = store.fingerprint("hold", player_id, match_ref, currency, amount)
-
-    def player() -> Player:
-        return authorize_player(session, principal, player_id)
-
-    def work() -> tuple[LedgerTransaction, bool]:
-        return _move(
-            session,
-            operator_id=operator_id,
-            player=player(),
-            journal=journal,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            currency=currency,
-            amount=amount,
-            now=now,
-            match_ref=match_ref,
-        )
-
-    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
+    return _escrow_once(
+        session, "hold", operator_id, player_id, match_ref, currency, amount, idempotency_key,
+        now,
+    )
 
 
 def release(
@@ -339,28 +370,10 @@ def release(
 
     :raises InsufficientFunds: when less than ``amount`` is held for that match.
     """
-    principal = Principal(operator_id)
-    journal = ledger.release(operator_id, player_id, match_ref, currency, amount)
-    fingerprint = store.fingerprint("release", player_id, match_ref, currency, amount)
-
-    def player() -> Player:
-        return authorize_player(session, principal, player_id)
-
-    def work() -> tuple[LedgerTransaction, bool]:
-        return _move(
-            session,
-            operator_id=operator_id,
-            player=player(),
-            journal=journal,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            currency=currency,
-            amount=amount,
-            now=now,
-            match_ref=match_ref,
-        )
-
-    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
+    return _escrow_once(
+        session, "release", operator_id, player_id, match_ref, currency, amount,
+        idempotency_key, now,
+    )
 
 
 def post_capture(
