@@ -226,3 +226,11 @@ class AlreadySeated(ServiceError):
     status = 409
     code = "already_seated"
     title = "Already seated"
+
+
+class WebhookEndpointDisabled(ServiceError):
+    """Raised when a redelivery is asked of an endpoint that is disabled or deleted."""
+
+    status = 409
+    code = "webhook_endpoint_disabled"
+    title = "Webhook endpoint disabled"

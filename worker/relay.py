@@ -31,6 +31,15 @@ def tasks_for(event: OutboxEvent) -> list[tuple[str, list[Any]]]:
     out: list[tuple[str, list[Any]]] = []
     if event.type == "match.finished":
         out.append(("settlement.settle_match", [event.subject_id]))
+    # Webhooks: only for operators with an enabled endpoint (a lost race with a new endpoint
+    # is caught by the webhook sweep).
+    from sqlalchemy.orm import object_session
+
+    from service.usecases.webhooks import has_endpoints
+
+    session = object_session(event)
+    if session is None or has_endpoints(session, event.operator_id):
+        out.append(("webhooks.fan_out", [event.id]))
     return out
 
 

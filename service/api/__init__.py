@@ -50,6 +50,7 @@ def init_api(app: Flask) -> Api:
         settlements,
         tables,
         wallets,
+        webhooks,
     )
 
     app.config.setdefault("API_TITLE", "Gin Rummy match service")
@@ -64,7 +65,9 @@ def init_api(app: Flask) -> Api:
         "OPENAPI_REDOC_URL", "https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"
     )
     api = GinApi(app)
-    for module in (ops, operators, players, wallets, rates, tables, matches, settlements):
+    for module in (
+        ops, operators, players, wallets, rates, tables, matches, settlements, webhooks,
+    ):
         api.register_blueprint(module.blp)
     problems.register(app)
     context.register(app)

@@ -223,6 +223,6 @@ class IdempotencyRecord(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-# Tables, seats, matches, hands, the action log and the outbox live in their own module; they
-# share this metadata (imported last: that module imports Base from here).
-from service.db import match_models  # noqa: E402, F401
+# Tables, seats, matches, hands, the action log and the outbox live in their own module, and
+# webhooks in another; they share this metadata (imported last: they import Base from here).
+from service.db import match_models, webhook_models  # noqa: E402, F401
