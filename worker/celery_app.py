@@ -86,6 +86,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "schedule": 10.0,
                 "options": {"expires": 30},
             },
+            "purge-webhook-deliveries": {
+                "task": "webhooks.purge",
+                "schedule": 3600.0,
+                "options": {"expires": 600},
+            },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",
                 "schedule": 10.0,

@@ -3,7 +3,8 @@
 ``webhooks.fan_out(event_id)`` (sent by the outbox relay for every event) creates the event's
 deliveries and queues them; ``webhooks.deliver(delivery_id)`` makes one attempt if it is due
 (a duplicate or early task sends nothing); ``webhooks.sweep`` (beat) queues the retries that
-have come due and recovers deliveries and fan-outs whose task was lost.
+have come due and recovers deliveries and fan-outs whose task was lost; ``webhooks.purge``
+(beat) deletes finished deliveries after 30 days.
 """
 
 from __future__ import annotations
@@ -74,3 +75,9 @@ def sweep() -> int:
     if events or due:
         log.info("webhook sweep queued %d fan-outs and %d deliveries", len(events), len(due))
     return len(events) + len(due)
+
+
+@app.task(name="webhooks.purge", acks_late=True, ignore_result=True)
+def purge() -> int:
+    """Delete finished deliveries past their retention (30 days), a batch at a time."""
+    return _with_session(lambda session: webhooks.purge_finished(session, utcnow()))

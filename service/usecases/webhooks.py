@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import exists, select
+from sqlalchemy import Text, cast, delete, exists, literal, or_, select
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
@@ -372,33 +372,40 @@ def fan_out(session: Session, event_id: str, now: datetime) -> list[str]:
         return sorted(d.id for d in fresh)
 
 
+#: How far back the sweep looks for events whose fan-out was lost.
+FAN_OUT_WINDOW = timedelta(hours=1)
+
+
 def unfanned_events(session: Session, now: datetime, limit: int = 100) -> list[str]:
-    """Events of the last day, published more than two minutes ago, that an endpoint should
-    have a delivery for and has none (a lost ``fan_out`` task): for the sweep."""
+    """Events published between :data:`FAN_OUT_WINDOW` and two minutes ago that an endpoint
+    wants and has no delivery for (their ``fan_out`` task was lost): for the sweep. The type
+    filter runs in SQL, so unwanted events never crowd out the ones to recover."""
+    listed = cast(WebhookEndpoint.event_types, Text)
+    wanted = or_(
+        WebhookEndpoint.event_types.is_(None),
+        listed == "null",  # JSON null: every type
+        listed.contains(literal('"') + OutboxEvent.type + literal('"')),
+    )
     with session.begin():
-        rows = session.execute(
-            select(OutboxEvent.id, OutboxEvent.type, WebhookEndpoint.event_types)
+        return list(session.scalars(
+            select(OutboxEvent.id)
             .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
             .where(
-                OutboxEvent.published_at.is_not(None),
+                OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
                 OutboxEvent.published_at <= now - REQUEUE_AFTER,
-                OutboxEvent.created_at >= now - timedelta(days=1),
                 WebhookEndpoint.enabled.is_(True),
                 WebhookEndpoint.deleted_at.is_(None),
                 WebhookEndpoint.created_at <= OutboxEvent.created_at,
+                wanted,
                 ~exists().where(
                     WebhookDelivery.event_id == OutboxEvent.id,
                     WebhookDelivery.endpoint_id == WebhookEndpoint.id,
                 ),
             )
+            .group_by(OutboxEvent.id, OutboxEvent.created_at)
             .order_by(OutboxEvent.created_at)
-            .limit(limit * 4)
-        ).all()
-    out: list[str] = []
-    for event_id, event_type, types in rows:
-        if (types is None or event_type in types) and event_id not in out:
-            out.append(event_id)
-    return out[:limit]
+            .limit(limit)
+        ))
 
 
 def due_deliveries(session: Session, now: datetime, limit: int = 500) -> list[str]:
@@ -493,13 +500,19 @@ class _PinnedHTTP(http.client.HTTPConnection):
         self.sock = socket.create_connection((self.address, self.port), self.timeout)
 
 
+def tls_context() -> ssl.SSLContext:
+    """How deliveries verify HTTPS receivers: the system's trusted authorities, host names
+    checked."""
+    return ssl.create_default_context()
+
+
 class _PinnedHTTPS(http.client.HTTPSConnection):
     """Like :class:`_PinnedHTTP`, with TLS verified against the URL's host name."""
 
     def __init__(self, host: str, port: int | None, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self.address = address
-        self.tls = ssl.create_default_context()
+        self.tls = tls_context()
 
     def connect(self) -> None:
         sock = socket.create_connection((self.address, self.port), self.timeout)
@@ -695,6 +708,27 @@ def deliver(
         response.status_code if response.error is None else response.error,
     )
     return outcome
+
+
+#: Finished deliveries (delivered, failed, cancelled) and their attempts are kept this long.
+RETENTION = timedelta(days=30)
+
+
+def purge_finished(session: Session, now: datetime, batch: int = 1000) -> int:
+    """Delete up to ``batch`` finished deliveries created before ``now - RETENTION``, with
+    their attempts; how many were deleted. Pending ones are never touched."""
+    with session.begin():
+        old = list(session.scalars(
+            select(WebhookDelivery.id)
+            .where(WebhookDelivery.status != "pending",
+                   WebhookDelivery.created_at < now - RETENTION)
+            .order_by(WebhookDelivery.created_at)
+            .limit(batch)
+        ))
+        if old:
+            session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(old)))
+            session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
+        return len(old)
 
 
 # --- The delivery log and redelivery ------------------------------------------------------

@@ -7,11 +7,16 @@ from __future__ import annotations
 import itertools
 import json
 import queue
+import shutil
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +49,7 @@ class Receiver:
     next scripted status (then 200)."""
 
     server: ThreadingHTTPServer
+    scheme: str = "http"
     secrets: dict[str, str] = field(default_factory=dict)
     answers: list[int] = field(default_factory=list)
     clock: float = 0.0
@@ -54,7 +60,7 @@ class Receiver:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}/hooks?src=test"
+        return f"{self.scheme}://{host!s}:{port}/hooks?src=test"
 
     def take(self) -> Received:
         return self.received.get(timeout=WAIT)
@@ -70,8 +76,9 @@ class QuietServer(ThreadingHTTPServer):
         pass  # a client that gave up (the timeout test) breaks the pipe: expected
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
+@contextmanager
+def serving(tls: ssl.SSLContext | None = None) -> Iterator[Receiver]:
+    """A receiver on a random port of 127.0.0.1, over TLS when ``tls`` is given."""
     state: dict[str, Receiver] = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -97,7 +104,9 @@ def receiver() -> Iterator[Receiver]:
             pass
 
     server = QuietServer(("127.0.0.1", 0), Handler)
-    state["r"] = Receiver(server)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    state["r"] = Receiver(server, scheme="https" if tls else "http")
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -108,6 +117,12 @@ def receiver() -> Iterator[Receiver]:
         server.shutdown()
         server.server_close()
         thread.join(WAIT)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with serving() as running:
+        yield running
 
 
 @dataclass
@@ -485,8 +500,23 @@ def test_sweep_finds_events_whose_fan_out_was_lost(world: World, receiver: Recei
         assert event_id in webhooks.unfanned_events(session, now + timedelta(minutes=3))
         world.fan_out(event_id, now)
         assert event_id not in webhooks.unfanned_events(session, now + timedelta(minutes=3))
+        assert event_id not in webhooks.unfanned_events(session, now + timedelta(hours=2))
     finally:
         session.close()
+
+
+def test_sweep_recovers_only_events_an_endpoint_wants(world: World, receiver: Receiver) -> None:
+    """Many unwanted events ahead of a wanted one do not hide it from the sweep."""
+    now = utcnow()
+    world.endpoint(receiver, now, types=["settlement.completed"])
+    unwanted = [world.event(now, "hand.ended") for _ in range(5)]
+    wanted = world.event(now + timedelta(seconds=1), "settlement.completed")
+    session = world.session()
+    try:
+        found = webhooks.unfanned_events(session, now + timedelta(minutes=3), limit=50)
+    finally:
+        session.close()
+    assert wanted in found and not set(unwanted) & set(found)
 
 
 def test_celery_tasks_wrap_the_use_cases(
@@ -499,9 +529,10 @@ def test_celery_tasks_wrap_the_use_cases(
 
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "1")
-    assert {"webhooks.fan_out", "webhooks.deliver", "webhooks.sweep"} <= set(celery_app.tasks)
+    names = {"webhooks.fan_out", "webhooks.deliver", "webhooks.sweep", "webhooks.purge"}
+    assert names <= set(celery_app.tasks)
     schedule = {entry["task"] for entry in celery_app.conf.beat_schedule.values()}
-    assert "webhooks.sweep" in schedule
+    assert {"webhooks.sweep", "webhooks.purge"} <= schedule
     queued: list[tuple[str, list[Any]]] = []
     monkeypatch.setattr(webhook_tasks, "send_task", lambda name, args: queued.append(
         (name, args)))
@@ -548,3 +579,56 @@ def test_private_addresses_are_refused_unless_allowed(world: World, receiver: Re
     assert webhooks.resolve("127.0.0.1", 443, allow_private=True) == "127.0.0.1"
     response = webhooks.http_post("http://localhost:1/x", b"{}", {}, 1.0)
     assert response.error is not None and not response.ok
+
+
+def test_finished_deliveries_are_purged_after_their_retention(
+    world: World, receiver: Receiver
+) -> None:
+    now = at(receiver, utcnow())
+    world.endpoint(receiver, now)
+    delivered, pending = (world.fan_out(world.event(now), now)[0] for _ in range(2))
+    world.deliver(delivered, now)
+    session = world.session()
+    try:
+        assert webhooks.purge_finished(session, now + timedelta(days=29)) == 0
+        later = now + webhooks.RETENTION + timedelta(seconds=1)
+        while webhooks.purge_finished(session, later, batch=50):
+            pass  # (other tests' old deliveries may go too)
+        with session.begin():
+            assert session.get(WebhookDelivery, delivered) is None
+            assert session.get(WebhookDelivery, pending) is not None  # never a pending one
+    finally:
+        session.close()
+    assert world.attempts(delivered) == []
+
+
+def test_https_receivers_are_verified_against_their_host(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over TLS the pinned connection still checks the certificate for the URL's host: an
+    unknown authority fails the attempt; a trusted one delivers."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    with serving(server_tls) as receiver:
+        now = at(receiver, utcnow())
+        world.endpoint(receiver, now)
+        first, second = (world.fan_out(world.event(now), now)[0] for _ in range(2))
+        refused = world.deliver(first, now)
+        assert refused.status == "pending" and refused.status_code is None
+        (attempt,) = world.attempts(first)
+        assert attempt.error is not None and "CERTIFICATE_VERIFY_FAILED" in attempt.error
+        receiver.assert_quiet()
+        trusted = ssl.create_default_context(cafile=str(cert))
+        monkeypatch.setattr(webhooks, "tls_context", lambda: trusted)
+        assert world.deliver(second, now).status == "delivered"
+        assert receiver.take().verified == {"current": True}
