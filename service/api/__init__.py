@@ -40,6 +40,7 @@ class GinApi(Api):  # type: ignore[misc]
 
 def init_api(app: Flask) -> Api:
     from service.api import (
+        audit,
         context,
         matches,
         operators,
@@ -69,6 +70,7 @@ def init_api(app: Flask) -> Api:
         ops, operators, players, wallets, rates, tables, matches, settlements, webhooks,
     ):
         api.register_blueprint(module.blp)
+    api.register_blueprint(audit.blp)
     problems.register(app)
     context.register(app)
     app.extensions["gin"]["api"] = api
