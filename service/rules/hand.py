@@ -221,6 +221,13 @@ class Hand:
             return [with_card(kind, c) for c in knocks] + [SIMPLE[ActionKind.DECLINE]]
         return []
 
+    def knock_cards(self) -> list[Card]:
+        """In a discard step: the cards the player to act may knock with (2.7)."""
+        if self.phase is not Phase.DISCARD:
+            return []
+        barred = 0 if self.taken is None else self.taken.bit
+        return self._knock_cards(self.hands[self.to_act], barred)
+
     def _knock_cards(self, mask11: int, barred: int) -> list[Card]:
         """Cards whose knock is legal from the 11-card ``mask11`` (2.7)."""
         limit = self.terms.knock_limit

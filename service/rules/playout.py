@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from service.rules.actions import Action, ActionKind
-from service.rules.cards import DECK, Card
-from service.rules.hand import Hand
+from service.rules.actions import Action, ActionKind, with_card
+from service.rules.cards import DECK, Card, mask_to_cards
+from service.rules.hand import Hand, Phase
 from service.rules.ruleset import Ruleset
 
 _ENDINGS = (ActionKind.KNOCK, ActionKind.BIG_GIN, ActionKind.TAKE_DISCARD_AND_KNOCK)
@@ -50,7 +50,23 @@ def play_out(
     hand = Hand.deal(
         deck or random_deck(rng), rng.randrange(2) if dealer is None else dealer, ruleset
     )
-    while not hand.ended:
-        action = choose(rng, hand.legal_actions(), knock_rate)
-        hand.apply(hand.to_act, action)
+    # The discard step is most of a hand: choose there without listing every legal action
+    # (the same policy as ``choose``: a knock with probability knock_rate when one is legal,
+    # otherwise a uniformly random discard). Big gin tables take the general path.
+    fast = not hand.ruleset.big_gin_enabled
+    random_ = rng.random
+    while hand.phase is not Phase.ENDED:
+        seat = hand.to_act
+        if fast and hand.phase is Phase.DISCARD:
+            mask = hand.hands[seat]
+            barred = 0 if hand.taken is None else hand.taken.bit
+            knocks = hand.knock_cards()
+            if knocks and random_() < knock_rate:
+                action = with_card(ActionKind.KNOCK, knocks[int(random_() * len(knocks))])
+            else:
+                cards = mask_to_cards(mask & ~barred)
+                action = with_card(ActionKind.DISCARD, cards[int(random_() * len(cards))])
+        else:
+            action = choose(rng, hand.legal_actions(), knock_rate)
+        hand.apply(seat, action)
     return hand
