@@ -113,10 +113,17 @@ def _display(
     """Each player's net in their display currency, with the rate and its time (RULES 6.5),
     as recorded at settlement."""
     out: list[dict[str, Any] | None] = []
-    for i, seat in enumerate(row.seats or []):
-        player = session.get(Player, seat["player_id"])
-        rate = None if player is None else rate_for_display(
-            session, row.operator_id, row.currency, player.display_currency
+    ids = [seat["player_id"] for seat in row.seats or []]
+    display = {
+        player_id: quote
+        for player_id, quote in session.execute(
+            select(Player.id, Player.display_currency).where(Player.id.in_(ids))
+        )
+    }
+    for i, player_id in enumerate(ids):
+        quote = display.get(player_id)
+        rate = None if quote is None else rate_for_display(
+            session, row.operator_id, row.currency, quote
         )
         if rate is None:
             out.append(None)
