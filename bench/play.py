@@ -186,7 +186,7 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
                                       now + timedelta(hours=1))
             tables.join_table(session, Principal(operator_id, player.id), view.table.id,
                               buyin=None, invite_code=None, client_seed=None,
-                              idempotency_key=f"j{i}-{seat}", now=now)
+                              now=now)
             tokens.append(token)
         out.append((view.table.match_id, tokens))
     session.close()

@@ -80,7 +80,7 @@ def main() -> int:
                                 f"d{i}-{seat}-{player.id}", now)
                 tables.join_table(session, Principal(operator_id, player.id), view.table.id,
                                   buyin=None, invite_code=None, client_seed=None,
-                                  idempotency_key=f"j{i}-{seat}", now=now)
+                                  now=now)
                 seats.append(player.id)
             play.resign(session, Principal(operator_id, seats[0]), view.table.match_id, None,
                         utcnow())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
 from flask_smorest import Blueprint
 
 from service.api import render
@@ -117,8 +116,7 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
     match's escrow in the same transaction; the second seat starts the match."""
     view = tables.join_table(
         db_session(), principal(), table_id, buyin=body.get("buyin"),
-        invite_code=body.get("invite_code"), client_seed=body.get("client_seed"),
-        idempotency_key=request.headers["Idempotency-Key"], now=utcnow(),
+        invite_code=body.get("invite_code"), client_seed=body.get("client_seed"), now=utcnow(),
     )
     return render.table(view), 201
 
@@ -130,7 +128,5 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
 @documents(blp, *SEAT_PROBLEMS)
 def leave(table_id: str) -> dict[str, Any]:
     """Give up your seat before the match starts: the escrow is released."""
-    view = tables.leave_table(
-        db_session(), principal(), table_id, request.headers["Idempotency-Key"], utcnow()
-    )
+    view = tables.leave_table(db_session(), principal(), table_id, utcnow())
     return render.table(view)

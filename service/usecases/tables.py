@@ -185,7 +185,6 @@ def join_table(
     buyin: int | None,
     invite_code: str | None,
     client_seed: str | None,
-    idempotency_key: str,
     now: datetime,
 ) -> TableView:
     """Take a free seat (player token): hold the stake or buy-in in the match's escrow, in
@@ -218,7 +217,9 @@ def join_table(
             _check_client_seed(client_seed)
         txn = wallets.post_hold(
             session, table.operator_id, player, table.match_id, table.currency, escrow,
-            f"seat:{table.id}:{player_id}:{idempotency_key}", now,
+            # Each seat's hold has a ledger key of its own: repeats of the request are
+            # answered by the HTTP idempotency layer, and a player who left may sit again.
+            f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}", now,
         )
         taken = {s.seat_no for s in seats}
         seat = Seat(
@@ -248,9 +249,7 @@ def _check_client_seed(seed: str) -> None:
         raise ValidationFailed(message, errors=[FieldError("client_seed", message)])
 
 
-def leave_table(
-    session: Session, principal: Principal, table_id: str, idempotency_key: str, now: datetime
-) -> TableView:
+def leave_table(session: Session, principal: Principal, table_id: str, now: datetime) -> TableView:
     """Give up a seat before the match starts; the escrow goes back to available funds."""
     if principal.player_id is None:
         raise Forbidden("Leaving a table needs the player's own token.")
@@ -263,15 +262,19 @@ def leave_table(
             raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
         if table.status != "open":
             raise TableNotOpen(f"Table {table_id} is {table.status}: the match has started.")
-        _refund(session, table, seat, f"leave:{table.id}:{seat.player_id}:{idempotency_key}", now)
+        _refund(session, table, seat, now)
         session.delete(seat)
         table.seats_taken -= 1
         session.flush()
         return _view(session, table, False)
 
 
-def _refund(session: Session, table: GameTable, seat: Seat, key: str, now: datetime) -> None:
+def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
+    """Release a seat's escrow. The ledger key names the seat's own hold, so each seat is
+    refunded at most once however it ends (leaving, or the table being cancelled), and a
+    later seat of the same player at the same table is a different one."""
     player = authorize_player(session, Principal(table.operator_id), seat.player_id)
+    key = f"release:{seat.hold_transaction_id}"
     wallets.post_release(
         session, table.operator_id, player, table.match_id, table.currency, seat.escrow, key, now
     )
@@ -293,7 +296,7 @@ def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int
             if table is None or table.status != "open" or table.fill_deadline > now:
                 continue
             for seat in play._seats(session, table.id):
-                _refund(session, table, seat, f"cancel:{table.id}:{seat.player_id}", now)
+                _refund(session, table, seat, now)
             table.status = "cancelled"
             match = session.get(MatchRow, table.match_id, with_for_update=True)
             assert match is not None

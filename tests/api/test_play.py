@@ -462,3 +462,15 @@ def test_long_poll_wakes_when_the_opponent_acts(api: ApiClient) -> None:
     waiter.join(timeout=20)
     assert waited["view"]["version"] == version + 1
     assert waited["seconds"] < 5
+
+
+def test_leaving_and_sitting_again_holds_and_refunds_each_time(api: ApiClient) -> None:
+    table = open_table(api, stake=300)
+    alice = player_client(api, deposit=1000)
+    before = wallet(alice, alice.player_id)  # type: ignore[attr-defined]
+    for _ in range(3):
+        assert join(alice, table["id"]).status_code == 201
+        assert wallet(alice, alice.player_id)["held"]["amount"] == 300  # type: ignore[attr-defined]
+        left = alice.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8))
+        assert left.status_code == 200
+        assert wallet(alice, alice.player_id) == before  # type: ignore[attr-defined]
