@@ -41,10 +41,16 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     """
     try:
         with session.begin():
-            row = session.get(MatchRow, match_id, with_for_update=True)
-            if row is None:
+            # One round trip: lock the match row and see whether it is settled already.
+            found = session.execute(
+                select(MatchRow, Settlement)
+                .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+                .where(MatchRow.id == match_id)
+                .with_for_update(of=MatchRow)
+            ).one_or_none()
+            if found is None:
                 raise NotFound(f"No match {match_id!r}.")
-            existing = _existing(session, match_id)
+            row, existing = found
             if existing is not None:
                 return existing
             if row.status not in SETTLED_STATUSES or row.state is None:
