@@ -82,10 +82,10 @@ def main() -> int:
     vs_greedy = pairing("bot vs greedy", bot, greedy_action, args.hands, args.seed)
     greedy_random = pairing("greedy vs random", greedy_action, rand, args.hands, args.seed)
     print(
-        f"bot's point share over the random-vs-random baseline: "
-        f"vs random {vs_random['share'] / max(base['share'], 1e-9):.2f}x, "
-        f"vs greedy {vs_greedy['share']:.1%} (50% = equal); greedy vs random "
-        f"{greedy_random['share']:.1%}"
+        f"bot margin over random {vs_random['margin']:+.2f} points/hand (greedy over random "
+        f"{greedy_random['margin']:+.2f}, random over random {base['margin']:+.2f}); bot margin "
+        f"over greedy {vs_greedy['margin']:+.2f} points/hand, bot share of points vs greedy "
+        f"{vs_greedy['share']:.1%} (50% = even)"
     )
     return 0
 
