@@ -23,7 +23,7 @@ ends; :meth:`Hand.history` gives everything once it has ended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NoReturn
@@ -36,7 +36,7 @@ from service.rules.actions import (
     discard_actions,
     with_card,
 )
-from service.rules.cards import DECK, Card, cards_to_mask, mask_to_cards, parse_cards
+from service.rules.cards import Card, cards_to_mask, mask_to_cards, parse_cards
 from service.rules.errors import IllegalAction, IllegalKnock, InvalidState, RulesError
 from service.rules.melds import deadwood_of_mask
 from service.rules.ruleset import (
@@ -568,14 +568,3 @@ _HANDLERS = {
     (Phase.LAST_CHANCE, ActionKind.TAKE_DISCARD_AND_KNOCK): Hand._take_discard_and_knock,
     (Phase.LAST_CHANCE, ActionKind.DECLINE): Hand._decline,
 }
-
-
-def deck_of(cards: Iterable[Card | str]) -> tuple[Card, ...]:
-    """A validated 52-card deck."""
-    deck = parse_cards(cards)
-    if len(deck) != 52:
-        raise InvalidState(f"a deck has 52 cards, not {len(deck)}")
-    return deck
-
-
-FULL_DECK = DECK

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -217,9 +217,9 @@ def get_view(session: Session, principal: Principal, match_id: str) -> dict[str,
         return _view(_context(session, principal, match_id, lock=False))
 
 
-def _view(ctx: MatchContext) -> dict[str, Any]:
+def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
     """The view as JSON-ready data (timestamps as RFC 3339 strings); the API's ``MatchOut``
-    schema documents it."""
+    schema documents it. ``match``: the row's state already decoded (after a change)."""
     row = ctx.row
     view: dict[str, Any] = {
         "id": row.id,
@@ -250,7 +250,8 @@ def _view(ctx: MatchContext) -> dict[str, Any]:
     }
     if row.state is None:
         return view
-    match = Match.from_dict(row.state)
+    if match is None:
+        match = Match.from_dict(row.state)
     game = match.game()
     view["scores"] = {
         "hand_points": list(game.hand_points),
@@ -321,7 +322,7 @@ def act(
             raise IllegalMove(str(exc), rule_code=exc.code) from None
         _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
                 action=str(parsed), hands_before=hands_before, now=now)
-        return _view(ctx)
+        return _view(ctx, match)
 
 
 def resign(
@@ -341,7 +342,7 @@ def resign(
         match.forfeit(ctx.seat, "resign")
         _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
                 action="RESIGN", hands_before=len(match.records), now=now)
-        return _view(ctx)
+        return _view(ctx, match)
 
 
 def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
@@ -407,7 +408,3 @@ def hand_history(
             },
             "history": hand_row.history,
         }
-
-
-def wait_deadline(now: datetime, timeout_seconds: float) -> datetime:
-    return now + timedelta(seconds=timeout_seconds)

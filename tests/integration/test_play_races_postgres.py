@@ -142,7 +142,6 @@ def test_an_action_racing_the_clock_applies_once(server: tuple[Any, int]) -> Non
     other is stale (409) or finds nothing due."""
     app, port = server
     _operator, key = new_operator(app)
-    outcomes = set()
     for _ in range(ROUNDS):
         match_id, tokens = _match(port, key, {"turn_seconds": 30, "bank_seconds": 0})
         token, view = _mover(port, match_id, tokens)
@@ -167,9 +166,6 @@ def test_an_action_racing_the_clock_applies_once(server: tuple[Any, int]) -> Non
         last = _last_action(app, match_id)
         if status == 200:
             assert last.actor != "system" and last.action == "PASS"
-            outcomes.add("player")
         else:
             assert status == 409 and answer["code"] == "stale_version", answer
             assert last.actor == "system" and last.action.startswith("TIMEOUT")
-            outcomes.add("clock")
-    assert outcomes  # which side wins each race is up to the scheduler
