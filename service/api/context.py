@@ -112,11 +112,23 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
 def player_idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     """Like :func:`idempotent`, for money-moving POSTs a player makes with its own token
     (taking a seat): keys are still scoped per operator, and per player within it."""
+    return _player_scoped(view, required=True)
 
+
+def optionally_idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
+    """For POSTs that change a match but move no money: an ``Idempotency-Key`` is honoured
+    (same key and body replay the first answer) but not required."""
+    return _player_scoped(view, required=False)
+
+
+def _player_scoped(view: Callable[..., Any], *, required: bool) -> Callable[..., Any]:
     @functools.wraps(view)
-    def wrapper(*args: Any, **kwargs: Any) -> Response:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        sent = request.headers.get("Idempotency-Key")
+        if sent is None and not required:
+            return view(*args, **kwargs)
         who = principal()
-        key = idempotency.check_key(request.headers.get("Idempotency-Key"))
+        key = idempotency.check_key(sent)
         if who.player_id is not None:
             key = f"{who.player_id}:{hashlib.sha256(key.encode()).hexdigest()}"
         return _once(who.operator_id, key, view, args, kwargs)

@@ -9,13 +9,22 @@ from typing import Any
 from flask import Response, current_app, jsonify, request
 from flask_smorest import Blueprint
 
-from service.api.context import db_session, principal, release_db_session
+from service.api.context import (
+    db_session,
+    optionally_idempotent,
+    principal,
+    release_db_session,
+)
 from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
+from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
 from service.errors import (
     FieldError,
     Forbidden,
+    IdempotencyKeyInUse,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
     IllegalMove,
     MatchNotLive,
     NotFound,
@@ -82,13 +91,17 @@ def _kick_relay(view: dict[str, Any]) -> None:
 
 
 @blp.route("/matches/<match_id>/actions", methods=["POST"])
+@blp.doc(parameters=[{**IDEMPOTENCY_HEADER, "required": False}])
 @blp.arguments(ActionIn)
+@optionally_idempotent
 @blp.response(200, MatchOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed,
-           StaleVersion, IllegalMove, MatchNotLive)
+           StaleVersion, IllegalMove, MatchNotLive, IdempotencyKeyRequired,
+           IdempotencyKeyReused, IdempotencyKeyInUse)
 def act(body: dict[str, Any], match_id: str) -> Response:
     """Play an action decided on ``expected_version`` (or ``If-Match``): a stale or repeated
-    action is 409 and changes nothing; an illegal one is 422 with the rule's code."""
+    action is 409 and changes nothing; an illegal one is 422 with the rule's code. With an
+    ``Idempotency-Key``, a retry of the same request replays the first answer instead."""
     expected = _expected_version(body)
     session = db_session()
     if body["action"] == "RESIGN":

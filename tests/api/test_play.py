@@ -474,3 +474,22 @@ def test_leaving_and_sitting_again_holds_and_refunds_each_time(api: ApiClient) -
         left = alice.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8))
         assert left.status_code == 200
         assert wallet(alice, alice.player_id) == before  # type: ignore[attr-defined]
+
+
+def test_an_idempotency_key_replays_an_action_instead_of_409(api: ApiClient) -> None:
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    views = [c.get(f"/v1/matches/{match_id}").get_json() for c in clients]
+    mover = next(i for i, v in enumerate(views) if v["hand"]["to_act"] == v["you"])
+    body = action_body("PASS", views[mover]["version"])
+    path = f"/v1/matches/{match_id}/actions"
+    first = clients[mover].post(path, body, key="act-1")
+    again = clients[mover].post(path, body, key="act-1")
+    assert first.status_code == again.status_code == 200
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.get_json() == first.get_json()
+    other = clients[mover].post(path, action_body("TAKE_UPCARD", body["expected_version"]),
+                                key="act-1")
+    assert other.status_code == 422 and other.get_json()["code"] == "idempotency_key_reused"
+    after = clients[mover].get(f"/v1/matches/{match_id}").get_json()
+    assert after["version"] == body["expected_version"] + 1  # applied exactly once
