@@ -52,7 +52,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
-        imports=["worker.tasks", "worker.audit_tasks", "worker.webhook_tasks"],
+        imports=["worker.tasks", "worker.audit_tasks", "worker.webhook_tasks", "worker.bot_tasks"],
         beat_schedule={
             "purge-expired-idempotency-keys": {
                 "task": "idempotency.purge_expired",
@@ -90,6 +90,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "task": "webhooks.purge",
                 "schedule": 3600.0,
                 "options": {"expires": 600},
+            },
+            # Practice bots act within about a second of their turn.
+            "play-bot-turns": {
+                "task": "bots.play_turns",
+                "schedule": 1.0,
+                "options": {"expires": 5},
             },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",

@@ -41,6 +41,7 @@ class GinApi(Api):  # type: ignore[misc]
 def init_api(app: Flask) -> Api:
     from service.api import (
         audit,
+        bots,
         context,
         matches,
         operators,
@@ -67,7 +68,7 @@ def init_api(app: Flask) -> Api:
     )
     api = GinApi(app)
     for module in (
-        ops, operators, players, wallets, rates, tables, matches, settlements, webhooks,
+        ops, operators, players, wallets, rates, tables, bots, matches, settlements, webhooks,
     ):
         api.register_blueprint(module.blp)
     api.register_blueprint(audit.blp)

@@ -1,0 +1,92 @@
+"""Practice bots: an operator seats a bot at a practice table; the worker plays its turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_smorest import Blueprint
+from marshmallow import Schema, fields, validate
+
+from service.api import render
+from service.api.context import db_session, idempotent, principal
+from service.api.play_schemas import TableOut
+from service.api.problems import documents
+from service.api.schemas import ListEnvelope, MinorUnits, Timestamp
+from service.api.wallets import IDEMPOTENCY_HEADER
+from service.clock import utcnow
+from service.db.bot_models import BotPlayer
+from service.errors import (
+    Forbidden,
+    IdempotencyKeyInUse,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    NotFound,
+    TableNotOpen,
+    TokenExpired,
+    Unauthenticated,
+    ValidationFailed,
+)
+from service.ledger.money import MAX_AMOUNT
+from service.usecases import bots
+
+blp = Blueprint("bots", __name__, url_prefix="/v1", description="Practice bots.")
+
+
+class BotIn(Schema):
+    buyin = MinorUnits(validate=validate.Range(min=1, max=MAX_AMOUNT),
+                       metadata={"description": "Money Play and classic: the bot's buy-in "
+                                                "(default: the table's maximum)."})
+    display_name = fields.String(load_default="Practice bot",
+                                 validate=validate.Length(min=1, max=255))
+
+
+class BotOut(Schema):
+    object = fields.Constant("bot")
+    player_id = fields.String(required=True, metadata={"description": "The bot's player."})
+    table_id = fields.String(required=True)
+    match_id = fields.String(required=True)
+    strategy = fields.String(required=True, metadata={"enum": ["sensible", "eager"],
+                                                      "description": "eager: First To Knock "
+                                                                     "(knocks at once)."})
+    created_at = Timestamp(required=True)
+
+
+class SeatedBotOut(BotOut):
+    table = fields.Nested(TableOut, required=True)
+
+
+class BotList(ListEnvelope):
+    data = fields.List(fields.Nested(BotOut), required=True)
+
+
+def _bot(bot: BotPlayer) -> dict[str, Any]:
+    return {
+        "player_id": bot.player_id, "table_id": bot.table_id, "match_id": bot.match_id,
+        "strategy": bot.strategy, "created_at": bot.created_at,
+    }
+
+
+@blp.route("/tables/<table_id>/bots", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@blp.arguments(BotIn)
+@idempotent
+@blp.response(201, SeatedBotOut)
+@documents(blp, Unauthenticated, Forbidden, NotFound, IdempotencyKeyRequired,
+           IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed,
+           bots.PracticeTableRequired, TableNotOpen)
+def seat_bot(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
+    """Seat a practice bot (operator only, practice tables only): a new player of yours,
+    marked as a bot, funded with its stake in play money from your clearing account, sits
+    down like a person and plays its turns through the same rules and turn clock."""
+    seated = bots.seat_bot(db_session(), principal(), table_id, buyin=body.get("buyin"),
+                           display_name=body["display_name"], now=utcnow())
+    return {**_bot(seated.bot), "table": render.table(seated.table)}, 201
+
+
+@blp.route("/tables/<table_id>/bots")
+@blp.response(200, BotList)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+def list_bots(table_id: str) -> dict[str, Any]:
+    """The bots seated at a table (operator only)."""
+    found = bots.bots_of_table(db_session(), principal(), table_id)
+    return render.page([_bot(b) for b in found], False, None)

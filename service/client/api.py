@@ -1,0 +1,365 @@
+"""A thin, typed HTTP client of the Gin Rummy match service (httpx).
+
+Every method is one API operation and declares it with :func:`operation` (method, path
+template, the body fields and query parameters it may send, the TypedDict it answers with);
+``tests/client/test_contract_sync.py`` checks each declaration against ``openapi.yaml``. Any
+problem+json answer raises :class:`ApiProblem`. The client imports nothing of Flask,
+SQLAlchemy or Celery: an integrator's code could use it as it is.
+
+``transport`` lets tests run it in process (``httpx.WSGITransport(app=app)``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar, cast
+
+import httpx
+
+from service.client import types as t
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What one client method calls: ``method`` and ``path`` as in openapi.yaml."""
+
+    method: str
+    path: str
+    body: frozenset[str] = frozenset()
+    query: frozenset[str] = frozenset()
+    returns: type | None = None
+
+
+def operation(
+    method: str,
+    path: str,
+    *,
+    body: tuple[str, ...] = (),
+    query: tuple[str, ...] = (),
+    returns: type | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Declare the API operation a client method calls (read by the contract test)."""
+
+    def mark(method_: Callable[P, R]) -> Callable[P, R]:
+        method_.__operation__ = Operation(  # type: ignore[attr-defined]
+            method, path, frozenset(body), frozenset(query), returns
+        )
+        return method_
+
+    return mark
+
+
+def operations() -> dict[str, Operation]:
+    """Every client method's declared operation, by method name."""
+    return {
+        name: member.__operation__
+        for name, member in vars(GinClient).items()
+        if hasattr(member, "__operation__")
+    }
+
+
+@dataclass
+class FieldProblem:
+    field: str
+    message: str
+
+
+@dataclass
+class ApiProblem(Exception):
+    """Raised when the service answers with an RFC 9457 problem (or any 4xx/5xx)."""
+
+    status: int
+    type: str
+    title: str
+    detail: str
+    code: str | None = None
+    fields: list[FieldProblem] = field(default_factory=list)
+    body: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        named = "; ".join(f"{f.field}: {f.message}" for f in self.fields)
+        return f"{self.status} {self.code or self.title}: {self.detail}" + (
+            f" ({named})" if named else ""
+        )
+
+
+def new_key() -> str:
+    """A fresh Idempotency-Key."""
+    return secrets.token_hex(16)
+
+
+def action_body(text: str) -> dict[str, Any]:
+    """An action's text form (``"KNOCK TD"``, ``"PASS"``, ``"KNOCK TD | AC 2C 3C"``) as the
+    request body fields ``action``, ``card`` and ``melds``."""
+    head, *melds = text.split("|")
+    words = head.split()
+    if not words:
+        raise ValueError(f"empty action {text!r}")
+    body: dict[str, Any] = {"action": words[0]}
+    if len(words) > 1:
+        body["card"] = words[1]
+    if melds:
+        body["melds"] = [m.split() for m in melds]
+    return body
+
+
+class GinClient:
+    """One caller: an operator (API key) or a player (player token)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 40.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self._http = http or httpx.Client(
+            base_url=self.base_url, transport=transport, timeout=timeout,
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
+        )
+
+    def as_(self, token: str) -> GinClient:
+        """The same connection pool, with another credential (a player token)."""
+        return GinClient(self.base_url, token, http=self._http)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GinClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> Any:
+        headers = {}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        response = self._http.request(method, path, json=json, params=query, headers=headers)
+        if response.status_code >= 400:
+            raise _problem(response)
+        return response.json()
+
+    # --- operators, players, money ---------------------------------------------------
+
+    @operation("GET", "/healthz")
+    def health(self) -> dict[str, Any]:
+        return cast(dict[str, Any], self._call("GET", "/healthz"))
+
+    @operation("GET", "/v1/operator")
+    def operator(self) -> dict[str, Any]:
+        return cast(dict[str, Any], self._call("GET", "/v1/operator"))
+
+    @operation("POST", "/v1/players", body=("external_id", "display_name", "display_currency"),
+               returns=t.Player)
+    def create_player(
+        self, external_id: str, display_name: str, display_currency: str | None = None
+    ) -> t.Player:
+        body = {"external_id": external_id, "display_name": display_name,
+                "display_currency": display_currency}
+        return cast(t.Player, self._call("POST", "/v1/players", json=body))
+
+    @operation("GET", "/v1/players/{player_id}", returns=t.Player)
+    def player(self, player_id: str) -> t.Player:
+        return cast(t.Player, self._call("GET", f"/v1/players/{player_id}"))
+
+    @operation("POST", "/v1/players/{player_id}/tokens", body=("ttl_seconds",),
+               returns=t.PlayerToken)
+    def player_token(self, player_id: str, ttl_seconds: int | None = None) -> t.PlayerToken:
+        body = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
+        return cast(t.PlayerToken,
+                    self._call("POST", f"/v1/players/{player_id}/tokens", json=body))
+
+    @operation("POST", "/v1/players/{player_id}/deposits",
+               body=("amount", "external_reference"), returns=t.Transaction)
+    def deposit(
+        self, player_id: str, amount: int, currency: str, idempotency_key: str | None = None,
+        external_reference: str | None = None,
+    ) -> t.Transaction:
+        return self._movement("deposits", player_id, amount, currency, idempotency_key,
+                              external_reference)
+
+    @operation("POST", "/v1/players/{player_id}/withdrawals",
+               body=("amount", "external_reference"), returns=t.Transaction)
+    def withdraw(
+        self, player_id: str, amount: int, currency: str, idempotency_key: str | None = None,
+        external_reference: str | None = None,
+    ) -> t.Transaction:
+        return self._movement("withdrawals", player_id, amount, currency, idempotency_key,
+                              external_reference)
+
+    def _movement(
+        self, kind: str, player_id: str, amount: int, currency: str, key: str | None,
+        reference: str | None,
+    ) -> t.Transaction:
+        body: dict[str, Any] = {"amount": {"amount": amount, "currency": currency}}
+        if reference is not None:
+            body["external_reference"] = reference
+        return cast(t.Transaction, self._call(
+            "POST", f"/v1/players/{player_id}/{kind}", json=body, key=key or new_key()
+        ))
+
+    @operation("GET", "/v1/players/{player_id}/wallets/{currency}", returns=t.Wallet)
+    def wallet(self, player_id: str, currency: str) -> t.Wallet:
+        return cast(t.Wallet, self._call("GET", f"/v1/players/{player_id}/wallets/{currency}"))
+
+    @operation("GET", "/v1/players/{player_id}/wallets", returns=t.Page)
+    def wallets(self, player_id: str) -> list[t.Wallet]:
+        page = self._call("GET", f"/v1/players/{player_id}/wallets")
+        return cast(list[t.Wallet], page["data"])
+
+    @operation("GET", "/v1/players/{player_id}/entries",
+               query=("limit", "starting_after", "ending_before", "currency"), returns=t.Page)
+    def entries(
+        self, player_id: str, *, currency: str | None = None, limit: int | None = None,
+        starting_after: str | None = None,
+    ) -> t.Page:
+        params = {"currency": currency, "limit": limit, "starting_after": starting_after}
+        return cast(t.Page,
+                    self._call("GET", f"/v1/players/{player_id}/entries", params=params))
+
+    # --- tables, seats, bots ---------------------------------------------------------
+
+    @operation("POST", "/v1/tables", body=(
+        "name", "format", "currency", "stake", "stake_per_point", "min_buyin", "max_buyin",
+        "target", "fee", "ftk_winner_rule", "ftk_max_dead_hands", "line_bonus", "cap_mode",
+        "ruleset", "clock", "practice", "private",
+    ), returns=t.Table)
+    def create_table(self, format: str, currency: str, **settings: Any) -> t.Table:
+        """Open a table: ``settings`` are the other body fields (stake, fee, clock, ...)."""
+        body = {"format": format, "currency": currency, **settings}
+        return cast(t.Table, self._call("POST", "/v1/tables", json=body))
+
+    @operation("GET", "/v1/tables", query=(
+        "format", "currency", "min_stake", "max_stake", "free_seats", "display_currency",
+        "include_closed", "limit", "starting_after", "ending_before",
+    ), returns=t.Page)
+    def lobby(self, **filters: Any) -> t.Page:
+        params = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in filters.items()}
+        return cast(t.Page, self._call("GET", "/v1/tables", params=params))
+
+    @operation("GET", "/v1/tables/{table_id}", returns=t.Table)
+    def table(self, table_id: str) -> t.Table:
+        return cast(t.Table, self._call("GET", f"/v1/tables/{table_id}"))
+
+    @operation("POST", "/v1/tables/{table_id}/seats",
+               body=("buyin", "invite_code", "client_seed"), returns=t.Table)
+    def join(
+        self, table_id: str, *, buyin: int | None = None, invite_code: str | None = None,
+        client_seed: str | None = None, idempotency_key: str | None = None,
+    ) -> t.Table:
+        body = {k: v for k, v in (("buyin", buyin), ("invite_code", invite_code),
+                                  ("client_seed", client_seed)) if v is not None}
+        return cast(t.Table, self._call("POST", f"/v1/tables/{table_id}/seats", json=body,
+                                        key=idempotency_key or new_key()))
+
+    @operation("DELETE", "/v1/tables/{table_id}/seats/me", returns=t.Table)
+    def leave(self, table_id: str, idempotency_key: str | None = None) -> t.Table:
+        return cast(t.Table, self._call("DELETE", f"/v1/tables/{table_id}/seats/me",
+                                        key=idempotency_key or new_key()))
+
+    @operation("POST", "/v1/tables/{table_id}/bots", body=("buyin", "display_name"),
+               returns=t.Bot)
+    def seat_bot(
+        self, table_id: str, *, buyin: int | None = None, display_name: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> t.Bot:
+        body = {k: v for k, v in (("buyin", buyin), ("display_name", display_name))
+                if v is not None}
+        return cast(t.Bot, self._call("POST", f"/v1/tables/{table_id}/bots", json=body,
+                                      key=idempotency_key or new_key()))
+
+    @operation("GET", "/v1/tables/{table_id}/bots", returns=t.Page)
+    def bots(self, table_id: str) -> list[t.Bot]:
+        return cast(list[t.Bot], self._call("GET", f"/v1/tables/{table_id}/bots")["data"])
+
+    # --- matches ---------------------------------------------------------------------
+
+    @operation("GET", "/v1/matches/{match_id}", query=("wait_for_version", "timeout"),
+               returns=t.MatchView)
+    def match(
+        self, match_id: str, *, wait_for_version: int | None = None, timeout: int | None = None
+    ) -> t.MatchView:
+        """The caller's view; with ``wait_for_version`` it long-polls until the version
+        exceeds it (or ``timeout`` seconds pass)."""
+        params = {"wait_for_version": wait_for_version, "timeout": timeout}
+        return cast(t.MatchView, self._call("GET", f"/v1/matches/{match_id}", params=params))
+
+    @operation("POST", "/v1/matches/{match_id}/actions",
+               body=("action", "card", "melds", "expected_version"), returns=t.MatchView)
+    def act(
+        self, match_id: str, action: str, expected_version: int,
+        idempotency_key: str | None = None,
+    ) -> t.MatchView:
+        """Play ``action`` in its text form (``"DISCARD TD"``) decided on ``expected_version``."""
+        body = {**action_body(action), "expected_version": expected_version}
+        return cast(t.MatchView, self._call("POST", f"/v1/matches/{match_id}/actions",
+                                            json=body, key=idempotency_key))
+
+    @operation("GET", "/v1/matches/{match_id}/hands/{number}", returns=t.HandHistory)
+    def hand_history(self, match_id: str, number: int) -> t.HandHistory:
+        return cast(t.HandHistory, self._call("GET", f"/v1/matches/{match_id}/hands/{number}"))
+
+    @operation("GET", "/v1/matches/{match_id}/settlement", returns=t.SettlementView)
+    def settlement(self, match_id: str) -> t.SettlementView:
+        return cast(t.SettlementView,
+                    self._call("GET", f"/v1/matches/{match_id}/settlement"))
+
+    @operation("GET", "/v1/settlements", query=("limit", "starting_after", "ending_before"),
+               returns=t.Page)
+    def settlements(self, *, limit: int | None = None, starting_after: str | None = None
+                    ) -> t.Page:
+        params = {"limit": limit, "starting_after": starting_after}
+        return cast(t.Page, self._call("GET", "/v1/settlements", params=params))
+
+    # --- audit -----------------------------------------------------------------------
+
+    @operation("GET", "/v1/audit/ledger", returns=t.LedgerAudit)
+    def audit_ledger(self) -> t.LedgerAudit:
+        return cast(t.LedgerAudit, self._call("GET", "/v1/audit/ledger"))
+
+    @operation("GET", "/v1/audit/settlements/{match_id}", returns=t.SettlementAudit)
+    def audit_settlement(self, match_id: str) -> t.SettlementAudit:
+        return cast(t.SettlementAudit, self._call("GET", f"/v1/audit/settlements/{match_id}"))
+
+
+def _problem(response: httpx.Response) -> ApiProblem:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    errors = body.get("errors") or []
+    return ApiProblem(
+        status=response.status_code,
+        type=str(body.get("type", "about:blank")),
+        title=str(body.get("title", response.reason_phrase)),
+        detail=str(body.get("detail", response.text[:200])),
+        code=body.get("code"),
+        fields=[FieldProblem(str(e.get("field")), str(e.get("message"))) for e in errors
+                if isinstance(e, dict)],
+        body=body,
+    )

@@ -1,0 +1,156 @@
+"""The shapes the API answers with, as TypedDicts (the fields the client's users read; the
+server may send more, see openapi.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class Money(TypedDict):
+    amount: int
+    currency: str
+
+
+class Player(TypedDict):
+    id: str
+    external_id: str
+    display_name: str
+    display_currency: str | None
+
+
+class PlayerToken(TypedDict):
+    token: str
+    player_id: str
+    expires_at: str
+
+
+class Transaction(TypedDict):
+    id: str
+    kind: str
+    amount: Money
+
+
+class Wallet(TypedDict):
+    player_id: str
+    currency: str
+    available: Money
+    held: Money
+    balance: Money
+
+
+class Entry(TypedDict):
+    id: str
+    transaction_id: str
+    amount: Money
+
+
+class Seat(TypedDict):
+    seat: int
+    player_id: str
+    escrow: Money
+
+
+class Table(TypedDict):
+    id: str
+    match_id: str
+    format: str
+    currency: str
+    practice: bool
+    private: bool
+    status: str
+    seats: list[Seat]
+    free_seats: int
+    settings: dict[str, Any]
+    invite_code: NotRequired[str | None]
+
+
+class Bot(TypedDict):
+    player_id: str
+    table_id: str
+    match_id: str
+    strategy: str
+    created_at: str
+    table: NotRequired[Table]
+
+
+class HandView(TypedDict):
+    """One hand as a player sees it: ``legal_actions`` only for the player to act."""
+
+    phase: str
+    dealer: int
+    to_act: int | None
+    knock_limit: int
+    stock_count: int
+    discard_pile: list[str]
+    log: list[dict[str, Any]]
+    seat: NotRequired[int]
+    hand: NotRequired[list[str]]
+    legal_actions: NotRequired[list[str]]
+
+
+class MatchView(TypedDict):
+    id: str
+    table_id: str
+    status: str
+    version: int
+    format: str
+    currency: str
+    you: int | None
+    seats: list[dict[str, Any]]
+    finished_at: str | None
+    hand_number: int | None
+    hand: HandView | None
+    scores: dict[str, Any] | None
+    result: dict[str, Any] | None
+
+
+class HandHistory(TypedDict):
+    id: str
+    match_id: str
+    number: int
+    fairness: dict[str, Any]
+    history: dict[str, Any]
+
+
+class SettlementView(TypedDict):
+    id: str
+    match_id: str
+    currency: str
+    ledger_transaction_id: str
+    created_at: str
+    winner: int | None
+    void: bool
+    players: list[str]
+    escrow: list[Money]
+    payouts: list[Money]
+    net: list[Money]
+    fee: Money
+    statement: dict[str, Any]
+
+
+class Discrepancy(TypedDict):
+    field: str
+    expected: Any
+    actual: Any
+
+
+class LedgerAudit(TypedDict):
+    ok: bool
+    accounts_checked: int
+    transactions_checked: int
+    entries_checked: int
+    settled_matches_checked: int
+    discrepancies: list[Discrepancy]
+
+
+class SettlementAudit(TypedDict):
+    ok: bool
+    match_id: str
+    hands_replayed: int
+    discrepancies: list[Discrepancy]
+
+
+class Page(TypedDict):
+    data: list[dict[str, Any]]
+    has_more: bool
+    next_cursor: str | None

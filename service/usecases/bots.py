@@ -1,0 +1,202 @@
+"""Practice bots: an operator seats a bot at a practice table; the worker plays its turns.
+
+A bot is an ordinary player of the operator, marked in ``bot_players``. Seating one creates
+the player, funds it with exactly its stake or buy-in in play money by a deposit from the
+operator's clearing account (a double-entry ledger movement like any deposit), and sits it
+down through :func:`service.usecases.tables.join_table`, the use case a person's seat goes
+through. Each of these steps owns its transaction; a bot whose seat is refused (the table
+filled meanwhile) has its play money withdrawn again.
+
+:func:`play_turns` is what the worker runs every second: one cheap query finds the bots'
+matches that changed since the bot last looked, and for each the bot reads its own view and
+acts through :func:`service.usecases.play.act` with its own principal and the version it
+decided on, so it gets exactly the validation a person's action gets. Two runs at once are
+harmless: the loser's action is a stale version (409) and is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from service.bots import Bot
+from service.db.bot_models import BotPlayer
+from service.db.match_models import GameTable, MatchRow
+from service.errors import (
+    FieldError,
+    IllegalMove,
+    MatchNotLive,
+    NotFound,
+    ServiceError,
+    StaleVersion,
+    TableNotOpen,
+    ValidationFailed,
+)
+from service.formats import InvalidSettings, MatchSettings
+from service.ledger.money import PRACTICE_CURRENCY
+from service.usecases import play, players, tables, wallets
+from service.usecases.auth import Principal, require_operator
+
+log = logging.getLogger(__name__)
+
+#: Most actions one bot plays in a row in one scan (a new hand can make it act again).
+MAX_ACTIONS_IN_A_ROW = 8
+
+
+class PracticeTableRequired(ServiceError):
+    """Raised when a bot is asked to sit at a real-money table."""
+
+    status = 422
+    code = "practice_table_required"
+    title = "Practice table required"
+
+
+@dataclass(frozen=True)
+class SeatedBot:
+    bot: BotPlayer
+    table: tables.TableView
+
+
+def seat_bot(
+    session: Session,
+    principal: Principal,
+    table_id: str,
+    *,
+    buyin: int | None,
+    display_name: str,
+    now: datetime,
+) -> SeatedBot:
+    """Seat a new bot player at the operator's practice table ``table_id``.
+
+    :raises NotFound: when the operator has no such table.
+    :raises PracticeTableRequired: for a real-money table.
+    :raises TableNotOpen: when the table takes no more players.
+    """
+    operator_id = require_operator(principal)
+    view = tables.get_table(session, principal, table_id)
+    table = view.table
+    if not table.practice or table.currency != PRACTICE_CURRENCY:
+        message = f"Bots only play at practice tables ({PRACTICE_CURRENCY}); {table_id} is not one."
+        raise PracticeTableRequired(message, errors=[FieldError("table_id", message)])
+    if table.status != "open" or len(view.seats) >= 2:
+        raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
+    settings = MatchSettings.from_dict(table.settings)
+    if buyin is None and settings.uses_buyins:
+        buyin = settings.max_buyin
+    try:
+        escrow = settings.escrow_for(buyin)
+    except InvalidSettings as exc:
+        raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
+    player = players.create_player(
+        session, principal, f"bot:{table.id}:{secrets.token_hex(6)}", display_name, None, now
+    )
+    strategy = "eager" if table.format == "first_to_knock" else "sensible"
+    with session.begin():
+        bot = BotPlayer(
+            player_id=player.id, operator_id=operator_id, table_id=table.id,
+            match_id=table.match_id, strategy=strategy, seen_version=None, created_at=now,
+        )
+        session.add(bot)
+    funding = f"bot-funding:{player.id}"
+    wallets.deposit(session, principal, player.id, PRACTICE_CURRENCY, escrow, funding, now)
+    try:
+        seated = tables.join_table(
+            session, Principal(operator_id, player.id), table.id, buyin=buyin,
+            invite_code=table.invite_code, client_seed=None, now=now,
+        )
+    except ServiceError:
+        # The seat went to someone else meanwhile: give the play money back to the cashier.
+        wallets.withdraw(session, principal, player.id, PRACTICE_CURRENCY, escrow,
+                         f"bot-refund:{player.id}", now)
+        raise
+    return SeatedBot(bot, seated)
+
+
+def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str, str]]:
+    """(operator id, bot player id, match id, strategy) of every live match with a bot that
+    changed since that bot last looked: one indexed query, no match state decoded."""
+    with session.begin():
+        rows = session.execute(
+            select(BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id,
+                   BotPlayer.strategy)
+            .join(MatchRow, MatchRow.id == BotPlayer.match_id)
+            .where(
+                MatchRow.status == "playing",
+                or_(BotPlayer.seen_version.is_(None), MatchRow.version > BotPlayer.seen_version),
+            )
+            .order_by(MatchRow.updated_at)
+            .limit(limit)
+        ).all()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+@dataclass(frozen=True)
+class Turns:
+    applied: int  # actions the bots played
+    finished: int  # matches that ended on a bot's action
+
+
+def play_turns(session: Session, now: datetime, *, limit: int = 100) -> Turns:
+    """Play every bot whose turn it is (see the module docstring)."""
+    applied = finished = 0
+    for operator_id, player_id, match_id, strategy in due_turns(session, limit=limit):
+        view, count = _play(session, Principal(operator_id, player_id), match_id,
+                            Bot(eager=strategy == "eager"), now)
+        applied += count
+        finished += 1 if count and view["status"] in ("finished", "void") else 0
+    return Turns(applied, finished)
+
+
+def _play(
+    session: Session, principal: Principal, match_id: str, bot: Bot, now: datetime
+) -> tuple[dict[str, Any], int]:
+    view = play.get_view(session, principal, match_id)
+    applied = 0
+    for _ in range(MAX_ACTIONS_IN_A_ROW):
+        hand = view.get("hand")
+        if view["status"] != "playing" or not hand or not hand.get("legal_actions"):
+            break
+        action = bot.decide(hand)
+        try:
+            view = play.act(session, principal, match_id, action, view["version"], now)
+        except (StaleVersion, MatchNotLive):
+            return view, applied  # someone else (a twin run, the clock) got there first
+        except IllegalMove as exc:  # never expected: the bot picks from legal_actions
+            log.error("bot %s in %s: %s refused: %s", principal.player_id, match_id, action,
+                      exc.detail)
+            return view, applied
+        applied += 1
+    _seen(session, principal.player_id, view["version"])
+    return view, applied
+
+
+def _seen(session: Session, player_id: str | None, version: int) -> None:
+    """Remember the version the bot has dealt with (never moving it backwards)."""
+    with session.begin():
+        session.execute(
+            update(BotPlayer)
+            .where(
+                BotPlayer.player_id == player_id,
+                or_(BotPlayer.seen_version.is_(None), BotPlayer.seen_version < version),
+            )
+            .values(seen_version=version)
+        )
+
+
+def bots_of_table(session: Session, principal: Principal, table_id: str) -> list[BotPlayer]:
+    """The bots seated at one of the operator's tables."""
+    require_operator(principal)
+    with session.begin():
+        table = session.get(GameTable, table_id)
+        if table is None or table.operator_id != principal.operator_id:
+            raise NotFound(f"No table {table_id!r}.")
+        return list(session.scalars(
+            select(BotPlayer).where(BotPlayer.table_id == table_id)
+            .order_by(BotPlayer.created_at)
+        ))

@@ -1,0 +1,169 @@
+"""Practice bots over the API: seated by the operator at practice tables only, funded through
+the ledger, playing a whole match against a scripted human with the bots' task run inline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from service.bots import decide
+from service.client import ApiProblem, GinClient, new_key
+from service.clock import utcnow
+from service.usecases import bots, play
+from service.usecases.auth import Principal
+from tests.conftest import new_operator
+
+
+@pytest.fixture
+def operator(app: Any) -> Iterator[GinClient]:
+    _operator_id, key = new_operator(app)
+    client = GinClient("http://gin.test", key, transport=httpx.WSGITransport(app=app))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def inline_worker(monkeypatch: pytest.MonkeyPatch, database_url: str) -> None:
+    """The worker's tasks, called as plain functions, use the test database."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+
+
+def human(operator: GinClient, chips: int = 100) -> tuple[GinClient, str]:
+    player = operator.create_player(f"human-{new_key()[:8]}", "Alice")
+    operator.deposit(player["id"], chips, "XPM")
+    return operator.as_(operator.player_token(player["id"])["token"]), player["id"]
+
+
+def practice_table(operator: GinClient, **settings: Any) -> dict[str, Any]:
+    body = {"format": "match_play", "stake": 10, "target": 50, "practice": True, **settings}
+    return dict(operator.create_table(currency="XPM", **body))
+
+
+def test_a_bot_plays_a_whole_practice_match_against_a_person(
+    operator: GinClient, app: Any, inline_worker: None
+) -> None:
+    from worker.bot_tasks import play_bot_turns
+    from worker.tasks import settle_match
+
+    table = practice_table(operator)
+    person, _ = human(operator)
+    person.join(table["id"])
+    seated = operator.seat_bot(table["id"], display_name="Robo")
+    bot_id, match_id = seated["player_id"], table["match_id"]
+    assert seated["match_id"] == match_id and seated["strategy"] == "sensible"
+    assert seated["table"]["status"] == "playing"  # the bot's seat started the match
+    assert [b["player_id"] for b in operator.bots(table["id"])] == [bot_id]
+    # Funded with exactly its stake, in play money, by a deposit from the operator's
+    # clearing account; the stake is now held in the match's escrow.
+    wallet = operator.wallet(bot_id, "XPM")
+    assert (wallet["available"]["amount"], wallet["held"]["amount"]) == (0, 10)
+    kinds = [e["kind"] for e in operator.entries(bot_id, currency="XPM")["data"]]
+    assert kinds.count("deposit") == 1 and set(kinds) == {"deposit", "hold"}, kinds
+
+    bot_actions = 0
+    for _ in range(3000):
+        view = person.match(match_id)
+        if view["status"] != "playing":
+            break
+        hand = view["hand"]
+        assert hand is not None
+        if hand.get("legal_actions"):
+            person.act(match_id, decide(hand), view["version"])
+        else:  # the bot's turn: the beat task, run inline, plays it
+            applied = play_bot_turns()
+            assert applied >= 1, view
+            bot_actions += applied
+    else:
+        raise AssertionError("the match did not end")
+    assert view["status"] == "finished" and bot_actions > 5
+    assert play_bot_turns() == 0  # nothing left to do once the match is over
+
+    # The bot's actions are in the match's log under its own player id, like a person's.
+    history = operator.hand_history(match_id, 1)["history"]
+    assert history
+
+    settle_match(match_id)
+    settled = operator.settlement(match_id)
+    assert settled["players"] == [s["player_id"] for s in sorted(
+        operator.table(table["id"])["seats"], key=lambda s: s["seat"])]
+    assert sum(p["amount"] for p in settled["payouts"]) + settled["fee"]["amount"] == 20
+    bot_seat = settled["players"].index(bot_id)
+    after = operator.wallet(bot_id, "XPM")
+    assert after["held"]["amount"] == 0
+    assert after["balance"]["amount"] == 10 + settled["net"][bot_seat]["amount"]
+    audit = operator.audit_ledger()
+    assert audit["ok"], audit["discrepancies"]
+    assert operator.audit_settlement(match_id)["ok"]
+
+
+def test_bots_sit_at_practice_tables_only(operator: GinClient) -> None:
+    real = operator.create_table(format="match_play", currency="EUR", stake=500)
+    with pytest.raises(ApiProblem) as refused:
+        operator.seat_bot(real["id"])
+    problem = refused.value
+    assert (problem.status, problem.code) == (422, "practice_table_required")
+    assert problem.type.endswith("/practice-table-required")
+    assert [f.field for f in problem.fields] == ["table_id"]
+    assert operator.table(real["id"])["seats"] == []
+
+
+def test_seating_a_bot_needs_the_operator_key_and_is_idempotent(operator: GinClient) -> None:
+    table = practice_table(operator)
+    person, _ = human(operator)
+    with pytest.raises(ApiProblem) as refused:
+        person.seat_bot(table["id"])
+    assert refused.value.status == 403
+    key = new_key()
+    first = operator.seat_bot(table["id"], idempotency_key=key)
+    again = operator.seat_bot(table["id"], idempotency_key=key)
+    assert again["player_id"] == first["player_id"]  # replayed, not a second bot
+    assert len(operator.bots(table["id"])) == 1
+    assert operator.wallet(first["player_id"], "XPM")["balance"]["amount"] == 10
+    # A second bot fills the table (bot against bot); a third finds no seat.
+    operator.seat_bot(table["id"])
+    with pytest.raises(ApiProblem) as full:
+        operator.seat_bot(table["id"])
+    assert (full.value.status, full.value.code) == (409, "table_not_open")
+
+
+def test_money_play_bot_buys_in_within_the_range(operator: GinClient) -> None:
+    table = practice_table(operator, format="money_play", stake=0, stake_per_point=1,
+                           min_buyin=50, max_buyin=200)
+    with pytest.raises(ApiProblem) as refused:
+        operator.seat_bot(table["id"], buyin=10)
+    assert [f.field for f in refused.value.fields] == ["buyin"]
+    seated = operator.seat_bot(table["id"])
+    assert operator.wallet(seated["player_id"], "XPM")["held"]["amount"] == 200
+
+
+def test_a_twin_run_with_a_stale_view_changes_nothing(
+    operator: GinClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two scans racing for the same turn: the slower one's action is a stale version, and
+    it is ignored (no error, nothing applied twice)."""
+    table = practice_table(operator, format="first_to_knock")
+    bot_a = operator.seat_bot(table["id"])
+    bot_b = operator.seat_bot(table["id"])
+    assert bot_a["strategy"] == "eager"
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        match_id = table["match_id"]
+        principals = [Principal(operator.operator()["id"], b["player_id"])
+                      for b in (bot_a, bot_b)]
+        views = [play.get_view(session, p, match_id) for p in principals]
+        mover = next(i for i, v in enumerate(views) if v["hand"]["legal_actions"])
+        stale = views[mover]
+        assert bots.play_turns(session, utcnow()).applied >= 1
+        version = play.current_version(session, principals[0], match_id)
+        monkeypatch.setattr(play, "get_view", lambda *_: stale)
+        from service.bots import Bot
+
+        _view, applied = bots._play(session, principals[mover], match_id, Bot(), utcnow())
+        assert applied == 0
+        monkeypatch.undo()
+        assert play.current_version(session, principals[0], match_id) == version
+    finally:
+        session.close()
