@@ -1,0 +1,49 @@
+"""The typed client end to end against the app (in process, over httpx's WSGI transport)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from service.client import ApiProblem, GinClient, new_key
+from tests.conftest import new_operator
+
+
+@pytest.fixture
+def operator(app: Any) -> Iterator[GinClient]:
+    _operator_id, key = new_operator(app)
+    with GinClient("http://gin.test", key, transport=httpx.WSGITransport(app=app)) as client:
+        yield client
+
+
+def test_money_seats_and_problems_through_the_client(operator: GinClient) -> None:
+    player = operator.create_player("c-1", "Carol")
+    key = new_key()
+    first = operator.deposit(player["id"], 1500, "EUR", idempotency_key=key)
+    again = operator.deposit(player["id"], 1500, "EUR", idempotency_key=key)
+    assert first["id"] == again["id"]  # replayed
+    operator.withdraw(player["id"], 500, "EUR")
+    assert operator.wallet(player["id"], "EUR")["available"]["amount"] == 1000
+    with pytest.raises(ApiProblem) as broke:
+        operator.withdraw(player["id"], 5000, "EUR")
+    assert (broke.value.status, broke.value.code) == (422, "insufficient_funds")
+
+    table = operator.create_table("match_play", "EUR", stake=400, name="client")
+    assert table["id"] in [t["id"] for t in operator.lobby(format="match_play")["data"]]
+    carol = operator.as_(operator.player_token(player["id"])["token"])
+    carol.join(table["id"])
+    assert operator.wallet(player["id"], "EUR")["held"]["amount"] == 400
+    carol.leave(table["id"])
+    assert operator.wallet(player["id"], "EUR")["held"]["amount"] == 0
+    view = carol.match(table["match_id"], wait_for_version=5, timeout=0)
+    assert view["status"] == "waiting" and view["you"] is None
+
+    with pytest.raises(ApiProblem) as bad:
+        operator.create_table("match_play", "EUR", stake=4.5)
+    assert bad.value.status == 422 and [f.field for f in bad.value.fields] == ["stake"]
+    with pytest.raises(ApiProblem) as stranger:
+        GinClient("http://gin.test", "sk_nope", http=operator._http).operator()
+    assert stranger.value.status == 401 and stranger.value.type.startswith("https://")
