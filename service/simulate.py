@@ -1,0 +1,423 @@
+"""``gin-service simulate``: play N complete matches through the HTTP API with bot clients.
+
+Against ``--url`` (a running service, with ``--api-key``), or, without it, a service this
+command starts itself on the embedded default: a temporary ``GIN_VAR_DIR``, the database
+migrated, an operator created with ``gin-service create-operator``, gunicorn and a Celery
+worker with beat as child processes (``DATABASE_URL``, ``CELERY_BROKER_URL``,
+``CELERY_QUEUE`` and ``CELERY_KEY_PREFIX`` from the environment are passed through, so the
+same run works on PostgreSQL and Redis).
+
+Each match is played by two bot clients in a thread of its own (``--parallel`` at once), each
+deciding with :mod:`service.bots` from its own view, through :class:`service.client.GinClient`
+only. The report: matches and hands per second, settlement latency (the match's end seen by
+a client until its settlement is readable, p50/p99), house fees, every bot's net result, and
+the ledger invariants checked through the API: every settlement zero-sum, the bots' money
+plus the fees equal to what was deposited, no negative balance, no escrow left, and the
+operator's ledger audit (balanced transactions, balances equal to their entries, hash chains
+intact, settled matches' escrow empty). Exit status 1 on any violation or failed match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from service.bots import Bot
+from service.client import ApiProblem, GinClient
+from service.client.types import MatchView
+
+FORMATS = ("first_to_knock", "match_play", "money_play", "classic")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class MatchResult:
+    index: int
+    format: str
+    match_id: str = ""
+    players: list[str] = field(default_factory=list)
+    deposited: list[int] = field(default_factory=list)
+    hands: int = 0
+    actions: int = 0
+    latency: float = 0.0  # seconds from the end seen to the settlement readable
+    fee: int = 0
+    net: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _table_body(fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """The table to open and what each bot escrows."""
+    body: dict[str, Any] = {
+        "format": fmt, "currency": args.currency, "name": f"simulation {fmt}",
+        # Money Play and classic take their fee from the transfer (WINNINGS).
+        "fee": {"bps": args.fee_bps,
+                "base": "WINNINGS" if fmt in ("money_play", "classic") else "POT"},
+        # Generous clocks: the bots answer at once, the clock must never decide a match.
+        "clock": {"turn_seconds": 120, "bank_seconds": 600, "fill_timeout_seconds": 600},
+        "practice": args.currency == "XPM",
+    }
+    if fmt in ("money_play", "classic"):
+        per_point = max(1, args.stake // 100)
+        buyin = per_point * 300
+        body.update(stake_per_point=per_point, min_buyin=buyin, max_buyin=buyin)
+        escrow = buyin
+    else:
+        body["stake"] = args.stake
+        escrow = args.stake
+    if fmt == "money_play":
+        body["target"] = 50
+    elif fmt != "first_to_knock" and args.target:
+        body["target"] = args.target
+    return body, escrow
+
+
+def play_one(operator: GinClient, index: int, fmt: str, args: argparse.Namespace) -> MatchResult:
+    """Open a table, seat two funded bot players and play the match to its settlement."""
+    result = MatchResult(index, fmt)
+    try:
+        _play_one(operator, result, args)
+    except (ApiProblem, httpx.HTTPError, AssertionError, KeyError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace) -> None:
+    body, escrow = _table_body(result.format, args)
+    table = operator.create_table(**body)
+    result.match_id = table["match_id"]
+    buyin = escrow if result.format in ("money_play", "classic") else None
+    clients = []
+    run = secrets.token_hex(3)
+    for seat in range(2):
+        player = operator.create_player(f"sim-{run}-{result.index}-{seat}",
+                                        f"Bot {result.index}.{seat}")
+        operator.deposit(player["id"], escrow, args.currency)
+        result.players.append(player["id"])
+        result.deposited.append(escrow)
+        client = operator.as_(operator.player_token(player["id"], ttl_seconds=3600)["token"])
+        client.join(table["id"], buyin=buyin)
+        clients.append(client)
+    eager = result.format == "first_to_knock"
+    bot = Bot(eager=eager)
+    views: list[MatchView] = [c.match(result.match_id) for c in clients]
+    seat_of = [v["you"] for v in views]
+    view = views[0]
+    for _ in range(args.max_actions):
+        if view["status"] != "playing":
+            break
+        hand = view["hand"]
+        assert hand is not None, "a playing match without a hand"
+        mover = seat_of.index(hand["to_act"])
+        mine = view if view["you"] == hand["to_act"] else clients[mover].match(result.match_id)
+        mine_hand = mine["hand"]
+        assert mine_hand is not None
+        if not mine_hand.get("legal_actions"):  # moved on meanwhile (a clock): read again
+            view = mine
+            continue
+        view = clients[mover].act(result.match_id, bot.decide(mine_hand), mine["version"])
+        result.actions += 1
+    else:
+        raise AssertionError(f"match {result.match_id} did not end in {args.max_actions} actions")
+    ended = time.monotonic()
+    scores = view["scores"] or {}
+    result.hands = int(scores.get("hands_played", 0))
+    deadline = ended + args.settle_timeout
+    while True:
+        try:
+            settled = operator.settlement(result.match_id)
+            break
+        except ApiProblem as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)  # another process settles it; the API is our only window
+    result.latency = time.monotonic() - ended
+    result.fee = settled["fee"]["amount"]
+    result.net = [n["amount"] for n in settled["net"]]
+    escrow_sum = sum(m["amount"] for m in settled["escrow"])
+    paid = sum(p["amount"] for p in settled["payouts"])
+    if paid + result.fee != escrow_sum:
+        result.problems.append(f"{result.match_id}: payouts {paid} + fee {result.fee} != "
+                               f"escrow {escrow_sum}")
+    if sum(result.net) + result.fee != 0:
+        result.problems.append(f"{result.match_id}: nets {result.net} + fee {result.fee} != 0")
+    if settled["players"] != result.players and sorted(settled["players"]) != sorted(
+        result.players
+    ):
+        result.problems.append(f"{result.match_id}: settled players {settled['players']}")
+    result.players = list(settled["players"])  # seat order, as the nets are
+
+
+def check_books(operator: GinClient, results: list[MatchResult], currency: str,
+                audit_sample: int) -> list[str]:
+    """The ledger invariants, through the API."""
+    problems: list[str] = []
+    total_in = total_now = 0
+    for result in results:
+        for player, deposited in zip(result.players, result.deposited, strict=False):
+            wallet = operator.wallet(player, currency)
+            total_in += deposited
+            total_now += wallet["balance"]["amount"]
+            amounts = {"available": wallet["available"]["amount"],
+                       "held": wallet["held"]["amount"], "balance": wallet["balance"]["amount"]}
+            problems += [f"{player}: negative {part} {amount}"
+                         for part, amount in amounts.items() if amount < 0]
+            if amounts["held"] != 0:
+                problems.append(f"{player}: {amounts['held']} still in escrow")
+    fees = sum(r.fee for r in results)
+    if total_now + fees != total_in:
+        problems.append(f"not zero-sum: bots hold {total_now} + fees {fees} != deposited "
+                        f"{total_in}")
+    audit = operator.audit_ledger()
+    problems += [f"ledger audit: {d['field']}: expected {d['expected']!r}, "
+                 f"actual {d['actual']!r}" for d in audit["discrepancies"]]
+    if not audit["ok"] and not audit["discrepancies"]:
+        problems.append("ledger audit: not ok")
+    for result in results[:audit_sample]:
+        replay = operator.audit_settlement(result.match_id)
+        if not replay["ok"]:
+            problems += [f"{result.match_id}: {d['field']}" for d in replay["discrepancies"]]
+    return problems
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    jobs = [(i, fmt) for fmt in args.formats for i in range(args.matches)]
+    results: list[MatchResult] = []
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool, tqdm(
+        total=len(jobs), desc="matches", unit="match", file=sys.stderr,
+        disable=args.no_progress, dynamic_ncols=True,
+    ) as bar:
+        futures = [pool.submit(play_one, operator, n, fmt, args)
+                   for n, (_i, fmt) in enumerate(jobs)]
+        for future in as_completed(futures):
+            results.append(future.result())
+            bar.update(1)
+    elapsed = time.monotonic() - started
+    results.sort(key=lambda r: r.index)
+    done = [r for r in results if r.error is None]
+    problems = [f"match {r.index} ({r.format} {r.match_id}): {r.error}"
+                for r in results if r.error is not None]
+    problems += [p for r in done for p in r.problems]
+    problems += check_books(operator, done, args.currency, args.audit_sample)
+    latencies = [r.latency for r in done]
+    report = {
+        "matches": len(done),
+        "failed": len(results) - len(done),
+        "formats": list(args.formats),
+        "hands": sum(r.hands for r in done),
+        "actions": sum(r.actions for r in done),
+        "seconds": round(elapsed, 3),
+        "matches_per_second": round(len(done) / elapsed, 3) if elapsed else 0.0,
+        "hands_per_second": round(sum(r.hands for r in done) / elapsed, 3) if elapsed else 0.0,
+        "settlement_latency_ms": {
+            "p50": round(_percentile(latencies, 0.5) * 1000, 1),
+            "p99": round(_percentile(latencies, 0.99) * 1000, 1),
+            "max": round(max(latencies, default=0.0) * 1000, 1),
+        },
+        "currency": args.currency,
+        "fees": sum(r.fee for r in done),
+        "bots": {p: n for r in done for p, n in zip(r.players, r.net, strict=False)},
+        "invariants": {
+            "checked": ["settlements zero-sum", "bots + fees == deposits",
+                        "no negative balance", "escrow empty", "ledger audit (balanced, "
+                        "balances == entries, hash chains, settled escrow empty)"],
+            "violations": problems,
+        },
+    }
+    return report, 1 if problems else 0
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    lat = report["settlement_latency_ms"]
+    nets = report["bots"]
+    print(f"matches: {report['matches']} played ({report['failed']} failed) of "
+          f"{', '.join(report['formats'])}; {report['hands']} hands, {report['actions']} "
+          f"actions in {report['seconds']} s")
+    print(f"throughput: {report['matches_per_second']} matches/s, "
+          f"{report['hands_per_second']} hands/s")
+    print(f"settlement latency: p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms")
+    print(f"house fees collected: {report['fees']} {report['currency']} (minor units)")
+    print("bots' net results:")
+    for player, net in sorted(nets.items(), key=lambda kv: kv[1], reverse=True):
+        print(f"  {player}: {net:+d}")
+    violations = report["invariants"]["violations"]
+    print(f"ledger invariants: {'OK' if not violations else 'VIOLATED'} "
+          f"({'; '.join(report['invariants']['checked'])})")
+    for problem in violations:
+        print(f"  violation: {problem}")
+
+
+# --- the embedded service ----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
+    """(url, api key) of a service started on the embedded default in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="gin-simulate-") as tmp:
+        var = Path(tmp)
+        env = dict(os.environ, GIN_VAR_DIR=str(var), PYTHONUNBUFFERED="1")
+        env.setdefault("DATABASE_URL", f"sqlite:///{var}/gin.sqlite")
+        env.setdefault("CELERY_BROKER_URL", f"filesystem://{var}/broker")
+        created = subprocess.run(
+            [sys.executable, "-m", "service.cli", "create-operator", "Simulator"],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        )
+        key = json.loads(created.stdout)["api_key"]
+        port = _free_port()
+        out: Any = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+        queue = env.get("CELERY_QUEUE", "gin")
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--beat",
+                 "--concurrency", "2", "--queues", queue, "--loglevel", "WARNING",
+                 "--schedule", str(var / "celerybeat-schedule"),
+                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            ),
+            subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
+                 "--workers", "2", "--worker-class", "gthread", "--threads", "8",
+                 "service.wsgi:app"],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            ),
+        ]
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, children)
+            yield url, key
+        finally:
+            for child in children:
+                _stop(child)
+            if out is not subprocess.DEVNULL:
+                out.close()
+
+
+def _wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60.0
+                  ) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(c.poll() is not None for c in children):
+            raise RuntimeError("the embedded service exited while starting")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)  # gunicorn is starting in another process: nothing to await
+    raise RuntimeError(f"the embedded service did not answer on {url} in {timeout} s")
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    if child.poll() is not None:
+        return
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=30)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+def _formats(text: str) -> list[str]:
+    chosen = FORMATS if text == "all" else tuple(f.strip() for f in text.split(","))
+    for fmt in chosen:
+        if fmt not in FORMATS:
+            raise argparse.ArgumentTypeError(f"unknown format {fmt!r}; one of {FORMATS}")
+    return list(chosen)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gin-service simulate",
+        description="Play N complete matches through the HTTP API with bot clients, then "
+                    "check the ledger invariants (exit 1 on any violation).",
+    )
+    p.add_argument("-n", "--matches", type=int, default=10, help="matches per format")
+    p.add_argument("--format", dest="formats", type=_formats, default=["match_play"],
+                   help="a format, a comma-separated list, or 'all' (default match_play)")
+    p.add_argument("--stake", type=int, default=500,
+                   help="stake in minor units (buy-in formats: stake/100 per point)")
+    p.add_argument("--currency", default="EUR", help="EUR, ... or XPM (practice tables)")
+    p.add_argument("--fee-bps", type=int, default=500, help="house fee in basis points")
+    p.add_argument("--target", type=int, default=None,
+                   help="match target for Match Play and classic (default the table's)")
+    p.add_argument("--parallel", type=int, default=4, help="matches played at once")
+    p.add_argument("--url", help="a running service (default: start one on the embedded "
+                                 "default in a temporary folder)")
+    p.add_argument("--api-key", default=os.environ.get("GIN_API_KEY"),
+                   help="an operator API key for --url (or GIN_API_KEY)")
+    p.add_argument("--settle-timeout", type=float, default=60.0,
+                   help="seconds to wait for a settlement to appear")
+    p.add_argument("--max-actions", type=int, default=20_000, help="per match, a safety net")
+    p.add_argument("--audit-sample", type=int, default=20,
+                   help="settlements replayed by the audit endpoint")
+    p.add_argument("--report", metavar="PATH", help="also write the report as JSON here")
+    p.add_argument("--service-log", metavar="PATH", help="embedded service output (debugging)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.matches < 1 or args.parallel < 1:
+        print("simulate: --matches and --parallel must be at least 1", file=sys.stderr)
+        return 2
+    if args.url and not args.api_key:
+        print("simulate: --url needs --api-key (or GIN_API_KEY)", file=sys.stderr)
+        return 2
+    def run(url: str, key: str) -> int:
+        with GinClient(url, key, timeout=60.0) as operator:
+            report, status = simulate(operator, args)
+        _print_report(report)
+        if args.report:
+            Path(args.report).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        return status
+
+    if args.url:
+        return run(args.url, args.api_key)
+    log = Path(args.service_log) if args.service_log else None
+    with embedded_service(log) as (url, key):
+        return run(url, key)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
