@@ -6,7 +6,15 @@
 - ``gin-service db upgrade``: apply migrations; ``gin-service openapi``: print the OpenAPI
   document; ``gin-service purge-idempotency``: drop idempotency keys past retention;
 - ``gin-service audit``: replay and check settlements and the ledger (exit 1 on any
-  discrepancy).
+  discrepancy);
+- ``gin-service api-key create|revoke|list``: an operator's API keys (a new secret is printed
+  once); ``gin-service rates set OPERATOR_ID BASE QUOTE RATE``: a display exchange rate;
+- ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``.
+
+On the embedded default (no ``DATABASE_URL``), ``run`` also creates a demo operator once (kept
+in ``$GIN_VAR_DIR/demo-operator.json``, reused across restarts) and prints its API key with
+copy-paste ``curl`` examples. Errors a caller can fix (unknown operator or key, a bad rate)
+print one line on stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -29,7 +37,13 @@ def _settings():  # type: ignore[no-untyped-def]
 def _session():  # type: ignore[no-untyped-def]
     from service.db import make_engine, make_sessionmaker
 
-    return make_sessionmaker(make_engine(_settings().database_url))()
+    return make_sessionmaker(make_engine(_settings().database_url, pool_size=1))()
+
+
+def _close(session) -> None:  # type: ignore[no-untyped-def]
+    """Close a ``_session()`` and its engine (a command leaves no connection behind)."""
+    session.close()
+    session.get_bind().dispose()
 
 
 def _serve(bind: str, workers: int) -> int:
@@ -74,11 +88,19 @@ def _serve(bind: str, workers: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["simulate"]:  # every later argument belongs to the simulation
+        return _simulate(argv[1:])
     parser = argparse.ArgumentParser(prog="gin-service")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
     run.add_argument("--bind", default=os.environ.get("GIN_BIND", "127.0.0.1:8000"))
     run.add_argument("--workers", type=int, default=2)
+    run.add_argument(
+        "--demo", action=argparse.BooleanOptionalAction, default=None,
+        help="create (once) and print a demo operator, its API key and curl examples "
+        "(default: only on the embedded SQLite default, i.e. without DATABASE_URL)",
+    )
     db = sub.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"])
     create = sub.add_parser("create-operator", help="create an operator and its first API key")
@@ -86,13 +108,21 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("openapi", help="print the OpenAPI document (YAML)")
     sub.add_parser("purge-idempotency", help="delete idempotency keys past their retention")
     _add_audit_parser(sub)
+    _add_key_and_rate_parsers(sub)
+    sub.add_parser("simulate", add_help=False,
+                   help="run the simulation (arguments go to service.simulate; try --help)")
     args = parser.parse_args(argv)
 
     if args.command == "run":
         from service.db.migrate import upgrade
 
         upgrade(_settings().database_url)
+        demo = "DATABASE_URL" not in os.environ if args.demo is None else args.demo
+        if demo:
+            print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
         return _serve(args.bind, args.workers)
+    if args.command in ("api-key", "rates"):
+        return _keys_and_rates(args)
     if args.command == "db":
         from service.db.migrate import upgrade
 
@@ -104,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         from service.usecases.operators import create_operator
 
         upgrade(_settings().database_url)
-        operator, issued = create_operator(_session(), args.name, utcnow())
+        session = _session()
+        try:
+            operator, issued = create_operator(session, args.name, utcnow())
+        finally:
+            _close(session)
         print(
             json.dumps(
                 {
@@ -125,10 +159,219 @@ def main(argv: list[str] | None = None) -> int:
         from service.clock import utcnow
         from service.usecases.idempotency import purge_expired
 
-        print(f"purged {purge_expired(_session(), utcnow())} expired idempotency keys")
+        session = _session()
+        try:
+            purged = purge_expired(session, utcnow())
+        finally:
+            _close(session)
+        print(f"purged {purged} expired idempotency keys")
     elif args.command == "audit":
         return _audit(args)
     return 0
+
+
+# --- gin-service api-key / rates ----------------------------------------------------------
+
+
+def _add_key_and_rate_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    keys = sub.add_parser("api-key", help="create, revoke and list an operator's API keys")
+    key_sub = keys.add_subparsers(dest="action", required=True)
+    create = key_sub.add_parser("create", help="issue a new API key (its secret is shown once)")
+    create.add_argument("operator_id")
+    create.add_argument("--label", default="cli", help="a name to tell the key apart")
+    revoke = key_sub.add_parser("revoke", help="revoke a key at once (revoking twice is a no-op)")
+    revoke.add_argument("key_id")
+    listing = key_sub.add_parser("list", help="the operator's keys, newest first, no secrets")
+    listing.add_argument("operator_id")
+    rates = sub.add_parser("rates", help="display exchange rates (display only, never money)")
+    rate_sub = rates.add_subparsers(dest="action", required=True)
+    set_rate = rate_sub.add_parser("set", help="show one BASE unit as RATE QUOTE units")
+    set_rate.add_argument("operator_id")
+    set_rate.add_argument("base", help="ISO 4217 code, e.g. EUR")
+    set_rate.add_argument("quote", help="ISO 4217 code, e.g. USD")
+    set_rate.add_argument("rate", help="a decimal string, e.g. 1.0850")
+
+
+def _key_json(key) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    return {
+        "api_key_id": key.id,
+        "operator_id": key.operator_id,
+        "prefix": key.prefix,
+        "label": key.label,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }
+
+
+def _keys_and_rates(args: argparse.Namespace) -> int:
+    from service.clock import utcnow
+    from service.db.models import ApiKey
+    from service.errors import NotFound, ServiceError
+    from service.usecases import operators, rates
+    from service.usecases.auth import Principal
+
+    session = _session()
+    now = utcnow()
+    try:
+        if args.command == "api-key" and args.action == "create":
+            operators.get_operator(session, args.operator_id)
+            issued = operators.create_api_key(session, args.operator_id, args.label, now)
+            out: object = {**_key_json(issued.key), "api_key": issued.secret,
+                           "note": "The API key is shown only now; store it safely."}
+        elif args.command == "api-key" and args.action == "revoke":
+            with session.begin():
+                found = session.get(ApiKey, args.key_id)
+                owner = None if found is None else found.operator_id
+            if owner is None:
+                raise NotFound(f"No API key {args.key_id!r}.")
+            out = _key_json(operators.revoke_api_key(session, owner, args.key_id, now))
+        elif args.command == "api-key":
+            operators.get_operator(session, args.operator_id)
+            out = [_key_json(key) for key in operators.list_api_keys(session, args.operator_id)]
+        else:
+            operators.get_operator(session, args.operator_id)
+            rate = rates.set_rate(session, Principal(args.operator_id), args.base, args.quote,
+                                  args.rate, now)
+            out = {"operator_id": args.operator_id, "base": rate.base, "quote": rate.quote,
+                   "rate": f"{rate.rate:f}", "updated_at": rate.rate_at.isoformat()}
+    except ServiceError as exc:
+        print(f"gin-service {args.command} {args.action}: {exc.detail}", file=sys.stderr)
+        return 2
+    finally:
+        _close(session)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+# --- gin-service simulate ------------------------------------------------------------------
+
+
+def _simulate(argv: list[str]) -> int:
+    """Forward to ``service.simulate.main(argv)``, imported only now (it is optional)."""
+    try:
+        from service import simulate
+    except ImportError as exc:
+        if exc.name not in ("service.simulate", None):
+            raise  # the simulation exists but one of its own imports is broken
+        print("gin-service simulate: the simulation is not available in this installation "
+              "(no module service.simulate)", file=sys.stderr)
+        return 2
+    result = simulate.main(argv)
+    return int(result or 0)
+
+
+# --- gin-service run: the demo operator and the first-minutes examples -------------------
+
+DEMO_FILE = "demo-operator.json"
+
+
+def ensure_demo_operator() -> dict[str, str]:
+    """The demo operator and its API key: created on the first run, then read back from
+    ``$GIN_VAR_DIR/demo-operator.json`` as long as the key still works in this database
+    (a deleted database or a revoked key gets a fresh demo operator)."""
+    from service.clock import utcnow
+    from service.config import DEFAULT_VAR_DIR
+    from service.db.models import ApiKey
+    from service.usecases.auth import hash_api_key
+    from service.usecases.operators import create_operator
+
+    path = DEFAULT_VAR_DIR / DEMO_FILE
+    session = _session()
+    try:
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            secret, key_id = str(saved["api_key"]), str(saved["api_key_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            saved = None
+        if saved is not None:
+            with session.begin():
+                key = session.get(ApiKey, key_id)
+                if (key is not None and key.revoked_at is None
+                        and key.key_hash == hash_api_key(secret)):
+                    return {name: str(value) for name, value in saved.items()}
+        operator, issued = create_operator(session, "Demo Casino", utcnow())
+        demo = {"operator_id": operator.id, "api_key_id": issued.key.id, "api_key": issued.secret}
+    finally:
+        _close(session)
+    DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
+    path.chmod(0o600)  # it holds a working API key
+    return demo
+
+
+def _base_url(bind: str) -> str:
+    host, _, port = bind.rpartition(":")
+    if host in ("", "0.0.0.0", "[::]", "::"):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}"
+
+
+DEMO_SCRIPT = r"""GIN={base_url}
+KEY={api_key}
+j() {{ python3 -c 'import json,sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."): v = v[k]
+print(v)' "$1"; }}
+AUTH="Authorization: Bearer $KEY"; JSON="Content-Type: application/json"
+
+# 1. two players, each depositing 15.00 EUR (amounts are integer minor units)
+P1=$(curl -s -X POST $GIN/v1/players -H "$AUTH" -H "$JSON" \
+  -d "{{\"external_id\": \"alice-$RANDOM\", \"display_name\": \"Alice\"}}" | j id)
+P2=$(curl -s -X POST $GIN/v1/players -H "$AUTH" -H "$JSON" \
+  -d "{{\"external_id\": \"bob-$RANDOM\", \"display_name\": \"Bob\"}}" | j id)
+for P in $P1 $P2; do
+  curl -s -X POST $GIN/v1/players/$P/deposits -H "$AUTH" -H "$JSON" \
+    -H "Idempotency-Key: deposit-$P" -d '{{"amount": {{"amount": 1500, "currency": "EUR"}}}}'
+  echo
+done
+
+# 2. a Match Play table at 5.00 EUR a seat, 10% house fee
+TABLE=$(curl -s -X POST $GIN/v1/tables -H "$AUTH" -H "$JSON" \
+  -d '{{"format": "match_play", "currency": "EUR", "stake": 500, "fee": {{"bps": 1000}}}}')
+T=$(echo "$TABLE" | j id); M=$(echo "$TABLE" | j match_id)
+
+# 3. a player token each, then both sit down (the second seat starts the match)
+T1=$(curl -s -X POST $GIN/v1/players/$P1/tokens -H "$AUTH" -H "$JSON" -d '{{}}' | j token)
+T2=$(curl -s -X POST $GIN/v1/players/$P2/tokens -H "$AUTH" -H "$JSON" -d '{{}}' | j token)
+for TOKEN in $T1 $T2; do
+  curl -s -o /dev/null -w "sit: %{{http_code}}\n" -X POST $GIN/v1/tables/$T/seats \
+    -H "Authorization: Bearer $TOKEN" -H "$JSON" -H "Idempotency-Key: seat-$RANDOM" -d '{{}}'
+done
+
+# 4. Alice's view (own hand, legal_actions, version); whoever is to act passes on the upcard
+VIEW=$(curl -s $GIN/v1/matches/$M -H "Authorization: Bearer $T1")
+MOVER=$T2; [ "$(echo "$VIEW" | j you)" = "$(echo "$VIEW" | j hand.to_act)" ] && MOVER=$T1
+curl -s -X POST $GIN/v1/matches/$M/actions -H "Authorization: Bearer $MOVER" -H "$JSON" \
+  -d "{{\"action\": \"PASS\", \"expected_version\": $(echo "$VIEW" | j version)}}" | j status
+
+# 5. Alice resigns (the match ends); a worker settles it within seconds: read the statement
+curl -s -X POST $GIN/v1/matches/$M/actions -H "Authorization: Bearer $T1" -H "$JSON" \
+  -d '{{"action": "RESIGN"}}' | j status
+for i in $(seq 30); do
+  curl -sf $GIN/v1/matches/$M/settlement -H "$AUTH" && break; sleep 1
+done
+echo
+curl -s $GIN/v1/players/$P2/wallets/EUR -H "$AUTH"; echo
+"""
+
+
+def demo_script(demo: dict[str, str], base_url: str) -> str:
+    """The copy-paste walk-through, for bash (it uses ``$RANDOM``)."""
+    return DEMO_SCRIPT.format(base_url=base_url, api_key=demo["api_key"])
+
+
+def demo_banner(demo: dict[str, str], base_url: str) -> str:
+    rule = "-" * 78
+    return "\n".join([
+        rule,
+        f"Demo operator {demo['operator_id']} (kept in $GIN_VAR_DIR/{DEMO_FILE})",
+        f"API key: {demo['api_key']}",
+        f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
+        "Paste this into bash once the API answers (python3 and curl needed):",
+        rule,
+        demo_script(demo, base_url).rstrip("\n"),
+        rule,
+    ])
 
 
 # --- gin-service audit -------------------------------------------------------------------

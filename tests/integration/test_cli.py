@@ -1,8 +1,20 @@
-"""The command line creates the first operator and key, and migrates."""
+"""The command line: operators and API keys, rates, migrations, the simulation's door, and
+``gin-service run`` end to end (a demo key and curl examples that work against it)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import types
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +22,8 @@ import pytest
 
 from service.cli import main
 from tests.conftest import make_test_app
+
+GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
 
 
 def test_create_operator_prints_a_working_key_once(
@@ -28,3 +42,253 @@ def test_create_operator_prints_a_working_key_once(
     keys = client.get("/v1/api-keys", headers={"Authorization": f"Bearer {printed['api_key']}"})
     assert printed["api_key"] not in keys.get_data(as_text=True)  # never shown again
     app.extensions["gin"]["engine"].dispose()
+
+
+# --- api-key and rates -------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Run ``gin-service argv``: exit status, the JSON it printed (or None), its stderr."""
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    out = captured.out.strip()
+    return status, json.loads(out) if out else None, captured.err
+
+
+@pytest.fixture
+def operator(
+    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A migrated database of the test's own with one operator made by the CLI."""
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    assert main(["create-operator", "Acme"]) == 0
+    printed = capsys.readouterr().out
+    created = json.loads(printed[printed.index("{"):])
+    app = make_test_app(fresh_database_url)
+    yield app, created
+    app.extensions["gin"]["engine"].dispose()
+
+
+def as_key(app: Any, key: str, path: str) -> Any:
+    return app.test_client().get(path, headers={"Authorization": f"Bearer {key}"})
+
+
+def test_api_keys_are_created_listed_and_revoked(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, first = operator
+    status, issued, _ = cli(capsys, "api-key", "create", first["operator_id"], "--label", "ops")
+    assert status == 0 and issued["api_key"].startswith("sk_") and issued["label"] == "ops"
+    assert issued["operator_id"] == first["operator_id"] and issued["revoked_at"] is None
+    assert as_key(app, issued["api_key"], "/v1/operator").status_code == 200
+
+    status, listed, _ = cli(capsys, "api-key", "list", first["operator_id"])
+    assert status == 0
+    assert {k["api_key_id"] for k in listed} == {first["api_key_id"], issued["api_key_id"]}
+    assert "api_key" not in json.dumps(listed).replace('"api_key_id"', "")  # no secret shown
+    assert issued["api_key"][:10] in {k["prefix"] for k in listed}
+
+    status, revoked, _ = cli(capsys, "api-key", "revoke", issued["api_key_id"])
+    assert status == 0 and revoked["revoked_at"] is not None
+    assert as_key(app, issued["api_key"], "/v1/operator").status_code == 401
+    assert as_key(app, first["api_key"], "/v1/operator").status_code == 200  # the other key lives
+    status, again, _ = cli(capsys, "api-key", "revoke", issued["api_key_id"])
+    assert status == 0 and again["revoked_at"] == revoked["revoked_at"]  # a no-op
+    status, listed, _ = cli(capsys, "api-key", "list", first["operator_id"])
+    assert {k["api_key_id"]: k["revoked_at"] for k in listed}[issued["api_key_id"]] is not None
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("api-key", "create", "op_missing"), "op_missing"),
+        (("api-key", "list", "op_missing"), "op_missing"),
+        (("api-key", "revoke", "key_missing"), "key_missing"),
+        (("rates", "set", "op_missing", "EUR", "USD", "1.1"), "op_missing"),
+    ],
+)
+def test_unknown_operators_and_keys_are_named_with_status_2(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...], message: str,
+) -> None:
+    status, out, err = cli(capsys, *argv)
+    assert (status, out) == (2, None)
+    assert message in err and "Traceback" not in err
+
+
+def test_rates_are_set_and_shown_by_the_api(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, first = operator
+    status, rate, _ = cli(capsys, "rates", "set", first["operator_id"], "EUR", "USD", "1.0850")
+    assert status == 0 and (rate["base"], rate["quote"], rate["rate"]) == ("EUR", "USD", "1.0850")
+    listed = as_key(app, first["api_key"], "/v1/exchange-rates").get_json()
+    rates = [(r["base"], r["quote"], r["rate"]) for r in listed["data"]]
+    assert rates == [("EUR", "USD", "1.0850")]
+    status, _, _ = cli(capsys, "rates", "set", first["operator_id"], "EUR", "USD", "1.2")
+    listed = as_key(app, first["api_key"], "/v1/exchange-rates").get_json()
+    assert [r["rate"] for r in listed["data"]] == ["1.2"]  # replaced, not added
+
+
+@pytest.mark.parametrize(
+    "base, quote, rate, named",
+    [("EUR", "USD", "abc", "abc"), ("EUR", "EUR", "1.5", "EUR/EUR"), ("EUR", "XYZ", "1", "XYZ"),
+     ("EUR", "USD", "-2", "-2")],
+)
+def test_a_bad_rate_is_refused_with_status_2(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
+    base: str, quote: str, rate: str, named: str,
+) -> None:
+    app, first = operator
+    status, out, err = cli(capsys, "rates", "set", first["operator_id"], base, quote, rate)
+    assert (status, out) == (2, None) and named in err
+    assert as_key(app, first["api_key"], "/v1/exchange-rates").get_json()["data"] == []
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+def test_simulate_forwards_every_argument(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[list[str]] = []
+
+    def fake_main(argv: list[str]) -> int:
+        seen.append(argv)
+        return 3
+
+    fake = types.ModuleType("service.simulate")
+    fake.main = fake_main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "service.simulate", fake)
+    assert main(["simulate", "--matches", "5", "--help"]) == 3
+    assert seen == [["--matches", "5", "--help"]]
+
+
+def test_simulate_without_the_module_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "service.simulate", None)  # import fails as if absent
+    assert main(["simulate", "--matches", "5"]) == 2
+    assert "service.simulate" in capsys.readouterr().err
+
+
+# --- gin-service run: the demo operator and the printed examples -----------------------------
+
+
+def test_the_demo_operator_is_made_once_and_replaced_when_it_stops_working(
+    fresh_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import service.config
+    from service.cli import ensure_demo_operator
+
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    monkeypatch.setattr(service.config, "DEFAULT_VAR_DIR", tmp_path / "var")
+    first = ensure_demo_operator()
+    saved = tmp_path / "var" / "demo-operator.json"
+    assert json.loads(saved.read_text()) == first
+    assert saved.stat().st_mode & 0o077 == 0  # holds a key: owner only
+    assert ensure_demo_operator() == first  # a restart reuses it
+    assert main(["api-key", "revoke", first["api_key_id"]]) == 0
+    capsys.readouterr()
+    second = ensure_demo_operator()  # its key was revoked: a fresh demo operator
+    assert second["operator_id"] != first["operator_id"]
+    saved.write_text("{not json")
+    third = ensure_demo_operator()
+    assert third["api_key"] not in (first["api_key"], second["api_key"])
+    app = make_test_app(fresh_database_url)
+    try:
+        assert as_key(app, third["api_key"], "/v1/operator").status_code == 200
+    finally:
+        app.extensions["gin"]["engine"].dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http(method: str, url: str, key: str, body: Any = None,
+         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Authorization": f"Bearer {key}", "Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def wait_ready(base: str, server: subprocess.Popen[bytes], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "gin-service run exited early"
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)  # polling: the server gives no other signal that it is up
+    raise AssertionError(f"{base}/readyz not ready after {seconds} s")
+
+
+def test_run_serves_prints_working_examples_and_stops_cleanly(
+    tmp_path: Path, fresh_database_url: str
+) -> None:
+    """`gin-service run` on a fresh var folder: migrated, a demo key and examples printed, the
+    examples work against it (API under gunicorn, the worker settles), SIGTERM stops it."""
+    port = free_port()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env["GIN_VAR_DIR"] = str(tmp_path / "var")
+    argv = [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    if os.environ.get("TEST_DATABASE_URL"):
+        env["DATABASE_URL"] = fresh_database_url  # PostgreSQL: the demo is asked for
+        argv.append("--demo")
+    out, err = tmp_path / "run.out", tmp_path / "run.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        server = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr, cwd=tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, server)
+        printed = out.read_text()
+        key = re.search(r"API key: (sk_\S+)", printed)
+        assert key, printed
+        key_text = key.group(1)
+        assert f"GIN={base}" in printed and f"KEY={key_text}" in printed
+
+        # the essential calls, made directly
+        status, player = http("POST", f"{base}/v1/players", key_text,
+                              {"external_id": "essential-1", "display_name": "Carol"})
+        assert status == 201, player
+        status, deposit = http("POST", f"{base}/v1/players/{player['id']}/deposits", key_text,
+                               {"amount": {"amount": 1500, "currency": "EUR"}},
+                               {"Idempotency-Key": "essential-deposit"})
+        assert status == 201 and deposit["wallet"]["available"]["amount"] == 1500, deposit
+
+        # the whole printed walk-through, as a newcomer pastes it into bash
+        script = printed.split("-" * 78)[2]
+        result = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
+                                timeout=120, check=False)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines.count("sit: 201") == 2, result.stdout
+        assert "playing" in lines and "finished" in lines, result.stdout
+        settlement = json.loads(next(line for line in lines if '"settlement"' in line))
+        assert settlement["forfeiter"] == 0 and settlement["winner"] == 1
+        assert [p["amount"] for p in settlement["payouts"]] == [0, 900]  # 2 x 500, 10% fee
+        wallet = json.loads([line for line in lines if line.strip()][-1])
+        assert wallet["available"]["amount"] == 1500 - 500 + 900
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert code == 0, err.read_text()[-3000:]
+    with socket.socket() as sock:  # the API is gone with it
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
