@@ -189,7 +189,8 @@ def test_the_gunicorn_config_the_image_uses_loads(tmp_path: Path) -> None:
         "sys.argv = ['gunicorn', '-c', sys.argv[1], 'service.wsgi:app']\n"
         "app = WSGIApplication(); print(app.cfg.bind, app.cfg.workers)\n"
     )
-    env = {**os.environ, "WEB_CONCURRENCY": "3", "GIN_BIND": "0.0.0.0:8123"}
+    env = {**os.environ, "WEB_CONCURRENCY": "3", "GIN_BIND": "0.0.0.0:8123",
+           "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
     result = subprocess.run([sys.executable, "-c", script, str(ROOT / "deploy/gunicorn.conf.py")],
                             env=env, capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.split() == ["['0.0.0.0:8123']", "3"]
