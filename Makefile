@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-deposits clean
+.PHONY: run test lint bench bench-deposits deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ bench: $(STAMP)
 # BENCH_DATABASE_URL or TEST_DATABASE_URL, default postgres@127.0.0.1:5432).
 bench-deposits: $(STAMP)
 	$(BIN)/python bench/deposits.py
+
+# The Dockerfile, compose file and Kubernetes manifests, checked offline (no Docker daemon or
+# cluster needed): parsing, schema validation, the entrypoint and the builder's wheel.
+deploy-check: $(STAMP)
+	$(BIN)/python -m pytest tests/deploy $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis .mypy_cache .ruff_cache
