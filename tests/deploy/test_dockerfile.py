@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import http.server
+import io
 import json
 import os
 import re
@@ -34,8 +35,8 @@ BUILD_TOOLS = re.compile(
 
 def stages(text: str) -> list[dict[str, Any]]:
     """The Dockerfile's stages in order: name, base image and instructions."""
-    parser = DockerfileParser(fileobj=None)
-    parser.content = text
+    # From a file object: given only text, dockerfile-parse would write ./Dockerfile.
+    parser = DockerfileParser(fileobj=io.BytesIO(text.encode()))
     found: list[dict[str, Any]] = []
     for item in parser.structure:
         if item["instruction"] == "FROM":
