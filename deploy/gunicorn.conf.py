@@ -1,16 +1,87 @@
-"""gunicorn defaults; production tuning arrives with the operations issue.
+"""gunicorn configuration for production (``gunicorn -c deploy/gunicorn.conf.py service.wsgi:app``).
 
-Threaded workers (gthread): a match view may long-poll for up to 30 s (it holds no database
-connection while it waits), and a thread parked on it must not block the worker's other
-requests.
+- Workers: ``WEB_CONCURRENCY`` (default 2 x CPUs + 1), threaded (gthread, ``GUNICORN_THREADS``
+  per worker): a match view may long-poll for up to 30 s (it holds no database connection
+  while it waits), and a thread parked on it must not block the worker's other requests.
+- Graceful: on SIGTERM the master stops accepting, in-flight requests get
+  ``GUNICORN_GRACEFUL_TIMEOUT`` seconds (default 35: longer than the longest long-poll) to
+  finish, then the process exits 0. ``GUNICORN_TIMEOUT`` (60) restarts a stuck worker;
+  ``GUNICORN_MAX_REQUESTS`` (10000, with jitter) recycles workers so that slow leaks never
+  accumulate, one worker at a time.
+- Metrics: prometheus-client's multiprocess mode. A fresh ``PROMETHEUS_MULTIPROC_DIR`` is made
+  for every server start (a new folder, inside the one given if the variable is set), workers
+  inherit it, a dead worker's live gauges are dropped (``child_exit``) and the folder is
+  removed when the server stops. ``GET /metrics`` then sums every worker's samples.
+- Logs: one line per record on stdout, JSON with ``LOG_FORMAT=json`` (see
+  ``service.observability.logs``), at ``LOG_LEVEL``. The application logs one line per request
+  (method, route, status, duration, request id); gunicorn's own access log (same format, with
+  the request id from the ``X-Request-Id`` response header) is off unless
+  ``GUNICORN_ACCESS_LOG=1``. ``--log-level`` on the command line overrides ``LOG_LEVEL``.
 """
 
 import multiprocessing
 import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+# This file may be loaded from anywhere (-c path): make the project importable for the log
+# formatter class named below.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from service.observability.logs import dict_config  # noqa: E402
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw else default
+
 
 bind = os.environ.get("GIN_BIND", "0.0.0.0:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1))
+workers = _env_int("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1)
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
-timeout = 60
-graceful_timeout = 30
+threads = _env_int("GUNICORN_THREADS", 4)
+timeout = _env_int("GUNICORN_TIMEOUT", 60)
+graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", 35)
+keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
+max_requests = _env_int("GUNICORN_MAX_REQUESTS", 10000)
+max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+_log_format = (os.environ.get("LOG_FORMAT") or "text").lower()
+_log_level = (os.environ.get("LOG_LEVEL") or "INFO").upper()
+_access_log = os.environ.get("GUNICORN_ACCESS_LOG", "") in ("1", "true", "yes")
+loglevel = _log_level.lower()
+logconfig_dict = dict_config(_log_format, _log_level, _access_log)
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)s %({x-request-id}o)s'
+
+# --- prometheus multiprocess mode: one fresh folder per server start -------------------------
+
+_parent = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+if _parent:
+    Path(_parent).mkdir(parents=True, exist_ok=True)
+_metrics_dir = tempfile.mkdtemp(prefix="gin-metrics-", dir=_parent)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = _metrics_dir
+
+
+def on_starting(server):  # type: ignore[no-untyped-def]
+    # --log-level on the command line (benchmarks pass "warning") applies to the application's
+    # lines too, not only gunicorn's.
+    import logging
+
+    level = server.cfg.loglevel.upper()
+    logging.getLogger().setLevel(level)
+    logging.getLogger("gunicorn.error").setLevel(level)
+
+
+def child_exit(server, worker):  # type: ignore[no-untyped-def]
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, _metrics_dir)
+
+
+def on_exit(server):  # type: ignore[no-untyped-def]
+    shutil.rmtree(_metrics_dir, ignore_errors=True)

@@ -13,9 +13,11 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     """Build the Flask application from the environment, overridden by ``config``."""
     from flask import Flask
 
+    from service import observability
     from service.api import init_api
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
+    from service.observability import ratelimit, tasks
 
     app = Flask(__name__)
     settings = Settings.from_env()
@@ -26,5 +28,10 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
 
     engine = make_engine(app.config["DATABASE_URL"], pool_size=app.config["DB_POOL_SIZE"])
     app.extensions["gin"] = {"engine": engine, "sessionmaker": make_sessionmaker(engine)}
-    init_api(app)
+    # Metrics, request logs and rate limits first: their before_request hooks then run before
+    # the API's (the timer starts and the limit is checked before authentication).
+    observability.init_app(app)
+    api = init_api(app)
+    ratelimit.document(api)
+    tasks.connect(logging_setup=False)  # requests' ids travel into the tasks they publish
     return app

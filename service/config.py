@@ -31,6 +31,37 @@ def _int_env(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _bool_env(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _rate_limit(name: str, default: str) -> str:
+    """A Flask-Limiter limit string ("300000 per minute", several joined by ";"), checked now
+    so a typo fails at start-up rather than on the first request."""
+    raw = os.environ.get(name) or default
+    from limits import parse_many
+
+    try:
+        parse_many(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be a rate limit like '1000 per minute', got {raw!r}"
+        ) from None
+    return raw
+
+
+LOG_FORMATS = ("json", "text")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -40,8 +71,22 @@ class Settings:
     idempotency_lock_timeout_seconds: int = 60
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
+    # Operations (issue 6): logs, metrics and rate limits.
+    log_format: str = "text"
+    log_level: str = "INFO"
+    metrics_token: str | None = None
+    metrics_db_cache_seconds: int = 10
+    ratelimit_enabled: bool = True
+    ratelimit_storage_uri: str = "memory://"
+    ratelimit_operator: str = "300000 per minute"
+    ratelimit_player: str = "30000 per minute"
+    ratelimit_anonymous: str = "30000 per minute"
 
     def __post_init__(self) -> None:
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"LOG_FORMAT must be one of {LOG_FORMATS}, got {self.log_format!r}")
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"LOG_LEVEL must be one of {LOG_LEVELS}, got {self.log_level!r}")
         if self.idempotency_retention_hours < MIN_IDEMPOTENCY_RETENTION_HOURS:
             raise ConfigError(
                 "IDEMPOTENCY_RETENTION_HOURS must be at least "
@@ -65,6 +110,15 @@ class Settings:
             idempotency_lock_timeout_seconds=_int_env("IDEMPOTENCY_LOCK_TIMEOUT_SECONDS", 60),
             player_token_ttl_seconds=_int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
             db_pool_size=_int_env("DB_POOL_SIZE", 10),
+            log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
+            log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),
+            metrics_token=os.environ.get("METRICS_TOKEN") or None,
+            metrics_db_cache_seconds=_int_env("METRICS_DB_CACHE_SECONDS", 10),
+            ratelimit_enabled=_bool_env("RATELIMIT_ENABLED", True),
+            ratelimit_storage_uri=os.environ.get("RATELIMIT_STORAGE_URI") or "memory://",
+            ratelimit_operator=_rate_limit("RATELIMIT_OPERATOR", "300000 per minute"),
+            ratelimit_player=_rate_limit("RATELIMIT_PLAYER", "30000 per minute"),
+            ratelimit_anonymous=_rate_limit("RATELIMIT_ANONYMOUS", "30000 per minute"),
         )
 
     def as_flask_config(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from celery import Celery
 
 from service.config import Settings
+from service.observability import tasks as task_signals
 
 
 def _transport_options(broker_url: str) -> dict[str, object]:
@@ -107,4 +108,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
     return app
 
 
+# Request ids into tasks, one log line and metrics per task, LOG_FORMAT/LOG_LEVEL logging,
+# worker metrics on WORKER_METRICS_PORT.
+task_signals.prepare_worker_metrics()
+task_signals.connect()
 app = make_celery()

@@ -1,18 +1,24 @@
-"""Health, readiness and the OpenAPI document, all without authentication."""
+"""Health, readiness, metrics and the OpenAPI document, all without authentication (metrics
+take a bearer token when ``METRICS_TOKEN`` is set)."""
 
 from __future__ import annotations
 
+import hmac
 import socket
 from urllib.parse import urlsplit
 
-from flask import Response, current_app
+from flask import Response, current_app, request
 from flask_smorest import Blueprint
 from sqlalchemy import text
 
 from service.api.schemas import HealthOut
 from service.db.migrate import is_current
+from service.errors import Unauthenticated
+from service.observability.metrics import exposition
 
-blp = Blueprint("ops", __name__, description="Operations: health, readiness, API description.")
+blp = Blueprint(
+    "ops", __name__, description="Operations: health, readiness, metrics, API description."
+)
 NO_AUTH: list[dict[str, list[str]]] = []
 
 
@@ -58,6 +64,30 @@ def readyz() -> tuple[dict[str, object], int]:
     )
     ready = all(value == "ok" for value in checks.values())
     return {"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503
+
+
+@blp.route("/metrics")
+@blp.doc(
+    security=NO_AUTH,
+    responses={
+        "200": {
+            "description": "Prometheus metrics (text exposition format). With "
+            "METRICS_TOKEN set, send it as `Authorization: Bearer <token>`.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
+def metrics() -> Response:
+    """Prometheus metrics: request latency by route, method and status; actions applied;
+    task durations and failures; and, read from the database at scrape time, matches,
+    outbox and settlement backlogs, webhook deliveries and ledger totals per currency."""
+    token = current_app.config.get("METRICS_TOKEN")
+    if token:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), token):
+            raise Unauthenticated("Send Authorization: Bearer <METRICS_TOKEN>.")
+    body, content_type = exposition(current_app)
+    return Response(body, content_type=content_type)
 
 
 @blp.route("/openapi.yaml")

@@ -1,0 +1,164 @@
+"""Celery signals: the request id travels from a request into the tasks it causes, task logs
+and task metrics.
+
+- ``before_task_publish`` (in whatever process publishes: a gunicorn worker, or a task that
+  queues another) puts the current request id in the message headers as ``request_id``;
+- ``task_prerun`` (in the worker) sets :data:`~service.observability.logs.request_id_var` from
+  that header, so every line the task logs carries it, and tasks it publishes pass it on;
+- ``task_postrun`` logs one line per task run (name, id, state, duration), observes
+  ``gin_task_duration_seconds`` and restores the context; ``task_failure`` counts
+  ``gin_task_failures_total``;
+- ``setup_logging`` makes Celery's worker and beat log through :mod:`.logs` (``LOG_FORMAT``,
+  ``LOG_LEVEL``, else the ``--loglevel`` given) instead of its own format;
+- with ``WORKER_METRICS_PORT`` set, ``worker_ready`` serves the worker's metrics (its pool
+  processes' summed through prometheus-client's multiprocess mode) on that port at
+  ``/metrics``; :func:`prepare_worker_metrics` makes a fresh ``PROMETHEUS_MULTIPROC_DIR`` when
+  none is given (it runs when the Celery app is imported, before ``prometheus_client`` is).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from contextvars import Token
+from typing import Any
+
+from celery import signals
+
+from service.observability.logs import configure, current_request_id, request_id_var
+
+HEADER = "request_id"
+log = logging.getLogger("gin.tasks")
+
+# task id -> (context token, start time); a prefork child runs one task at a time, a thread
+# pool several, each in its own thread (signals fire in the thread running the task).
+_running: dict[str, tuple[Token[str | None], float]] = {}
+
+
+def _before_publish(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    if headers is None or headers.get(HEADER):
+        return
+    request_id = current_request_id()
+    if request_id:
+        headers[HEADER] = request_id
+
+
+def _header(task: Any) -> str | None:
+    context = getattr(task, "request", None)
+    if context is None:
+        return None
+    value = getattr(context, HEADER, None)
+    if value is None:
+        value = (getattr(context, "headers", None) or {}).get(HEADER)
+    return str(value) if value else None
+
+
+def _prerun(task_id: str | None = None, task: Any = None, **_: Any) -> None:
+    token = request_id_var.set(_header(task))
+    if task_id is not None:
+        _running[task_id] = (token, time.perf_counter())
+
+
+def _postrun(
+    task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
+) -> None:
+    started = _running.pop(task_id, None) if task_id is not None else None
+    name = getattr(task, "name", "unknown")
+    if started is None:
+        return
+    token, began = started
+    elapsed = time.perf_counter() - began
+    from service.observability.metrics import TASK_DURATION
+
+    TASK_DURATION.labels(name, state or "UNKNOWN").observe(elapsed)
+    level = logging.INFO if state not in ("FAILURE",) else logging.WARNING
+    log.log(
+        level,
+        "task %s %s in %.3f s",
+        name,
+        state,
+        elapsed,
+        extra={"task": name, "task_id": task_id, "state": state,
+               "duration_ms": round(elapsed * 1000, 3)},
+    )
+    try:
+        request_id_var.reset(token)
+    except ValueError:  # set in another context (should not happen): clear instead
+        request_id_var.set(None)
+
+
+def _failure(sender: Any = None, **_: Any) -> None:
+    from service.observability.metrics import TASK_FAILURES
+
+    TASK_FAILURES.labels(getattr(sender, "name", "unknown")).inc()
+
+
+def _setup_logging(loglevel: Any = None, **_: Any) -> None:
+    level = os.environ.get("LOG_LEVEL") or loglevel or "INFO"
+    if isinstance(level, int):
+        level = logging.getLevelName(level)
+    configure(os.environ.get("LOG_FORMAT", "text").lower(), str(level).upper())
+
+
+def prepare_worker_metrics() -> None:
+    """With ``WORKER_METRICS_PORT`` set and no ``PROMETHEUS_MULTIPROC_DIR``, make a fresh
+    folder for this worker's processes (inherited by the pool's children)."""
+    if os.environ.get("WORKER_METRICS_PORT") and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="gin-worker-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+        _made_dirs.append(made)
+
+
+_made_dirs: list[str] = []
+
+
+def _remove_made_dirs(**_: Any) -> None:
+    import shutil
+
+    while _made_dirs:
+        shutil.rmtree(_made_dirs.pop(), ignore_errors=True)
+
+
+def _serve_metrics(**_: Any) -> None:
+    port = os.environ.get("WORKER_METRICS_PORT")
+    if not port:
+        return
+    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
+
+    registry = REGISTRY
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=directory)
+    address = os.environ.get("WORKER_METRICS_ADDR", "0.0.0.0")
+    start_http_server(int(port), addr=address, registry=registry)
+    log.info("worker metrics at http://%s:%s/metrics", address, port)
+
+
+def _child_exit(**_: Any) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def connect(*, logging_setup: bool = True) -> None:
+    """Connect the signal receivers (idempotent: each has a fixed dispatch uid)."""
+    signals.before_task_publish.connect(_before_publish, weak=False, dispatch_uid="gin-rid-pub")
+    signals.task_prerun.connect(_prerun, weak=False, dispatch_uid="gin-rid-prerun")
+    signals.task_postrun.connect(_postrun, weak=False, dispatch_uid="gin-rid-postrun")
+    signals.task_failure.connect(_failure, weak=False, dispatch_uid="gin-task-failure")
+    if logging_setup:
+        signals.setup_logging.connect(_setup_logging, weak=False, dispatch_uid="gin-logging")
+        signals.worker_ready.connect(_serve_metrics, weak=False, dispatch_uid="gin-metrics")
+        signals.worker_process_shutdown.connect(
+            _child_exit, weak=False, dispatch_uid="gin-metrics-child"
+        )
+        signals.worker_shutdown.connect(
+            _remove_made_dirs, weak=False, dispatch_uid="gin-metrics-cleanup"
+        )
