@@ -121,7 +121,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     return jsonify(view)
 
 
-@blp.route("/matches/<match_id>/hands/<int:number>")
+@blp.route("/matches/<match_id>/hands/<int(min=1, max=100000):number>")
 @blp.response(200, HandHistoryOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
 def hand_history(match_id: str, number: int) -> Response:

@@ -30,7 +30,7 @@ def get_operator() -> dict[str, Any]:
 
 @blp.route("/api-keys")
 class ApiKeys(MethodView):
-    @blp.arguments(ApiKeyIn)
+    @blp.arguments(ApiKeyIn, required=False)
     @blp.response(201, ApiKeyOut)
     @documents(blp, Unauthenticated, Forbidden, ValidationFailed)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,14 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from service.api.schemas import ListEnvelope, ListQuery, MinorUnits, MoneyOut, Timestamp
+from service.api.schemas import (
+    ListEnvelope,
+    ListQuery,
+    MinorUnits,
+    MoneyOut,
+    StrictBoolean,
+    Timestamp,
+)
 from service.ledger.money import EXPONENTS, MAX_AMOUNT
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
@@ -70,9 +77,9 @@ class TableIn(Schema):
                                  "dotted keys, e.g. {\"gin_bonus\": 25, \"gin.oklahoma\": true}."},
     )
     clock = fields.Nested(ClockIn, load_default=dict)
-    practice = fields.Boolean(load_default=False,
+    practice = StrictBoolean(load_default=False,
                               metadata={"description": "Play money (XPM) only."})
-    private = fields.Boolean(load_default=False,
+    private = StrictBoolean(load_default=False,
                              metadata={"description": "Joined by invite code only."})
 
 

@@ -140,8 +140,51 @@ def register(app: Flask) -> None:
     app.register_error_handler(Exception, handle_unexpected)
 
 
+PROBLEM_EXAMPLE_DETAILS: dict[str, str] = {
+    "validation_failed": "The request has invalid fields; see errors.",
+    "malformed_request": "The request body is not valid JSON.",
+    "unauthenticated": "Missing or invalid credentials.",
+    "token_expired": "The player token has expired.",
+    "insufficient_funds": "Available 1200 EUR, needed 1500 EUR.",
+    "stale_version": "The match is at version 13; the action was decided on version 12.",
+    "illegal_action": "DISCARD AS: you do not hold AS.",
+}
+
+
+def _example_detail(error: type[ServiceError]) -> str:
+    """The class docstring's "Raised when X." as "When X." (no rst markup)."""
+    text = " ".join((error.__doc__ or error.title).split()).removeprefix("Raised ")
+    return text[:1].upper() + text[1:].replace("``", "`")
+
+
+def problem_examples(
+    errors: Iterable[type[ServiceError]], detail: str | None = None
+) -> dict[str, Any]:
+    """One named OpenAPI example per problem code (openapi.yaml), shaped as the handler
+    answers it."""
+    examples: dict[str, Any] = {}
+    for error in errors:
+        value: dict[str, Any] = {
+            "type": PROBLEM_TYPE_BASE + error.code.replace("_", "-"),
+            "title": error.title,
+            "status": error.status,
+            "detail": detail or PROBLEM_EXAMPLE_DETAILS.get(error.code) or _example_detail(error),
+            "instance": "/v1/...",
+            "code": error.code,
+        }
+        if error is ValidationFailed:
+            value["errors"] = [{"field": "amount.amount",
+                                "message": "Must be an integer number of minor units "
+                                           "(no floats, no strings)."}]
+        if error.code == "illegal_action":
+            value["rule_code"] = "CARD_NOT_IN_HAND"
+        examples[error.code] = {"summary": error.title, "value": value}
+    return examples
+
+
 def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], Any]:
-    """Document, in openapi.yaml, the problems an operation can answer and their codes."""
+    """Document, in openapi.yaml, the problems an operation can answer: their codes, and an
+    example of each."""
     by_status: dict[int, list[type[ServiceError]]] = defaultdict(list)
     for error in errors:
         by_status[error.status].append(error)
@@ -154,6 +197,7 @@ def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], An
                 schema=ProblemSchema,
                 content_type=PROBLEM_JSON,
                 description=f"Problem details; `code` is one of {codes}.",
+                examples=problem_examples(classes),
             )(view)
         return view
 

@@ -31,6 +31,19 @@ class MinorUnits(fields.Integer):
         return int(super()._deserialize(value, attr, data, **kwargs))
 
 
+class StrictBoolean(fields.Boolean):
+    """A JSON ``true`` or ``false`` only (marshmallow's Boolean also takes 0, 1, "yes", ...)."""
+
+    default_error_messages = {  # noqa: RUF012 - marshmallow merges this class attribute
+        "invalid": "Must be true or false.",
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class Currency(fields.String):
     """An ISO 4217 code the service supports, upper case."""
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from service.api.schemas import ListEnvelope, ListQuery, Timestamp
+from service.api.schemas import ListEnvelope, ListQuery, StrictBoolean, Timestamp
 from service.db.webhook_models import DELIVERY_STATUSES
 from service.usecases.webhooks import DEFAULT_GRACE, EVENT_TYPES, MAX_GRACE
 
@@ -33,14 +33,14 @@ class WebhookEndpointIn(Schema):
     )
     event_types = _event_types(load_default=None)
     description = fields.String(load_default="", validate=validate.Length(max=255))
-    enabled = fields.Boolean(load_default=True)
+    enabled = StrictBoolean(load_default=True)
 
 
 class WebhookEndpointPatch(Schema):
     url = fields.String(validate=validate.Length(min=1, max=2048))
     event_types = _event_types()
     description = fields.String(validate=validate.Length(max=255))
-    enabled = fields.Boolean(
+    enabled = StrictBoolean(
         metadata={"description": "false: no new deliveries; pending ones are cancelled."}
     )
 

@@ -1,0 +1,195 @@
+"""Contract fuzzing: schemathesis drives every operation of the served OpenAPI document against
+the app in-process, with generated (valid) and mutated (invalid) inputs, authenticated.
+
+Every answer must be documented: no 5xx, a documented status code and content type, headers
+and a body matching the schema, negative data rejected with a 4xx, and every 4xx an RFC 9457
+``application/problem+json``. Path parameters are sometimes the ids of real objects (a funded
+player, a table with a live match, a webhook endpoint), so the happy paths are fuzzed too, not
+only the 404s.
+
+Bounded for CI: ``CONTRACT_MAX_EXAMPLES`` generated cases per operation and mode (default 25)
+on top of the schema examples and schemathesis' coverage cases; derandomized, so a run is
+repeatable. Several thousand requests per run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from service.api.contract import OPERATIONS, PLAYER, operation_key
+from tests.conftest import ApiClient, new_operator
+
+MAX_EXAMPLES = int(os.environ.get("CONTRACT_MAX_EXAMPLES", "25"))
+PROBLEM_JSON = "application/problem+json"
+
+#: Real ids the fuzzer may put in a path (filled by the ``world`` fixture).
+REAL: dict[str, str] = {}
+#: Responses per status and the operations that answered, for the closing figures.
+SEEN: Counter[int] = Counter()
+OPERATIONS_FUZZED: set[str] = set()
+MIN_REQUESTS = int(os.environ.get("CONTRACT_MIN_REQUESTS", "2000"))
+
+
+@schemathesis.hook
+def flatmap_path_parameters(context: Any, path_parameters: dict[str, Any]) -> Any:
+    """Half the time, the path names objects that exist."""
+    if not path_parameters:
+        return st.just(path_parameters)
+    return st.booleans().map(
+        lambda real: {
+            name: REAL.get(name, value) if real else value
+            for name, value in path_parameters.items()
+        }
+    )
+
+
+@schemathesis.hook
+def map_query(context: Any, query: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A valid long-poll ``timeout`` is made 0: the waiting itself is tested elsewhere
+    (tests/api/test_play.py), and the fuzzing must not sleep."""
+    if query and type(query.get("timeout")) is int and 0 <= query["timeout"] <= 30:
+        query = {**query, "timeout": 0}
+    return query
+
+
+@schemathesis.check
+def errors_are_problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
+    """Every 4xx and 5xx is application/problem+json with the RFC 9457 members."""
+    if response.status_code < 400:
+        return None
+    values = [v for k, v in response.headers.items() if k.lower() == "content-type"] or [""]
+    content_type = values[0][0] if isinstance(values[0], list) else values[0]
+    assert content_type.split(";")[0].strip() == PROBLEM_JSON, (
+        f"{response.status_code} answered as {content_type!r}"
+    )
+    body = response.json()
+    for member in ("type", "title", "status", "detail", "code"):
+        assert member in body, f"problem without {member!r}: {body}"
+    assert body["status"] == response.status_code
+    return None
+
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+    errors_are_problem_details,
+]
+
+
+@pytest.fixture(scope="session")
+def world(app: Any) -> Iterator[dict[str, str]]:
+    """An operator with a funded player, a live match between two players, an endpoint."""
+    _, key = new_operator(app, "Contract fuzzing")
+    api = ApiClient(app.test_client(), key)
+
+    def player_token(player_id: str) -> str:
+        response = api.post(f"/v1/players/{player_id}/tokens", {"ttl_seconds": 3600})
+        assert response.status_code == 201, response.get_json()
+        return str(response.get_json()["token"])
+
+    seated = []
+    for _ in range(2):
+        player = api.new_player()
+        assert api.deposit(player["id"], 100_000).status_code == 201
+        seated.append((player["id"], player_token(player["id"])))
+    table = api.post("/v1/tables", {"format": "match_play", "currency": "EUR", "stake": 500})
+    assert table.status_code == 201, table.get_json()
+    table_id = table.get_json()["id"]
+    for _, token in seated:
+        joined = api.as_(token).post(f"/v1/tables/{table_id}/seats", {},
+                                     key=secrets.token_hex(8))
+        assert joined.status_code == 201, joined.get_json()
+    endpoint = api.post("/v1/webhook-endpoints", {"url": "https://receiver.example/hook"})
+    assert endpoint.status_code == 201, endpoint.get_json()
+    REAL.update(
+        player_id=seated[0][0],
+        table_id=table_id,
+        match_id=table.get_json()["match_id"],
+        endpoint_id=endpoint.get_json()["id"],
+        currency="EUR",
+        base="EUR",
+        quote="USD",
+    )
+    yield {"operator": key, "player": seated[0][1]}
+    REAL.clear()
+
+
+def _document_app() -> Any:
+    """An app to read the document from at collection time (no database is touched)."""
+    from service import create_app
+
+    return create_app({"DATABASE_URL": "sqlite://", "BROKER_URL": "memory://"})
+
+
+schema = schemathesis.openapi.from_wsgi("/openapi.json", _document_app())
+schema.config.generation.update(
+    modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+    max_examples=MAX_EXAMPLES,
+    deterministic=True,
+    allow_x00=False,
+    database="none",
+)
+
+
+@pytest.fixture(scope="session")
+def fuzzed_app(app: Any, world: dict[str, str]) -> Any:
+    """The requests go to the test run's app (its database: SQLite or PostgreSQL)."""
+    return app
+
+
+@schema.parametrize()
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+def test_every_operation_honours_the_contract(
+    case: Any, fuzzed_app: Any, world: dict[str, str]
+) -> None:
+    contract = OPERATIONS.get(operation_key(case.method, case.path))
+    who = "player" if contract is not None and contract.auth == PLAYER else "operator"
+    response = case.call_and_validate(
+        headers={"Authorization": f"Bearer {world[who]}"}, checks=CHECKS, app=fuzzed_app
+    )
+    SEEN[response.status_code] += 1
+    OPERATIONS_FUZZED.add(operation_key(case.operation.method, case.operation.path))
+
+
+def test_the_fuzzing_sent_thousands_of_requests() -> None:
+    """Runs after the fuzzing (same module): every operation was exercised, thousands of
+    requests in all, and some of them succeeded (the real ids reach the happy paths)."""
+    documented = {
+        operation_key(result.ok().method, result.ok().path)
+        for result in schema.get_all_operations()
+    }
+    if not OPERATIONS_FUZZED:
+        pytest.skip("the fuzzing test was deselected")
+    total = sum(SEEN.values())
+    print(f"contract fuzzing: {total} requests over {len(OPERATIONS_FUZZED)} operations; "
+          f"by status {dict(sorted(SEEN.items()))}")
+    assert documented == OPERATIONS_FUZZED
+    assert total >= MIN_REQUESTS
+    assert sum(n for status, n in SEEN.items() if status < 300) >= len(documented)
