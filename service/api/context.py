@@ -11,23 +11,30 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask, Response, current_app, g, request
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
-from service.errors import MalformedRequest, ServiceError
+from service.errors import (
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+    MalformedRequest,
+    ServiceError,
+)
 from service.usecases import idempotency
-from service.usecases.auth import Principal, authenticate, require_operator
+from service.usecases.auth import ApiKeyCache, Principal, authenticate, require_operator
 
 PUBLIC_PREFIX = "/v1/"
 
 
 def db_session() -> Session:
-    """The request's session, bound to one pooled connection for the whole request (one
-    checkout instead of one per use-case transaction)."""
+    """The request's session. It holds a pooled connection only while a transaction is open
+    (a request that needs no database, or waits between transactions, holds none)."""
     if "db_session" not in g:
-        g.db_connection = current_app.extensions["gin"]["engine"].connect()
-        g.db_session = Session(bind=g.db_connection, expire_on_commit=False)
+        g.db_session = Session(
+            bind=current_app.extensions["gin"]["engine"], expire_on_commit=False
+        )
     session: Session = g.db_session
     return session
 
@@ -49,16 +56,16 @@ def _authenticate() -> None:
     header = request.headers.get("Authorization", "")
     scheme, _, credential = header.partition(" ")
     bearer = credential.strip() if scheme.lower() == "bearer" else None
-    session = db_session()
-    with session.begin():
-        g.principal = authenticate(session, bearer, current_app.config["SECRET_KEY"], utcnow())
+    gin = current_app.extensions["gin"]
+    g.principal = authenticate(
+        db_session(), bearer, current_app.config["SECRET_KEY"], utcnow(), gin["api_key_cache"]
+    )
 
 
 def _close_session(_exc: BaseException | None) -> None:
     session = g.pop("db_session", None)
     if session is not None:
         session.close()
-        g.pop("db_connection").close()
 
 
 def _request_id(response: Response) -> Response:
@@ -85,6 +92,9 @@ def _refuse_nul() -> None:
 
 def register(app: Flask) -> None:
     app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
+    app.extensions["gin"]["api_key_cache"] = ApiKeyCache(
+        float(app.config.get("API_KEY_CACHE_SECONDS", 1.0))
+    )
     app.before_request(_take_request_id)
     app.before_request(_refuse_nul)
     app.before_request(_authenticate)
@@ -136,6 +146,27 @@ def _player_scoped(view: Callable[..., Any], *, required: bool) -> Callable[...,
     return wrapper
 
 
+class _Undo(Exception):
+    """Rolls the request's transaction back but still answers with ``response``."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+#: PostgreSQL's "try again" errors: a deadlock victim or a serialization failure. The whole
+#: request ran in one transaction that was rolled back, so running it again is safe.
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+ATTEMPTS = 3
+
+
+def _replay(stored: idempotency.StoredResponse) -> Response:
+    mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
+    replay = Response(stored.body, status=stored.status, mimetype=mimetype)
+    replay.headers["Idempotent-Replayed"] = "true"
+    return replay
+
+
 def _once(
     operator_id: str,
     key: str,
@@ -143,39 +174,48 @@ def _once(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Response:
+    """Run ``view`` once for ``key``: claim, work and stored answer in one transaction."""
     digest = idempotency.request_hash(
         request.method, request.path, request.get_json(silent=True)
     )
-    config = current_app.config
+    retention = timedelta(hours=current_app.config["IDEMPOTENCY_RETENTION_HOURS"])
     session = db_session()
-    stored = idempotency.claim(
-        session,
-        operator_id,
-        key,
-        digest,
-        utcnow(),
-        timedelta(hours=config["IDEMPOTENCY_RETENTION_HOURS"]),
-        timedelta(seconds=config["IDEMPOTENCY_LOCK_TIMEOUT_SECONDS"]),
-    )
-    if stored is not None:
-        mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
-        replay = Response(stored.body, status=stored.status, mimetype=mimetype)
-        replay.headers["Idempotent-Replayed"] = "true"
-        return replay
-    try:
-        response = view(*args, **kwargs)
-    except ServiceError as error:
-        if error.status >= 500:
-            idempotency.release(session, operator_id, key)
-            raise
-        response = from_service_error(error)
-    except BaseException:
-        idempotency.release(session, operator_id, key)
-        raise
-    if response.status_code >= 500:
-        idempotency.release(session, operator_id, key)
-    else:
-        idempotency.complete(
-            session, operator_id, key, response.status_code, response.get_data(as_text=True)
-        )
-    return response
+    for attempt in range(ATTEMPTS):
+        now = utcnow()
+        try:
+            with session.begin():
+                stored = idempotency.claim(session, operator_id, key, digest, now)
+                if stored is not None:
+                    return _replay(stored)
+                response = view(*args, **kwargs)
+                if response.status_code >= 500:
+                    raise _Undo(response)
+                idempotency.record(
+                    session, operator_id, key, digest, response.status_code,
+                    response.get_data(as_text=True), now, retention,
+                )
+                return response
+        except (IdempotencyKeyInUse, IdempotencyKeyReused):
+            raise  # about the key itself: nothing to store
+        except ServiceError as error:
+            if error.status >= 500:
+                raise
+            refusal = from_service_error(error)
+        except _Undo as undo:
+            return undo.response
+        except OperationalError as error:
+            code = getattr(error.orig, "sqlstate", None)
+            if code not in RETRYABLE_SQLSTATES or attempt == ATTEMPTS - 1:
+                raise
+            continue
+        # Refused (4xx): nothing was written. Store the refusal so a retry gets the same
+        # answer, under the key's lock (waiting for a twin that may be running: if it got
+        # there first, its answer is the key's answer).
+        with session.begin():
+            idempotency.lock(session, operator_id, key)
+            stored = idempotency.record(
+                session, operator_id, key, digest, refusal.status_code,
+                refusal.get_data(as_text=True), now, retention,
+            )
+        return refusal if stored is None else _replay(stored)
+    raise AssertionError("unreachable")  # pragma: no cover

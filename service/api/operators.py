@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -54,4 +55,6 @@ class ApiKeys(MethodView):
 def revoke_api_key(key_id: str) -> dict[str, Any]:
     """Revoke an API key at once (it may be the one making this call)."""
     operator_id = require_operator(principal())
-    return render.api_key(operators.revoke_api_key(db_session(), operator_id, key_id, utcnow()))
+    revoked = operators.revoke_api_key(db_session(), operator_id, key_id, utcnow())
+    current_app.extensions["gin"]["api_key_cache"].forget(revoked.id)
+    return render.api_key(revoked)

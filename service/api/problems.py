@@ -134,7 +134,29 @@ def handle_unexpected(error: Exception) -> Response:
     )
 
 
+def handle_database_unavailable(error: Exception) -> Response:
+    """The database connection failed (a restart, a failover): nothing was committed, the
+    pool has dropped its stale connections, and the same request can be sent again."""
+    log.warning("database unavailable on %s %s: %s", request.method, request.path, error)
+    return problem(
+        503,
+        "service_unavailable",
+        "Service unavailable",
+        "The database could not be reached; nothing was changed. Retry the request.",
+        (),
+        {"Retry-After": "1"},
+    )
+
+
 def register(app: Flask) -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    def database_error(error: DBAPIError) -> Response:
+        if error.connection_invalidated:
+            return handle_database_unavailable(error)
+        return handle_unexpected(error)
+
+    app.register_error_handler(DBAPIError, database_error)
     app.register_error_handler(ServiceError, from_service_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)

@@ -7,6 +7,8 @@ every transaction ``BEGIN IMMEDIATE`` (SQLite's way of serialising writers, stan
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -36,7 +38,10 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No ping per checkout (a round trip on every request): a connection found dead is
+        # reported as a disconnect, the pool drops every connection opened before it, and the
+        # request is answered 503 with Retry-After (nothing was committed).
+        pool_recycle=1800,
     )
 
 
@@ -46,3 +51,19 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 
 def is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
+
+
+@contextmanager
+def transaction(session: Session) -> Iterator[None]:
+    """A database transaction for one use case, or the caller's if one is already open.
+
+    The HTTP idempotency wrapper runs a money-moving request in one transaction (the key's
+    claim, the use case and the stored response commit together); use cases it wraps join that
+    transaction instead of committing their own. Called on its own, a use case begins and
+    commits (or rolls back) its own transaction as before.
+    """
+    if session.in_transaction():
+        yield
+        return
+    with session.begin():
+        yield

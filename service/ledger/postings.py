@@ -8,6 +8,7 @@ least two postings and sums to zero per currency.
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +27,14 @@ class AccountKind(StrEnum):
 
 
 #: Kinds whose balance may never go below zero (checked in code and by the database).
+#: Sub-accounts of each operator's clearing account per currency (see ``cashier_clearing``).
+CLEARING_SHARDS = 16
+
+
+def _is_shard(label: str) -> bool:
+    return len(label) == 3 and label[0] == "s" and label[1:].isdigit()
+
+
 NON_NEGATIVE = frozenset(
     {AccountKind.PLAYER_AVAILABLE, AccountKind.PLAYER_ESCROW, AccountKind.HOUSE_FEE}
 )
@@ -60,7 +69,10 @@ class AccountRef:
         needs_player = self.kind in (AccountKind.PLAYER_AVAILABLE, AccountKind.PLAYER_ESCROW)
         if needs_player != (self.player_id is not None):
             raise ValueError(f"{self.kind} account player_id mismatch: {self.player_id!r}")
-        if (self.kind is AccountKind.PLAYER_ESCROW) != (self.match_ref is not None):
+        if self.kind is AccountKind.OPERATOR_CLEARING:
+            if self.match_ref is not None and not _is_shard(self.match_ref):
+                raise ValueError(f"clearing sub-account must be s00-s99: {self.match_ref!r}")
+        elif (self.kind is AccountKind.PLAYER_ESCROW) != (self.match_ref is not None):
             raise ValueError(f"{self.kind} account match_ref mismatch: {self.match_ref!r}")
 
     @classmethod
@@ -78,8 +90,22 @@ class AccountRef:
         return cls(AccountKind.HOUSE_FEE, operator_id, None, None, currency)
 
     @classmethod
-    def operator_clearing(cls, operator_id: str, currency: str) -> AccountRef:
-        return cls(AccountKind.OPERATOR_CLEARING, operator_id, None, None, currency)
+    def operator_clearing(
+        cls, operator_id: str, currency: str, shard: str | None = None
+    ) -> AccountRef:
+        """The operator's clearing account, or one of its sub-accounts (``shard``)."""
+        return cls(AccountKind.OPERATOR_CLEARING, operator_id, None, shard, currency)
+
+    @classmethod
+    def cashier_clearing(cls, operator_id: str, player_id: str, currency: str) -> AccountRef:
+        """The clearing sub-account that takes ``player_id``'s deposits and withdrawals.
+
+        The operator's clearing account is split into :data:`CLEARING_SHARDS` sub-accounts
+        (the operator's clearing balance is their sum) so that concurrent cashier movements of
+        different players do not all queue on one row lock; a player always uses the same one.
+        """
+        shard = zlib.crc32(player_id.encode()) % CLEARING_SHARDS
+        return cls.operator_clearing(operator_id, currency, f"s{shard:02d}")
 
     @classmethod
     def parse(cls, text: str) -> AccountRef:
@@ -172,7 +198,7 @@ def deposit(operator_id: str, player_id: str, currency: str, amount: int) -> Jou
         TransactionKind.DEPOSIT,
         (
             Posting(AccountRef.player_available(operator_id, player_id, currency), amount),
-            Posting(AccountRef.operator_clearing(operator_id, currency), -amount),
+            Posting(AccountRef.cashier_clearing(operator_id, player_id, currency), -amount),
         ),
     )
 
@@ -184,7 +210,7 @@ def withdrawal(operator_id: str, player_id: str, currency: str, amount: int) -> 
         TransactionKind.WITHDRAWAL,
         (
             Posting(AccountRef.player_available(operator_id, player_id, currency), -amount),
-            Posting(AccountRef.operator_clearing(operator_id, currency), amount),
+            Posting(AccountRef.cashier_clearing(operator_id, player_id, currency), amount),
         ),
     )
 

@@ -39,17 +39,23 @@ def find_transaction(
 
     :raises IdempotencyKeyReused: when that transaction was asked for with other parameters.
     """
-    existing = session.scalars(
-        select(LedgerTransaction).where(
-            LedgerTransaction.operator_id == operator_id,
-            LedgerTransaction.idempotency_key == idempotency_key,
-        )
-    ).one_or_none()
-    if existing is not None and existing.fingerprint != fingerprint_:
+    found = session.execute(
+        _FIND_TRANSACTION, {"operator_id": operator_id, "key": idempotency_key}
+    ).first()
+    if found is None:
+        return None
+    if found.fingerprint != fingerprint_:
         raise IdempotencyKeyReused(
             f"Idempotency key {idempotency_key!r} was already used for a different request."
         )
-    return existing
+    return session.get(LedgerTransaction, found.id)
+
+
+_TXN = LedgerTransaction.__table__
+_FIND_TRANSACTION = select(_TXN.c.id, _TXN.c.fingerprint).where(
+    _TXN.c.operator_id == bindparam("operator_id"),
+    _TXN.c.idempotency_key == bindparam("key"),
+)
 
 
 @dataclass(frozen=True)
@@ -68,33 +74,17 @@ class LockedAccount:
 def lock_accounts(
     session: Session, refs: Iterable[AccountRef], now: datetime
 ) -> dict[AccountRef, LockedAccount]:
-    """Create any missing accounts, then lock all of them in ascending id order.
+    """Lock the accounts in ascending id order, creating any that do not exist yet.
 
-    The creating comes first, while this transaction holds no row lock: an insert may wait for
-    another transaction's uncommitted insert of the same account, and waiting while holding
-    locks can close a cycle (the PostgreSQL concurrency test caught exactly that deadlock when
-    the insert was tried after the locks, to save a statement).
+    Existing accounts (the usual case) cost one ``SELECT ... FOR UPDATE``. Missing ones are
+    inserted (``ON CONFLICT DO NOTHING``) and everything is locked again. That insert may wait
+    for a twin's uncommitted insert of the same account while this transaction already holds
+    a lock the twin wants; PostgreSQL then aborts one of the two as a deadlock victim, whose
+    whole transaction is rolled back (the HTTP layer runs such a request again).
     """
     wanted = {str(ref): ref for ref in refs}
     dialect = session.get_bind().dialect.name
-    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    rows = [
-        {
-            "key": key,
-            "operator_id": ref.operator_id,
-            "kind": ref.kind.value,
-            "player_id": ref.player_id,
-            "match_ref": ref.match_ref,
-            "currency": ref.currency,
-            "balance": 0,
-            "entry_count": 0,
-            "last_hash": GENESIS,
-            "created_at": now,
-        }
-        for key, ref in sorted(wanted.items())
-    ]
     table = LedgerAccount.__table__
-    session.execute(insert_(table).on_conflict_do_nothing(index_elements=["key"]), rows)
     stmt = (
         select(
             table.c.id,
@@ -110,6 +100,27 @@ def lock_accounts(
     )
     if dialect == "postgresql":
         stmt = stmt.with_for_update()
+    locked = {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
+    if len(locked) == len(wanted):
+        return locked
+    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    rows = [
+        {
+            "key": key,
+            "operator_id": ref.operator_id,
+            "kind": ref.kind.value,
+            "player_id": ref.player_id,
+            "match_ref": ref.match_ref,
+            "currency": ref.currency,
+            "balance": 0,
+            "entry_count": 0,
+            "last_hash": GENESIS,
+            "created_at": now,
+        }
+        for key, ref in sorted(wanted.items())
+        if ref not in locked
+    ]
+    session.execute(insert_(table).on_conflict_do_nothing(index_elements=["key"]), rows)
     return {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
 
 

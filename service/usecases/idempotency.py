@@ -1,11 +1,20 @@
 """HTTP idempotency keys, as payments APIs keep them (API_CONVENTIONS, "Idempotency").
 
-A key is claimed by inserting an ``in_flight`` row in its own short transaction. A second
-request with the key then gets the stored response (same request), ``idempotency_key_reused``
-(different request) or ``idempotency_key_in_use`` (first one still running). When the first
-request ends, its response is stored; when it dies with a server error the claim is dropped so
-the client can retry. A claim older than the lock timeout (a crashed worker) can be taken over:
-that is safe because the ledger itself records each key's money movement once.
+A request with a key runs in ONE database transaction with the key's record: :func:`claim`
+takes the key's lock and looks the key up, the use case runs, :func:`record` stores the answer,
+and all of it commits together (or none of it does: a crash, a lost connection or a server
+error leaves no trace, so the client's retry simply runs again). What a second request with the
+same key gets:
+
+- the first one's stored response, when the first one committed and the request is the same;
+- ``idempotency_key_reused`` (422), when the first one was a different request;
+- ``idempotency_key_in_use`` (409), while the first one is still running. On PostgreSQL the
+  lock is a transaction-scoped advisory lock on the key, tried without waiting; SQLite
+  serialises writing transactions (``BEGIN IMMEDIATE``), so there the twin waits for the first
+  to finish and then replays its answer.
+
+The ledger keeps its own unique key per money movement as well, so a key whose HTTP record
+has expired still never moves money twice.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Boolean, Integer, String, Text, bindparam, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -24,6 +33,39 @@ from service.db.models import IdempotencyRecord
 from service.errors import IdempotencyKeyInUse, IdempotencyKeyRequired, IdempotencyKeyReused
 
 MAX_KEY_LENGTH = 255
+_TABLE = IdempotencyRecord.__table__
+_LOOKUP = select(
+    _TABLE.c.request_hash, _TABLE.c.response_status, _TABLE.c.response_body, _TABLE.c.expires_at
+).where(_TABLE.c.operator_id == bindparam("operator_id"), _TABLE.c.key == bindparam("key"))
+_TRY_LOCK_AND_LOOKUP = text(
+    "SELECT pg_try_advisory_xact_lock(:lock_id) AS locked, r.request_hash, r.response_status,"
+    " r.response_body, r.expires_at FROM (SELECT 1) AS one LEFT OUTER JOIN idempotency_keys r"
+    " ON r.operator_id = :operator_id AND r.key = :key"
+).columns(
+    locked=Boolean,
+    request_hash=String,
+    response_status=Integer,
+    response_body=Text,
+    expires_at=_TABLE.c.expires_at.type,
+)
+_LOCK = select(func.pg_advisory_xact_lock(bindparam("lock_id")))
+_DROP_EXPIRED = delete(_TABLE).where(
+    _TABLE.c.operator_id == bindparam("operator_id"),
+    _TABLE.c.key == bindparam("key"),
+    _TABLE.c.expires_at <= bindparam("now"),
+)
+
+
+def _record_statement(insert: Any) -> Any:
+    return (
+        insert(_TABLE)
+        .on_conflict_do_nothing(index_elements=["operator_id", "key"])
+        .returning(_TABLE.c.key)
+    )
+
+
+_RECORD_PG = _record_statement(postgresql.insert)
+_RECORD_SQLITE = _record_statement(sqlite.insert)
 
 
 @dataclass(frozen=True)
@@ -47,107 +89,87 @@ def request_hash(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
+def lock_id(operator_id: str, key: str) -> int:
+    """The key's 64-bit advisory lock number (a hash: a rare collision only makes two
+    unrelated requests wait for each other's 409, never share an answer)."""
+    digest = hashlib.sha256(f"idempotency\x00{operator_id}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 def claim(
+    session: Session, operator_id: str, key: str, digest: str, now: datetime
+) -> StoredResponse | None:
+    """Inside the request's open transaction: take ``key`` for this request. ``None`` means
+    go ahead (and :func:`record` the answer before committing); a response means replay it.
+
+    :raises IdempotencyKeyReused: when the key was used for a different request.
+    :raises IdempotencyKeyInUse: while another request with the key is running.
+    """
+    params = {"operator_id": operator_id, "key": key}
+    if session.get_bind().dialect.name == "postgresql":
+        # Lock and look up in one round trip. A twin that held the lock has committed by the
+        # time the lock is ours; in the (microseconds) case where it committed after this
+        # statement's snapshot, the record looks absent and the request runs again: the
+        # ledger's own key then answers with the twin's movement and record() below finds
+        # the twin's stored answer, so the client still gets one answer and one movement.
+        row = session.execute(
+            _TRY_LOCK_AND_LOOKUP, {**params, "lock_id": lock_id(operator_id, key)}
+        ).one()
+        if not row.locked:
+            raise IdempotencyKeyInUse(
+                f"A request with idempotency key {key!r} is still being processed."
+            )
+        found = None if row.request_hash is None else row
+    else:
+        found = session.execute(_LOOKUP, params).first()
+    if found is None:
+        return None
+    if found.expires_at <= now:
+        session.execute(_DROP_EXPIRED, {**params, "now": now})
+        return None
+    if found.request_hash != digest:
+        raise IdempotencyKeyReused(
+            f"Idempotency key {key!r} was already used for a different request."
+        )
+    return StoredResponse(found.response_status, found.response_body)
+
+
+def record(
     session: Session,
     operator_id: str,
     key: str,
     digest: str,
+    status: int,
+    body: str,
     now: datetime,
     retention: timedelta,
-    lock_timeout: timedelta,
 ) -> StoredResponse | None:
-    """Claim ``key`` for this request; ``None`` means go ahead, a response means replay it.
-
-    :raises IdempotencyKeyReused: when the key was used for a different request.
-    :raises IdempotencyKeyInUse: while the key's first request is still running.
-    """
+    """Store the answer to the request holding ``key``, in the caller's transaction. Returns
+    ``None``, or the answer already stored by a twin that got there first (possible only
+    where no lock was held: after a refused request's rollback)."""
     dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    table = IdempotencyRecord.__table__
-    for _attempt in range(3):
-        with session.begin():
-            inserted = session.execute(
-                insert(table)
-                .values(
-                    operator_id=operator_id,
-                    key=key,
-                    request_hash=digest,
-                    state="in_flight",
-                    locked_at=now,
-                    response_status=None,
-                    response_body=None,
-                    created_at=now,
-                    expires_at=now + retention,
-                )
-                .on_conflict_do_nothing(index_elements=["operator_id", "key"])
-                .returning(table.c.key)
-            ).first()
-            if inserted is not None:
-                return None
-            record = session.execute(
-                select(table).where(table.c.operator_id == operator_id, table.c.key == key)
-            ).one_or_none()
-            if record is None:
-                continue
-            if record.expires_at <= now:
-                session.execute(
-                    delete(IdempotencyRecord).where(
-                        IdempotencyRecord.operator_id == operator_id,
-                        IdempotencyRecord.key == key,
-                        IdempotencyRecord.expires_at <= now,
-                    )
-                )
-                continue
-            if record.request_hash != digest:
-                raise IdempotencyKeyReused(
-                    f"Idempotency key {key!r} was already used for a different request."
-                )
-            if record.state == "complete":
-                assert record.response_status is not None and record.response_body is not None
-                return StoredResponse(record.response_status, record.response_body)
-            if record.locked_at > now - lock_timeout:
-                raise IdempotencyKeyInUse(
-                    f"A request with idempotency key {key!r} is still being processed."
-                )
-            taken = session.execute(
-                update(IdempotencyRecord)
-                .where(
-                    IdempotencyRecord.operator_id == operator_id,
-                    IdempotencyRecord.key == key,
-                    IdempotencyRecord.state == "in_flight",
-                    IdempotencyRecord.locked_at == record.locked_at,
-                )
-                .values(locked_at=now)
-            ).rowcount
-            if taken:
-                return None
-            raise IdempotencyKeyInUse(
-                f"A request with idempotency key {key!r} is still being processed."
-            )
-    raise IdempotencyKeyInUse(f"Idempotency key {key!r} is contended; retry.")
-
-
-def complete(session: Session, operator_id: str, key: str, status: int, body: str) -> None:
-    """Store the response of the request that holds the claim on ``key``."""
-    table = IdempotencyRecord.__table__
-    with session.begin():
-        session.execute(
-            update(table)
-            .where(table.c.operator_id == operator_id, table.c.key == key)
-            .values(state="complete", response_status=status, response_body=body)
+    stored = session.execute(
+        _RECORD_PG if dialect == "postgresql" else _RECORD_SQLITE,
+        {
+            "operator_id": operator_id,
+            "key": key,
+            "request_hash": digest,
+            "state": "complete",
+            "locked_at": now,
+            "response_status": status,
+            "response_body": body,
+            "created_at": now,
+            "expires_at": now + retention,
+        },
+    ).first()
+    if stored is not None:
+        return None
+    found = session.execute(_LOOKUP, {"operator_id": operator_id, "key": key}).one()
+    if found.request_hash != digest:
+        raise IdempotencyKeyReused(
+            f"Idempotency key {key!r} was already used for a different request."
         )
-
-
-def release(session: Session, operator_id: str, key: str) -> None:
-    """Drop an unfinished claim so the client may retry (after a server error)."""
-    with session.begin():
-        session.execute(
-            delete(IdempotencyRecord).where(
-                IdempotencyRecord.operator_id == operator_id,
-                IdempotencyRecord.key == key,
-                IdempotencyRecord.state == "in_flight",
-            )
-        )
+    return StoredResponse(found.response_status, found.response_body)
 
 
 def purge_expired(session: Session, now: datetime) -> int:
@@ -156,3 +178,11 @@ def purge_expired(session: Session, now: datetime) -> int:
         return session.execute(
             delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
         ).rowcount
+
+
+
+def lock(session: Session, operator_id: str, key: str) -> None:
+    """Inside the caller's transaction: wait for ``key``'s lock (PostgreSQL; SQLite's
+    writing transactions are serialised already)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(_LOCK, {"lock_id": lock_id(operator_id, key)})

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from service.db.models import DepositLimit, LedgerEntry, Player
@@ -131,6 +131,13 @@ def set_limits(
     return get_limits(session, principal, player_id, currency, now)
 
 
+_LIMITS_TABLE = DepositLimit.__table__
+_LIMITS = select(_LIMITS_TABLE).where(
+    _LIMITS_TABLE.c.player_id == bindparam("player_id"),
+    _LIMITS_TABLE.c.currency == bindparam("currency"),
+)
+
+
 def check_deposit_allowed(
     session: Session,
     player: Player,
@@ -150,11 +157,7 @@ def check_deposit_allowed(
         raise SelfExcluded(
             f"The player is self-excluded until {player.self_excluded_until.isoformat()}."
         )
-    limits = session.scalars(
-        select(DepositLimit).where(
-            DepositLimit.player_id == player.id, DepositLimit.currency == currency
-        )
-    ).all()
+    limits = session.execute(_LIMITS, {"player_id": player.id, "currency": currency}).all()
     for limit in limits:
         cap = _effective(limit, now)
         if cap is None:

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
+from service.db import transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import Player
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
@@ -306,7 +307,7 @@ def act(
     :raises StaleVersion: when the match moved on since ``expected_version``.
     :raises IllegalMove: when the rules refuse the action (nothing changes).
     """
-    with session.begin():
+    with transaction(session):
         ctx = _context(session, principal, match_id, lock=True)
         row = ctx.row
         if ctx.seat is None:
@@ -330,7 +331,7 @@ def resign(
     now: datetime,
 ) -> dict[str, Any]:
     """The caller forfeits the match (RULES.md 9.3-9.4)."""
-    with session.begin():
+    with transaction(session):
         ctx = _context(session, principal, match_id, lock=True)
         row = ctx.row
         if ctx.seat is None:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.db import transaction
 from service.db.match_models import GameTable, MatchRow, Seat
 from service.errors import (
     AlreadySeated,
@@ -192,7 +193,7 @@ def join_table(
     if principal.player_id is None:
         raise Forbidden("Joining a table needs the player's own token.")
     player_id = principal.player_id
-    with session.begin():
+    with transaction(session):
         table = _table(session, principal, table_id, lock=True)
         player = authorize_player(session, principal, player_id)
         seats = play._seats(session, table.id)
@@ -253,7 +254,7 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
     """Give up a seat before the match starts; the escrow goes back to available funds."""
     if principal.player_id is None:
         raise Forbidden("Leaving a table needs the player's own token.")
-    with session.begin():
+    with transaction(session):
         table = _table(session, principal, table_id, lock=True)
         seat = session.scalars(
             select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -53,12 +53,18 @@ class Movement:
     replayed: bool
 
 
+_WALLET_SUMS = (
+    select(LedgerAccount.kind, func.sum(LedgerAccount.balance))
+    .where(
+        LedgerAccount.player_id == bindparam("player_id"),
+        LedgerAccount.currency == bindparam("currency"),
+    )
+    .group_by(LedgerAccount.kind)
+)
+
+
 def _wallet(session: Session, player: Player, currency: str) -> WalletView:
-    rows = session.execute(
-        select(LedgerAccount.kind, func.sum(LedgerAccount.balance))
-        .where(LedgerAccount.player_id == player.id, LedgerAccount.currency == currency)
-        .group_by(LedgerAccount.kind)
-    ).all()
+    rows = session.execute(_WALLET_SUMS, {"player_id": player.id, "currency": currency}).all()
     sums = {kind: int(total) for kind, total in rows}
     return WalletView(
         player.id,
@@ -130,6 +136,18 @@ def _move(
     return txn, False
 
 
+def _player_once(session: Session, principal: Principal, player_id: str) -> Callable[[], Player]:
+    """The authorised player, looked up once per call (the ORM keeps only weak references)."""
+    found: list[Player] = []
+
+    def player() -> Player:
+        if not found:
+            found.append(authorize_player(session, principal, player_id))
+        return found[0]
+
+    return player
+
+
 def _run_once(
     session: Session,
     operator_id: str,
@@ -139,9 +157,12 @@ def _run_once(
     player: Callable[[], Player],
     currency: str,
 ) -> Movement:
-    """Run ``work`` and read the wallet after it, in one transaction. If a twin with the same
-    key won the race on the unique key (the first movement of new accounts), answer with the
-    twin's transaction instead."""
+    """Run ``work`` and read the wallet after it, in one transaction (the caller's, when the
+    HTTP idempotency wrapper opened one). If a twin with the same key won the race on the
+    unique key (the first movement of new accounts), answer with the twin's transaction."""
+    if session.in_transaction():
+        txn, replayed = work()
+        return Movement(txn, _wallet(session, player(), currency), replayed)
     try:
         with session.begin():
             txn, replayed = work()
@@ -173,8 +194,7 @@ def deposit(
     journal = ledger.deposit(operator_id, player_id, currency, amount)
     fingerprint = store.fingerprint("deposit", player_id, currency, amount, external_reference)
 
-    def player() -> Player:
-        return authorize_player(session, principal, player_id)
+    player = _player_once(session, principal, player_id)
 
     def work() -> tuple[LedgerTransaction, bool]:
         owner = player()
@@ -218,8 +238,7 @@ def withdraw(
     journal = ledger.withdrawal(operator_id, player_id, currency, amount)
     fingerprint = store.fingerprint("withdrawal", player_id, currency, amount, external_reference)
 
-    def player() -> Player:
-        return authorize_player(session, principal, player_id)
+    player = _player_once(session, principal, player_id)
 
     def work() -> tuple[LedgerTransaction, bool]:
         return _move(
@@ -284,8 +303,7 @@ def _escrow_once(
     principal = Principal(operator_id)
     fingerprint = store.fingerprint(kind, player_id, match_ref, currency, amount)
 
-    def player() -> Player:
-        return authorize_player(session, principal, player_id)
+    player = _player_once(session, principal, player_id)
 
     def work() -> tuple[LedgerTransaction, bool]:
         return _escrow_move(

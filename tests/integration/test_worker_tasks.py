@@ -23,13 +23,14 @@ def test_purge_task_deletes_only_expired_keys(
     operator_id, _ = new_operator(app)
     session = app.extensions["gin"]["sessionmaker"]()
     long_ago = utcnow() - timedelta(hours=48)
-    day, minute = timedelta(hours=24), timedelta(minutes=1)
-    idempotency.claim(session, operator_id, "old", "h", long_ago, day, minute)
-    idempotency.claim(session, operator_id, "new", "h", utcnow(), day, minute)
+    day = timedelta(hours=24)
+    with session.begin():
+        for key, at in (("old", long_ago), ("new", utcnow())):
+            idempotency.record(session, operator_id, key, "h", 201, "{}", at, day)
     assert purge_expired_idempotency_keys.apply().get() >= 1
-    with pytest.raises(idempotency.IdempotencyKeyInUse):
-        idempotency.claim(session, operator_id, "new", "h", utcnow(), day, minute)
-    assert idempotency.claim(session, operator_id, "old", "h", utcnow(), day, minute) is None
+    with session.begin():
+        assert idempotency.claim(session, operator_id, "new", "h", utcnow()) is not None
+        assert idempotency.claim(session, operator_id, "old", "h", utcnow()) is None
     session.close()
 
 
