@@ -1,0 +1,168 @@
+"""How a money-moving request uses the database: one transaction per request (claim, work and
+stored answer together, retried whole after a deadlock), the per-process API key cache, the
+503 answer when the database connection is lost, and the clearing sub-accounts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from service.db.models import IdempotencyRecord, LedgerAccount
+from service.ledger.postings import CLEARING_SHARDS, AccountKind, AccountRef
+from service.usecases import wallets
+from service.usecases.auth import ApiKeyCache
+from tests.conftest import ApiClient
+
+
+def _available(api: ApiClient, pid: str) -> int:
+    return int(api.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"])
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+def test_a_deadlock_victim_is_run_again_and_moves_money_once(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = api.new_player()["id"]
+    real = wallets.deposit
+    calls: list[int] = []
+
+    def deadlocked_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        movement = real(*args, **kwargs)  # the money moves, then the transaction dies
+        if len(calls) == 1:
+            raise OperationalError("UPDATE ledger_accounts", {}, _Deadlock())
+        return movement
+
+    monkeypatch.setattr(wallets, "deposit", deadlocked_once)
+    response = api.deposit(pid, 250, key="dl-1")
+    assert response.status_code == 201, response.get_json()
+    assert len(calls) == 2
+    assert _available(api, pid) == 250  # the first attempt's movement was rolled back
+    again = api.deposit(pid, 250, key="dl-1")
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert _available(api, pid) == 250
+
+
+def test_a_refused_request_stores_its_refusal_and_moves_nothing(api: ApiClient) -> None:
+    pid = api.new_player()["id"]
+    body = {"amount": {"amount": 100, "currency": "EUR"}}
+    first = api.post(f"/v1/players/{pid}/withdrawals", body, key="wd-1")
+    assert first.status_code == 422 and first.get_json()["code"] == "insufficient_funds"
+    api.deposit(pid, 500)
+    # The key's answer is the refusal, even though the withdrawal would now succeed.
+    again = api.post(f"/v1/players/{pid}/withdrawals", body, key="wd-1")
+    assert again.status_code == 422 and again.headers["Idempotent-Replayed"] == "true"
+    assert _available(api, pid) == 500
+
+
+def test_a_server_error_leaves_no_trace_of_the_key(
+    api: ApiClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = api.new_player()["id"]
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(wallets, "deposit", broken)
+    assert api.deposit(pid, 100, key="boom").status_code == 500
+    session = app.extensions["gin"]["sessionmaker"]()
+    with session.begin():
+        stored = session.scalar(
+            select(func.count())
+            .select_from(IdempotencyRecord)
+            .where(IdempotencyRecord.key == "boom")
+        )
+    session.close()
+    assert stored == 0
+    monkeypatch.undo()
+    assert api.deposit(pid, 100, key="boom").status_code == 201  # the retry runs for real
+    assert _available(api, pid) == 100
+
+
+def test_a_lost_database_connection_is_a_503_problem(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = api.new_player()["id"]
+
+    def disconnected(*_args: Any, **_kwargs: Any) -> Any:
+        raise DBAPIError("SELECT 1", {}, Exception("server closed the connection"),
+                         connection_invalidated=True)
+
+    monkeypatch.setattr(wallets, "deposit", disconnected)
+    response = api.deposit(pid, 100, key="lost")
+    assert response.status_code == 503
+    assert response.mimetype == "application/problem+json"
+    assert response.get_json()["code"] == "service_unavailable"
+    assert response.headers["Retry-After"] == "1"
+    monkeypatch.undo()
+    assert _available(api, pid) == 0
+
+
+def test_revoking_a_key_through_the_api_stops_it_at_once(api: ApiClient) -> None:
+    created = api.post("/v1/api-keys", {"label": "short-lived"}).get_json()
+    second = api.as_(created["secret"])
+    assert second.get("/v1/operator").status_code == 200  # now cached in this process
+    assert api.delete(f"/v1/api-keys/{created['id']}").status_code == 200
+    assert second.get("/v1/operator").status_code == 401
+
+
+def test_api_key_cache_expires_and_forgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.usecases import auth
+
+    clock = [1000.0]
+    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
+    cache = ApiKeyCache(ttl=1.0)
+    cache.put("h1", "op_1", "key_1")
+    cache.put("h2", "op_1", "key_2")
+    assert cache.get("h1") == "op_1"
+    cache.forget("key_1")
+    assert cache.get("h1") is None and cache.get("h2") == "op_1"
+    clock[0] += 1.0
+    assert cache.get("h2") is None  # a second later the key is looked up again
+    disabled = ApiKeyCache(ttl=0)
+    disabled.put("h", "op", "k")
+    assert disabled.get("h") is None
+    monkeypatch.setattr(ApiKeyCache, "MAX_ENTRIES", 2)
+    cache.put("h3", "op_1", "key_3")
+    cache.put("h4", "op_1", "key_4")  # full: starts over rather than growing
+    assert cache.get("h3") is None and cache.get("h4") == "op_1"
+
+
+def test_cashier_movements_spread_over_the_clearing_sub_accounts(
+    api: ApiClient, app: Any
+) -> None:
+    players = [api.new_player()["id"] for _ in range(12)]
+    for pid in players:
+        assert api.deposit(pid, 100).status_code == 201
+    refs = [AccountRef.cashier_clearing("op_x", pid, "EUR") for pid in players]
+    assert refs == [AccountRef.cashier_clearing("op_x", pid, "EUR") for pid in players]
+    assert all(AccountRef.parse(str(ref)) == ref for ref in refs)
+    assert len({ref.match_ref for ref in refs}) > 1
+    session = app.extensions["gin"]["sessionmaker"]()
+    with session.begin():
+        clearing = Counter(
+            dict(
+                session.execute(
+                    select(LedgerAccount.key, LedgerAccount.balance).where(
+                        LedgerAccount.operator_id == api.operator_id,  # type: ignore[attr-defined]
+                        LedgerAccount.kind == AccountKind.OPERATOR_CLEARING.value,
+                    )
+                ).all()
+            )
+        )
+    session.close()
+    assert 1 < len(clearing) <= CLEARING_SHARDS
+    assert sum(clearing.values()) == -1200  # the operator's clearing balance is their sum
+
+
+def test_clearing_sub_account_labels_are_checked() -> None:
+    with pytest.raises(ValueError):
+        AccountRef.operator_clearing("op_1", "EUR", "match_1")
+    assert AccountRef.operator_clearing("op_1", "EUR", "s07").match_ref == "s07"
