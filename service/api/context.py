@@ -10,9 +10,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import flask_smorest
+import marshmallow as ma
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
+from webargs.flaskparser import FlaskParser
 
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
@@ -26,6 +29,29 @@ from service.usecases import idempotency
 from service.usecases.auth import ApiKeyCache, Principal, authenticate, require_operator
 
 PUBLIC_PREFIX = "/v1/"
+
+
+class SchemaReusingParser(FlaskParser):  # type: ignore[misc]
+    """webargs builds a new schema instance per request when given a class (the blueprints
+    pass classes); building one costs more than parsing a small body. Marshmallow schemas
+    keep no per-load state, so one instance per class serves every request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._instances: dict[type[ma.Schema], ma.Schema] = {}
+
+    def _get_schema(self, argmap: Any, req: Any) -> ma.Schema:
+        if isinstance(argmap, type) and issubclass(argmap, ma.Schema):
+            schema = self._instances.get(argmap)
+            if schema is None:
+                schema = self._instances[argmap] = argmap()
+            return schema
+        found: ma.Schema = super()._get_schema(argmap, req)
+        return found
+
+
+# Set before the blueprint modules apply @blp.arguments (each imports this module first).
+flask_smorest.Blueprint.ARGUMENTS_PARSER = SchemaReusingParser()
 
 
 def db_session() -> Session:

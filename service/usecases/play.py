@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
@@ -40,10 +40,66 @@ def from_epoch_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
+# --- the match row ---------------------------------------------------------------------
+
+_MATCHES = MatchRow.__table__
+
+
+@dataclass
+class MatchRecord:
+    """A ``matches`` row read with a Core statement: the hot paths (a player's view, an
+    action) skip the ORM's identity map and unit of work and write it back with one UPDATE."""
+
+    id: str
+    table_id: str
+    operator_id: str
+    status: str
+    version: int
+    state: dict[str, Any] | None
+    format: str
+    currency: str
+    private: bool
+    seats: list[dict[str, Any]] | None
+    commitment: str | None
+    deadline_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+
+AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Core one
+
+_SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
+_SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
+_SAVE_MATCH = (
+    update(_MATCHES)
+    .where(_MATCHES.c.id == bindparam("match_id"))
+    .values(
+        status=bindparam("new_status"),
+        version=bindparam("new_version"),
+        state=bindparam("new_state", type_=_MATCHES.c.state.type),
+        commitment=bindparam("new_commitment"),
+        deadline_at=bindparam("new_deadline_at", type_=_MATCHES.c.deadline_at.type),
+        finished_at=bindparam("new_finished_at", type_=_MATCHES.c.finished_at.type),
+        updated_at=bindparam("new_updated_at", type_=_MATCHES.c.updated_at.type),
+    )
+)
+_LOG_ACTION = insert(MatchAction.__table__)
+
+
+def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
+    found = session.execute(
+        _SELECT_MATCH_FOR_UPDATE if lock else _SELECT_MATCH, {"match_id": match_id}
+    ).first()
+    return None if found is None else MatchRecord(**found._mapping)
+
+
 # --- writing ---------------------------------------------------------------------------
 
 
-def _event(session: Session, row: MatchRow, kind: str, data: dict[str, Any], now: datetime) -> None:
+def _event(
+    session: Session, row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime
+) -> None:
     session.add(
         OutboxEvent(
             id=new_id("evt"),
@@ -64,7 +120,7 @@ def _seats(session: Session, table_id: str) -> list[Seat]:
     )
 
 
-def _deal(session: Session, row: MatchRow, match: Match, now: datetime) -> None:
+def _deal(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> None:
     """Deal the hand the match is waiting for, from a fresh committed seed (RULES.md 10)."""
     number = match.hand_number
     server_seed = fair.new_server_seed()
@@ -90,7 +146,7 @@ def _deal(session: Session, row: MatchRow, match: Match, now: datetime) -> None:
     )
 
 
-def _finish_hand(session: Session, row: MatchRow, match: Match, now: datetime) -> None:
+def _finish_hand(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> None:
     hand = match.hand
     record = match.records[-1]
     assert hand is not None and hand.ended
@@ -107,7 +163,7 @@ def _finish_hand(session: Session, row: MatchRow, match: Match, now: datetime) -
 
 def _record(
     session: Session,
-    row: MatchRow,
+    row: AnyMatchRow,
     match: Match,
     *,
     actor: str,
@@ -141,10 +197,18 @@ def _record(
     row.version += 1
     row.state = match.to_dict()
     row.updated_at = now
-    session.add(MatchAction(
-        match_id=row.id, version=row.version, hand_number=len(match.records) or None,
-        actor=actor, seat=seat, action=action, at=now,
-    ))
+    session.flush()  # rows added above (and an ORM match row) go first: foreign keys
+    if isinstance(row, MatchRecord):
+        session.execute(_SAVE_MATCH, {
+            "match_id": row.id, "new_status": row.status, "new_version": row.version,
+            "new_state": row.state, "new_commitment": row.commitment,
+            "new_deadline_at": row.deadline_at, "new_finished_at": row.finished_at,
+            "new_updated_at": row.updated_at,
+        })
+    session.execute(_LOG_ACTION, {
+        "match_id": row.id, "version": row.version, "hand_number": len(match.records) or None,
+        "actor": actor, "seat": seat, "action": action, "at": now,
+    })
 
 
 def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
@@ -179,12 +243,12 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
 
 @dataclass(frozen=True)
 class MatchContext:
-    row: MatchRow
+    row: MatchRecord
     seat: int | None  # the caller's seat, or None for the operator / a spectator
 
 
 def _context(session: Session, principal: Principal, match_id: str, *, lock: bool) -> MatchContext:
-    row = session.get(MatchRow, match_id, with_for_update=lock)
+    row = _load(session, match_id, lock=lock)
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")
     seat = None
