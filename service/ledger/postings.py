@@ -8,7 +8,6 @@ least two postings and sums to zero per currency.
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,14 +26,6 @@ class AccountKind(StrEnum):
 
 
 #: Kinds whose balance may never go below zero (checked in code and by the database).
-#: Sub-accounts of each operator's clearing account per currency (see ``cashier_clearing``).
-CLEARING_SHARDS = 16
-
-
-def _is_shard(label: str) -> bool:
-    return len(label) == 3 and label[0] == "s" and label[1:].isdigit()
-
-
 NON_NEGATIVE = frozenset(
     {AccountKind.PLAYER_AVAILABLE, AccountKind.PLAYER_ESCROW, AccountKind.HOUSE_FEE}
 )
@@ -67,12 +58,12 @@ class AccountRef:
     def __post_init__(self) -> None:
         exponent(self.currency)
         needs_player = self.kind in (AccountKind.PLAYER_AVAILABLE, AccountKind.PLAYER_ESCROW)
-        if needs_player != (self.player_id is not None):
+        may_have_player = needs_player or self.kind is AccountKind.OPERATOR_CLEARING
+        if (needs_player and self.player_id is None) or (
+            not may_have_player and self.player_id is not None
+        ):
             raise ValueError(f"{self.kind} account player_id mismatch: {self.player_id!r}")
-        if self.kind is AccountKind.OPERATOR_CLEARING:
-            if self.match_ref is not None and not _is_shard(self.match_ref):
-                raise ValueError(f"clearing sub-account must be s00-s99: {self.match_ref!r}")
-        elif (self.kind is AccountKind.PLAYER_ESCROW) != (self.match_ref is not None):
+        if (self.kind is AccountKind.PLAYER_ESCROW) != (self.match_ref is not None):
             raise ValueError(f"{self.kind} account match_ref mismatch: {self.match_ref!r}")
 
     @classmethod
@@ -91,21 +82,20 @@ class AccountRef:
 
     @classmethod
     def operator_clearing(
-        cls, operator_id: str, currency: str, shard: str | None = None
+        cls, operator_id: str, currency: str, player_id: str | None = None
     ) -> AccountRef:
-        """The operator's clearing account, or one of its sub-accounts (``shard``)."""
-        return cls(AccountKind.OPERATOR_CLEARING, operator_id, None, shard, currency)
+        """The operator's clearing account, or its sub-account for one player's cashier."""
+        return cls(AccountKind.OPERATOR_CLEARING, operator_id, player_id, None, currency)
 
     @classmethod
     def cashier_clearing(cls, operator_id: str, player_id: str, currency: str) -> AccountRef:
         """The clearing sub-account that takes ``player_id``'s deposits and withdrawals.
 
-        The operator's clearing account is split into :data:`CLEARING_SHARDS` sub-accounts
-        (the operator's clearing balance is their sum) so that concurrent cashier movements of
-        different players do not all queue on one row lock; a player always uses the same one.
+        The operator's clearing account is kept per player (the operator's clearing balance is
+        the sum of its sub-accounts), so a cashier movement locks only rows of its own player
+        and concurrent deposits of different players never queue on one row lock.
         """
-        shard = zlib.crc32(player_id.encode()) % CLEARING_SHARDS
-        return cls.operator_clearing(operator_id, currency, f"s{shard:02d}")
+        return cls.operator_clearing(operator_id, currency, player_id)
 
     @classmethod
     def parse(cls, text: str) -> AccountRef:

@@ -53,6 +53,7 @@ class Movement:
     replayed: bool
 
 
+_PLAYER_KINDS = (AccountKind.PLAYER_AVAILABLE.value, AccountKind.PLAYER_ESCROW.value)
 _WALLET_SUMS = (
     select(LedgerAccount.kind, func.sum(LedgerAccount.balance))
     .where(
@@ -88,7 +89,7 @@ def list_wallets(session: Session, principal: Principal, player_id: str) -> list
         player = authorize_player(session, principal, player_id)
         currencies = session.scalars(
             select(LedgerAccount.currency)
-            .where(LedgerAccount.player_id == player_id)
+            .where(LedgerAccount.player_id == player_id, LedgerAccount.kind.in_(_PLAYER_KINDS))
             .distinct()
             .order_by(LedgerAccount.currency)
         ).all()
@@ -508,7 +509,10 @@ def list_entries(
         stmt = (
             select(LedgerEntry)
             .join(LedgerAccount, LedgerEntry.account_id == LedgerAccount.id)
-            .where(LedgerAccount.player_id == player_id)
+            .where(
+                LedgerAccount.player_id == player_id,
+                LedgerAccount.kind.in_(_PLAYER_KINDS),  # not the operator's clearing
+            )
         )
         if currency is not None:
             stmt = stmt.where(LedgerAccount.currency == currency)

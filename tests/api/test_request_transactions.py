@@ -4,7 +4,6 @@ stored answer together, retried whole after a deadlock), the per-process API key
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from service.db.models import IdempotencyRecord, LedgerAccount
-from service.ledger.postings import CLEARING_SHARDS, AccountKind, AccountRef
+from service.ledger.postings import AccountKind, AccountRef
 from service.usecases import wallets
 from service.usecases.auth import ApiKeyCache
 from tests.conftest import ApiClient
@@ -135,34 +134,38 @@ def test_api_key_cache_expires_and_forgets(monkeypatch: pytest.MonkeyPatch) -> N
     assert cache.get("h3") is None and cache.get("h4") == "op_1"
 
 
-def test_cashier_movements_spread_over_the_clearing_sub_accounts(
+def test_each_players_cashier_has_its_own_clearing_sub_account(
     api: ApiClient, app: Any
 ) -> None:
-    players = [api.new_player()["id"] for _ in range(12)]
+    players = [api.new_player()["id"] for _ in range(3)]
     for pid in players:
         assert api.deposit(pid, 100).status_code == 201
-    refs = [AccountRef.cashier_clearing("op_x", pid, "EUR") for pid in players]
-    assert refs == [AccountRef.cashier_clearing("op_x", pid, "EUR") for pid in players]
-    assert all(AccountRef.parse(str(ref)) == ref for ref in refs)
-    assert len({ref.match_ref for ref in refs}) > 1
+    assert api.post(f"/v1/players/{players[0]}/withdrawals",
+                    {"amount": {"amount": 40, "currency": "EUR"}}, key="w-1").status_code == 201
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():
-        clearing = Counter(
-            dict(
-                session.execute(
-                    select(LedgerAccount.key, LedgerAccount.balance).where(
-                        LedgerAccount.operator_id == api.operator_id,  # type: ignore[attr-defined]
-                        LedgerAccount.kind == AccountKind.OPERATOR_CLEARING.value,
-                    )
-                ).all()
-            )
+        clearing = dict(
+            session.execute(
+                select(LedgerAccount.player_id, LedgerAccount.balance).where(
+                    LedgerAccount.operator_id == api.operator_id,  # type: ignore[attr-defined]
+                    LedgerAccount.kind == AccountKind.OPERATOR_CLEARING.value,
+                )
+            ).all()
         )
     session.close()
-    assert 1 < len(clearing) <= CLEARING_SHARDS
-    assert sum(clearing.values()) == -1200  # the operator's clearing balance is their sum
+    assert clearing == {players[0]: -60, players[1]: -100, players[2]: -100}
+    # The player's own history and wallets show only the player's accounts.
+    entries = api.get(f"/v1/players/{players[0]}/entries").get_json()["data"]
+    assert [e["amount"]["amount"] for e in entries] == [-40, 100]
+    assert {e["account"] for e in entries} == {"available"}
+    wallets_ = api.get(f"/v1/players/{players[0]}/wallets").get_json()["data"]
+    assert [(w["currency"], w["available"]["amount"]) for w in wallets_] == [("EUR", 60)]
 
 
-def test_clearing_sub_account_labels_are_checked() -> None:
+def test_clearing_sub_accounts_round_trip() -> None:
+    ref = AccountRef.cashier_clearing("op_1", "ply_1", "EUR")
+    assert str(ref) == "operator_clearing:op_1:ply_1:-:EUR"
+    assert AccountRef.parse(str(ref)) == ref
+    assert AccountRef.operator_clearing("op_1", "EUR").player_id is None
     with pytest.raises(ValueError):
-        AccountRef.operator_clearing("op_1", "EUR", "match_1")
-    assert AccountRef.operator_clearing("op_1", "EUR", "s07").match_ref == "s07"
+        AccountRef(AccountKind.HOUSE_FEE, "op_1", "ply_1", None, "EUR")
