@@ -117,6 +117,15 @@ class IdempotencyKeyInUse(ServiceError):
     title = "Idempotency key in use"
 
 
+class ServiceUnavailable(ServiceError):
+    """Answered when the database connection is lost mid-request: nothing was committed and
+    the same request (with the same ``Idempotency-Key``) can be sent again."""
+
+    status = 503
+    code = "service_unavailable"
+    title = "Service unavailable"
+
+
 class InvalidCursor(ServiceError):
     """Raised when a list cursor names no item of that list."""
 

@@ -26,6 +26,7 @@ from service.api.problems import PROBLEM_JSON, problem_examples
 from service.errors import (
     MalformedRequest,
     ServiceError,
+    ServiceUnavailable,
     TokenExpired,
     Unauthenticated,
     ValidationFailed,
@@ -298,6 +299,8 @@ class ContractPlugin(BasePlugin):  # type: ignore[misc]
             ]
             if has_input:
                 shared.append((422, ValidationFailed, "The request has invalid fields."))
+            shared.append((503, ServiceUnavailable, "The database could not be reached; "
+                           "nothing was changed. Retry the request."))
         for status, error, detail in shared:
             _add_problem(responses, status, error, detail)
         for status, response in responses.items():

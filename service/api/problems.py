@@ -18,6 +18,7 @@ from service.errors import (
     FieldError,
     MalformedRequest,
     ServiceError,
+    ServiceUnavailable,
     Unauthenticated,
     ValidationFailed,
 )
@@ -139,9 +140,9 @@ def handle_database_unavailable(error: Exception) -> Response:
     pool has dropped its stale connections, and the same request can be sent again."""
     log.warning("database unavailable on %s %s: %s", request.method, request.path, error)
     return problem(
-        503,
-        "service_unavailable",
-        "Service unavailable",
+        ServiceUnavailable.status,
+        ServiceUnavailable.code,
+        ServiceUnavailable.title,
         "The database could not be reached; nothing was changed. Retry the request.",
         (),
         {"Retry-After": "1"},

@@ -143,6 +143,7 @@ PROBLEM_RESPONSE: dict[str, Any] = {
         "`Retry-After` says how many seconds to wait."
     ),
     "headers": {
+        "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
         "Retry-After": {
             "description": "Seconds until the limit resets.",
             "schema": {"type": "integer"},
@@ -157,7 +158,24 @@ PROBLEM_RESPONSE: dict[str, Any] = {
             "description": "Seconds until the window resets.", "schema": {"type": "integer"},
         },
     },
-    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    "content": {
+        "application/problem+json": {
+            "schema": {"$ref": "#/components/schemas/Problem"},
+            "examples": {
+                "rate_limited": {
+                    "summary": "Too many requests",
+                    "value": {
+                        "type": "https://docs.gin-service.example/problems/rate-limited",
+                        "title": "Too many requests",
+                        "status": 429,
+                        "detail": "Rate limit exceeded; retry after 12 seconds.",
+                        "instance": "/v1/...",
+                        "code": "rate_limited",
+                    },
+                }
+            },
+        }
+    },
 }
 
 
