@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 
 def _settings():  # type: ignore[no-untyped-def]
@@ -61,8 +62,13 @@ def _serve(bind: str, workers: int) -> int:
         "--concurrency", "2", "--loglevel", "INFO",
         "--schedule", str(DEFAULT_VAR_DIR.resolve() / "celerybeat-schedule"),
     ])
+    # The production settings (logs, metrics across workers, graceful shutdown) where the
+    # checkout has them; the flags below still choose the address and the process count.
+    config = Path(__file__).resolve().parents[1] / "deploy" / "gunicorn.conf.py"
     web = subprocess.Popen([
-        sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", str(workers),
+        sys.executable, "-m", "gunicorn",
+        *(["--config", str(config)] if config.is_file() else []),
+        "--bind", bind, "--workers", str(workers),
         "--worker-class", "gthread", "--threads", "4", "service.wsgi:app",
     ])
     children = [web, worker]
