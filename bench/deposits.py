@@ -120,7 +120,7 @@ def main() -> int:
             DATABASE_URL=url,
             SECRET_KEY=secrets.token_hex(16),
             WEB_CONCURRENCY=str(args.workers),
-            DB_POOL_SIZE="2",
+            DB_POOL_SIZE=os.environ.get("DB_POOL_SIZE", "4"),  # one per gunicorn thread
         )
         server = subprocess.Popen(
             [

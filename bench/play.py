@@ -212,7 +212,7 @@ def main() -> int:
         queue = prepare(url, args.matches * 4)
         port = free_port()
         env = dict(os.environ, DATABASE_URL=url, WEB_CONCURRENCY=str(args.workers),
-                   DB_POOL_SIZE="2")
+                   DB_POOL_SIZE=os.environ.get("DB_POOL_SIZE", "4"))  # one per thread
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"),
              "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "service.wsgi:app"],
