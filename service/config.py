@@ -44,8 +44,8 @@ def _bool_env(name: str, default: bool) -> bool:
 
 
 def _rate_limit(name: str, default: str) -> str:
-    """A Flask-Limiter limit string ("300000 per minute", several joined by ";"), checked now
-    so a typo fails at start-up rather than on the first request."""
+    """A rate limit string in the ``limits`` library's syntax ("300000 per minute", several
+    joined by ";"), checked now so a typo fails at start-up rather than on the first request."""
     raw = os.environ.get(name) or default
     from limits import parse_many
 
@@ -81,6 +81,7 @@ class Settings:
     ratelimit_operator: str = "300000 per minute"
     ratelimit_player: str = "30000 per minute"
     ratelimit_anonymous: str = "30000 per minute"
+    ratelimit_key_prefix: str = "gin"
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -119,6 +120,7 @@ class Settings:
             ratelimit_operator=_rate_limit("RATELIMIT_OPERATOR", "300000 per minute"),
             ratelimit_player=_rate_limit("RATELIMIT_PLAYER", "30000 per minute"),
             ratelimit_anonymous=_rate_limit("RATELIMIT_ANONYMOUS", "30000 per minute"),
+            ratelimit_key_prefix=os.environ.get("RATELIMIT_KEY_PREFIX") or "gin",
         )
 
     def as_flask_config(self) -> dict[str, Any]:

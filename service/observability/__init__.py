@@ -9,7 +9,8 @@ and the URL rule, never on a view's code), and the Celery app connects the task 
   the request id of the request or task it belongs to;
 - :mod:`.metrics`: Prometheus metrics, per process or aggregated across gunicorn workers
   (``PROMETHEUS_MULTIPROC_DIR``), plus figures read from the database at scrape time;
-- :mod:`.ratelimit`: Flask-Limiter keyed on the caller's credential, 429 problems;
+- :mod:`.ratelimit`: fixed-window limits (the ``limits`` library) keyed on the caller's
+  credential, 429 problems;
 - :mod:`.tasks`: the request id carried into Celery tasks, task logs and task metrics.
 """
 

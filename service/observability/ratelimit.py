@@ -1,6 +1,6 @@
-"""Rate limits per API key and per player (Flask-Limiter), answered with 429 problems.
+"""Rate limits per API key and per player, answered with 429 problems.
 
-Every caller has one budget shared by all routes (Flask-Limiter's application limits):
+Every caller has one budget shared by all routes:
 
 - an operator API key (``sk_...``): ``RATELIMIT_OPERATOR`` per key, keyed on the key's SHA-256
   (the key itself is never stored);
@@ -10,10 +10,16 @@ Every caller has one budget shared by all routes (Flask-Limiter's application li
 
 The key is computed from the ``Authorization`` header alone (a hash or an HMAC check, never a
 database query), before authentication runs. ``/healthz``, ``/readyz`` and ``/metrics`` are
-exempt. Counters live in ``RATELIMIT_STORAGE_URI``: ``memory://`` (per process, the default)
-or ``redis://...`` (shared by every process, for production). If the storage fails, requests
-are let through and the error is logged (``swallow_errors``). ``RATELIMIT_ENABLED=false``
-turns all of it off.
+exempt. Limits are fixed windows (the ``limits`` library's strings, several separated by
+``;``). Counters live in ``RATELIMIT_STORAGE_URI``: ``memory://`` (per process, the default: a
+dictionary under a lock, no background thread) or any storage the ``limits`` library knows,
+``redis://...`` in production (shared by every process; ``RATELIMIT_KEY_PREFIX`` keeps
+deployments sharing one Redis apart). If the storage fails, requests are
+let through and the error is logged. ``RATELIMIT_ENABLED=false`` turns all of it off.
+
+This sits in front of every request, so it is kept to a dictionary update (or one storage
+round trip per limit) per request; Flask-Limiter's per-request limit resolution cost more CPU
+than a whole match read.
 
 Responses carry ``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` (seconds
 until the window resets); a 429 also ``Retry-After`` (API_CONVENTIONS, Operations).
@@ -21,23 +27,29 @@ until the window resets); a 429 also ``Retry-After`` (API_CONVENTIONS, Operation
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import logging
 import math
+import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from flask import Flask, Response, current_app, g, request
-from flask_limiter import Limiter
-from flask_limiter.errors import RateLimitExceeded
+from limits import RateLimitItem, parse_many
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
 
 from service.api.problems import problem
 from service.clock import utcnow
 from service.usecases.auth import API_KEY_PREFIX, PLAYER_TOKEN_PREFIX, verify_player_token
 
+log = logging.getLogger(__name__)
+
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CODE = "rate_limited"
 TITLE = "Too many requests"
+KINDS = {"op": "RATELIMIT_OPERATOR", "ply": "RATELIMIT_PLAYER", "ip": "RATELIMIT_ANONYMOUS"}
 
 
 def caller_key() -> str:
@@ -64,76 +76,124 @@ def caller_key() -> str:
     return key
 
 
-def caller_limit() -> str:
-    """The limit string of the caller's kind (read from the app's config per request)."""
-    kind = caller_key().partition(":")[0]
-    config = current_app.config
-    if kind == "op":
-        return str(config["RATELIMIT_OPERATOR"])
-    if kind == "ply":
-        return str(config["RATELIMIT_PLAYER"])
-    return str(config["RATELIMIT_ANONYMOUS"])
+@dataclass(frozen=True)
+class Window:
+    """Where one limit stands for one caller after this request."""
+
+    limit: int
+    remaining: int
+    reset_at: float  # epoch seconds
+
+    @property
+    def allowed(self) -> bool:
+        return self.remaining >= 0
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(max(0, self.remaining)),
+            "RateLimit-Reset": str(max(1, math.ceil(self.reset_at - time.time()))),
+        }
 
 
-def _exempt() -> bool:
-    return request.path in EXEMPT_PATHS
+class Counter(Protocol):
+    def hit(self, item: RateLimitItem, prefix: str, key: str) -> Window: ...
 
 
-def _seconds_until(reset_at: float) -> int:
-    return max(1, math.ceil(reset_at - time.time()))
+class MemoryCounter:
+    """Fixed windows in this process: ``{key: (window end, count)}`` under a lock."""
+
+    MAX_KEYS = 100_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._windows: dict[str, tuple[float, int]] = {}
+
+    def hit(self, item: RateLimitItem, prefix: str, key: str) -> Window:
+        now = time.time()
+        name = item.key_for(prefix, key)
+        with self._lock:
+            ends, count = self._windows.get(name, (0.0, 0))
+            if ends <= now:
+                if len(self._windows) >= self.MAX_KEYS:
+                    self._windows = {k: v for k, v in self._windows.items() if v[0] > now}
+                ends, count = now + item.get_expiry(), 0
+            count += 1
+            self._windows[name] = (ends, count)
+        return Window(item.amount, item.amount - count, ends)
 
 
-def _limit_headers(limiter: Limiter) -> dict[str, str]:
-    current = limiter.current_limit
-    if current is None:
-        return {}
-    return {
-        "RateLimit-Limit": str(current.limit.amount),
-        "RateLimit-Remaining": str(max(0, current.remaining)),
-        "RateLimit-Reset": str(_seconds_until(current.reset_at)),
-    }
+class StorageCounter:
+    """Fixed windows in a ``limits`` storage (Redis in production), shared by processes."""
+
+    def __init__(self, uri: str) -> None:
+        self._limiter = FixedWindowRateLimiter(storage_from_string(uri))
+
+    def hit(self, item: RateLimitItem, prefix: str, key: str) -> Window:
+        allowed = self._limiter.hit(item, prefix, key)
+        stats = self._limiter.get_window_stats(item, prefix, key)
+        remaining = stats.remaining if allowed else -1
+        return Window(item.amount, remaining, stats.reset_time)
 
 
-def register(app: Flask) -> Limiter | None:
+class RateLimits:
+    def __init__(self, config: Any) -> None:
+        uri = config.get("RATELIMIT_STORAGE_URI") or "memory://"
+        self.counter: Counter = MemoryCounter() if uri == "memory://" else StorageCounter(uri)
+        self.limits = {kind: parse_many(str(config[name])) for kind, name in KINDS.items()}
+        self.prefix = str(config.get("RATELIMIT_KEY_PREFIX") or "gin")
+
+    def check(self) -> Window | None:
+        """Count this request; the tightest window, or ``None`` when the storage failed."""
+        key = caller_key()
+        try:
+            windows = [
+                self.counter.hit(item, self.prefix, key)
+                for item in self.limits[key.partition(":")[0]]
+            ]
+        except Exception:  # the storage is down: let the request through
+            log.exception("rate limit storage failed; request let through")
+            return None
+        return min(windows, key=lambda w: (w.allowed, w.remaining))
+
+
+def register(app: Flask) -> RateLimits | None:
     config = app.config
     config.setdefault("RATELIMIT_ENABLED", True)
     if not config["RATELIMIT_ENABLED"]:
         return None
-    limiter = Limiter(
-        caller_key,
-        application_limits=[caller_limit],
-        storage_uri=config.get("RATELIMIT_STORAGE_URI") or "memory://",
-        strategy="fixed-window",
-        headers_enabled=False,  # written below: RateLimit-* names, Reset in seconds
-        swallow_errors=True,
-        key_prefix="gin",
-    )
-    limiter.request_filter(_exempt)
-    limiter.init_app(app)
+    for kind, name in KINDS.items():
+        config.setdefault(name, {"op": "300000 per minute"}.get(kind, "30000 per minute"))
+    limits = RateLimits(config)
 
-    def too_many(error: RateLimitExceeded) -> Response:
-        headers = _limit_headers(limiter)
-        retry = headers.get("RateLimit-Reset", "1")
-        headers["Retry-After"] = retry
+    def before() -> Response | None:
+        if request.path in EXEMPT_PATHS:
+            return None
+        window = limits.check()
+        g.ratelimit_window = window
+        if window is None or window.allowed:
+            return None
+        headers = window.headers()
+        headers["Retry-After"] = headers["RateLimit-Reset"]
         return problem(
             429,
             CODE,
             TITLE,
-            f"Rate limit exceeded ({error.description}); retry after {retry} seconds.",
+            f"Rate limit exceeded ({window.limit} requests per window); retry after "
+            f"{headers['Retry-After']} seconds.",
             headers=headers,
         )
 
-    def add_headers(response: Response) -> Response:
-        if response.status_code != 429:
-            # If the storage failed, the request was let through anyway: no headers then.
-            with contextlib.suppress(Exception):
-                response.headers.update(_limit_headers(limiter))
+    def after(response: Response) -> Response:
+        window = g.get("ratelimit_window")
+        if window is not None and response.status_code != 429:
+            response.headers.update(window.headers())
         return response
 
-    app.register_error_handler(RateLimitExceeded, too_many)
-    app.after_request(add_headers)
-    app.extensions["gin_limiter"] = limiter
-    return limiter
+    app.before_request(before)
+    app.after_request(after)
+    app.extensions["gin_limiter"] = limits
+    return limits
 
 
 PROBLEM_RESPONSE: dict[str, Any] = {

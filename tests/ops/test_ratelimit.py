@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,10 +15,18 @@ from tests.api.play_clients import player_client
 from tests.conftest import ApiClient, make_test_app, new_operator
 
 
-@pytest.fixture
-def limited(database_url: str) -> Iterator[Any]:
+def _storages() -> list[Any]:
+    """In-process counters always; Redis too when the run has one (CI)."""
+    redis = os.environ.get("TEST_BROKER_URL", "")
+    return ["memory://"] + ([redis] if redis.startswith("redis://") else [])
+
+
+@pytest.fixture(params=_storages(), ids=lambda uri: uri.partition(":")[0])
+def limited(database_url: str, request: pytest.FixtureRequest) -> Iterator[Any]:
     app = make_test_app(
         database_url,
+        RATELIMIT_STORAGE_URI=request.param,
+        RATELIMIT_KEY_PREFIX=f"test-{secrets.token_hex(4)}",  # runs never share counters
         RATELIMIT_OPERATOR="5 per minute",
         RATELIMIT_PLAYER="3 per minute",
         RATELIMIT_ANONYMOUS="4 per minute",
@@ -126,3 +136,29 @@ def test_the_429_is_documented(app: Any) -> None:
     text = spec_yaml(app)
     assert "RATE_LIMITED:" in text
     assert "'429':\n          $ref: '#/components/responses/RATE_LIMITED'" in text
+
+
+def test_a_failing_storage_lets_requests_through(database_url: str) -> None:
+    app = make_test_app(database_url, RATELIMIT_STORAGE_URI="redis://127.0.0.1:9/0",
+                        RATELIMIT_OPERATOR="1 per minute")
+    api = operator(app)
+    try:
+        assert [api.get("/v1/players").status_code for _ in range(3)] == [200] * 3
+        assert "RateLimit-Limit" not in api.get("/v1/players").headers
+    finally:
+        app.extensions["gin"]["engine"].dispose()
+
+
+def test_several_limits_per_caller_the_tightest_answers(database_url: str) -> None:
+    app = make_test_app(database_url, RATELIMIT_OPERATOR="100 per minute;2 per hour")
+    api = operator(app)
+    try:
+        first = api.get("/v1/players")
+        assert first.headers["RateLimit-Limit"] == "2"
+        assert first.headers["RateLimit-Remaining"] == "1"
+        assert api.get("/v1/players").status_code == 200
+        third = api.get("/v1/players")
+        assert third.status_code == 429
+        assert 61 < int(third.headers["Retry-After"]) <= 3600  # the hourly window's reset
+    finally:
+        app.extensions["gin"]["engine"].dispose()
