@@ -68,7 +68,6 @@ class Settings:
     broker_url: str
     secret_key: str
     idempotency_retention_hours: int = 24
-    api_key_cache_seconds: float = 1.0
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
     # Operations (issue 6): logs, metrics and rate limits.
@@ -108,7 +107,6 @@ class Settings:
             broker_url=os.environ.get("CELERY_BROKER_URL", f"filesystem://{var.resolve()}/broker"),
             secret_key=os.environ.get("SECRET_KEY", "dev-only-insecure-secret"),
             idempotency_retention_hours=_int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
-            api_key_cache_seconds=float(_int_env("API_KEY_CACHE_SECONDS", 1)),
             player_token_ttl_seconds=_int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
             db_pool_size=_int_env("DB_POOL_SIZE", 10),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),

@@ -26,7 +26,7 @@ from service.errors import (
     ServiceError,
 )
 from service.usecases import idempotency
-from service.usecases.auth import ApiKeyCache, Principal, authenticate, require_operator
+from service.usecases.auth import Principal, authenticate, require_operator
 
 PUBLIC_PREFIX = "/v1/"
 
@@ -82,10 +82,7 @@ def _authenticate() -> None:
     header = request.headers.get("Authorization", "")
     scheme, _, credential = header.partition(" ")
     bearer = credential.strip() if scheme.lower() == "bearer" else None
-    gin = current_app.extensions["gin"]
-    g.principal = authenticate(
-        db_session(), bearer, current_app.config["SECRET_KEY"], utcnow(), gin["api_key_cache"]
-    )
+    g.principal = authenticate(db_session(), bearer, current_app.config["SECRET_KEY"], utcnow())
 
 
 def _close_session(_exc: BaseException | None) -> None:
@@ -118,9 +115,6 @@ def _refuse_nul() -> None:
 
 def register(app: Flask) -> None:
     app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
-    app.extensions["gin"]["api_key_cache"] = ApiKeyCache(
-        float(app.config.get("API_KEY_CACHE_SECONDS", 1.0))
-    )
     app.before_request(_take_request_id)
     app.before_request(_refuse_nul)
     app.before_request(_authenticate)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -55,6 +54,4 @@ class ApiKeys(MethodView):
 def revoke_api_key(key_id: str) -> dict[str, Any]:
     """Revoke an API key at once (it may be the one making this call)."""
     operator_id = require_operator(principal())
-    revoked = operators.revoke_api_key(db_session(), operator_id, key_id, utcnow())
-    current_app.extensions["gin"]["api_key_cache"].forget(revoked.id)
-    return render.api_key(revoked)
+    return render.api_key(operators.revoke_api_key(db_session(), operator_id, key_id, utcnow()))

@@ -1,6 +1,6 @@
 """How a money-moving request uses the database: one transaction per request (claim, work and
-stored answer together, retried whole after a deadlock), the per-process API key cache, the
-503 answer when the database connection is lost, and the clearing sub-accounts."""
+stored answer together, retried whole after a deadlock), API key revocation, the 503 answer
+when the database connection is lost, and the per-player clearing sub-accounts."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from service.db.models import IdempotencyRecord, LedgerAccount
 from service.ledger.postings import AccountKind, AccountRef
 from service.usecases import wallets
-from service.usecases.auth import ApiKeyCache
 from tests.conftest import ApiClient
 
 
@@ -104,34 +103,18 @@ def test_a_lost_database_connection_is_a_503_problem(
     assert _available(api, pid) == 0
 
 
-def test_revoking_a_key_through_the_api_stops_it_at_once(api: ApiClient) -> None:
+def test_revoking_a_key_stops_it_at_once_in_every_process(api: ApiClient, app: Any) -> None:
+    from tests.conftest import make_test_app
+
     created = api.post("/v1/api-keys", {"label": "short-lived"}).get_json()
-    second = api.as_(created["secret"])
-    assert second.get("/v1/operator").status_code == 200  # now cached in this process
-    assert api.delete(f"/v1/api-keys/{created['id']}").status_code == 200
-    assert second.get("/v1/operator").status_code == 401
-
-
-def test_api_key_cache_expires_and_forgets(monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.usecases import auth
-
-    clock = [1000.0]
-    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
-    cache = ApiKeyCache(ttl=1.0)
-    cache.put("h1", "op_1", "key_1")
-    cache.put("h2", "op_1", "key_2")
-    assert cache.get("h1") == "op_1"
-    cache.forget("key_1")
-    assert cache.get("h1") is None and cache.get("h2") == "op_1"
-    clock[0] += 1.0
-    assert cache.get("h2") is None  # a second later the key is looked up again
-    disabled = ApiKeyCache(ttl=0)
-    disabled.put("h", "op", "k")
-    assert disabled.get("h") is None
-    monkeypatch.setattr(ApiKeyCache, "MAX_ENTRIES", 2)
-    cache.put("h3", "op_1", "key_3")
-    cache.put("h4", "op_1", "key_4")  # full: starts over rather than growing
-    assert cache.get("h3") is None and cache.get("h4") == "op_1"
+    elsewhere = make_test_app(app.config["DATABASE_URL"])  # another server process
+    try:
+        other = ApiClient(elsewhere.test_client(), created["secret"])
+        assert other.get("/v1/operator").status_code == 200
+        assert api.delete(f"/v1/api-keys/{created['id']}").status_code == 200
+        assert other.get("/v1/operator").status_code == 401
+    finally:
+        elsewhere.extensions["gin"]["engine"].dispose()
 
 
 def test_each_players_cashier_has_its_own_clearing_sub_account(
