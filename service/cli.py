@@ -254,8 +254,11 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
 
 def _simulate(argv: list[str]) -> int:
     """Forward to ``service.simulate.main(argv)``, imported only now (it is optional)."""
+    import importlib
+
     try:
-        from service import simulate
+        # import_module, not "from service import simulate": it honours sys.modules first
+        simulate = importlib.import_module("service.simulate")
     except ImportError as exc:
         if exc.name not in ("service.simulate", None):
             raise  # the simulation exists but one of its own imports is broken

@@ -26,6 +26,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from service.bots import Bot
+from service.db import transaction
 from service.db.bot_models import BotPlayer
 from service.db.match_models import GameTable, MatchRow
 from service.errors import (
@@ -97,7 +98,7 @@ def seat_bot(
         session, principal, f"bot:{table.id}:{secrets.token_hex(6)}", display_name, None, now
     )
     strategy = "eager" if table.format == "first_to_knock" else "sensible"
-    with session.begin():
+    with transaction(session):
         bot = BotPlayer(
             player_id=player.id, operator_id=operator_id, table_id=table.id,
             match_id=table.match_id, strategy=strategy, seen_version=None, created_at=now,
@@ -121,7 +122,7 @@ def seat_bot(
 def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str, str]]:
     """(operator id, bot player id, match id, strategy) of every live match with a bot that
     changed since that bot last looked: one indexed query, no match state decoded."""
-    with session.begin():
+    with transaction(session):
         rows = session.execute(
             select(BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id,
                    BotPlayer.strategy)
@@ -178,7 +179,7 @@ def _play(
 
 def _seen(session: Session, player_id: str | None, version: int) -> None:
     """Remember the version the bot has dealt with (never moving it backwards)."""
-    with session.begin():
+    with transaction(session):
         session.execute(
             update(BotPlayer)
             .where(
@@ -192,7 +193,7 @@ def _seen(session: Session, player_id: str | None, version: int) -> None:
 def bots_of_table(session: Session, principal: Principal, table_id: str) -> list[BotPlayer]:
     """The bots seated at one of the operator's tables."""
     require_operator(principal)
-    with session.begin():
+    with transaction(session):
         table = session.get(GameTable, table_id)
         if table is None or table.operator_id != principal.operator_id:
             raise NotFound(f"No table {table_id!r}.")

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from service.db import transaction
 from service.db.models import DepositLimit, LedgerEntry, Player
 from service.errors import DepositLimitExceeded, SelfExcluded
 from service.ledger.money import exponent
@@ -72,7 +73,7 @@ def get_limits(
     session: Session, principal: Principal, player_id: str, currency: str, now: datetime
 ) -> list[LimitView]:
     exponent(currency)
-    with session.begin():
+    with transaction(session):
         authorize_player(session, principal, player_id)
         rows = {
             row.period: row
@@ -101,7 +102,7 @@ def set_limits(
     """Set some periods' limits (``None`` removes a limit, which counts as a raise)."""
     require_operator(principal)
     exponent(currency)
-    with session.begin():
+    with transaction(session):
         authorize_player(session, principal, player_id)
         for period, wanted in requested.items():
             limit = session.get(DepositLimit, (player_id, currency, period), with_for_update=True)

@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.db import transaction
 from service.db.models import ApiKey, Operator
 from service.errors import NotFound, ValidationFailed
 from service.ids import new_id
@@ -27,7 +28,7 @@ def create_operator(session: Session, name: str, now: datetime) -> tuple[Operato
     """A new operator with its first API key."""
     if not name.strip():
         raise ValidationFailed("An operator needs a name.")
-    with session.begin():
+    with transaction(session):
         operator = Operator(id=new_id("op"), name=name.strip(), created_at=now)
         session.add(operator)
         session.flush()
@@ -36,7 +37,7 @@ def create_operator(session: Session, name: str, now: datetime) -> tuple[Operato
 
 
 def create_api_key(session: Session, operator_id: str, label: str, now: datetime) -> IssuedKey:
-    with session.begin():
+    with transaction(session):
         return _issue(session, operator_id, label, now)
 
 
@@ -57,7 +58,7 @@ def _issue(session: Session, operator_id: str, label: str, now: datetime) -> Iss
 
 def list_api_keys(session: Session, operator_id: str) -> Sequence[ApiKey]:
     """The operator's keys, newest first (revoked ones included, marked)."""
-    with session.begin():
+    with transaction(session):
         return session.scalars(
             select(ApiKey).where(ApiKey.operator_id == operator_id).order_by(ApiKey.id.desc())
         ).all()
@@ -68,7 +69,7 @@ def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetim
 
     :raises NotFound: when the key does not exist or belongs to another operator.
     """
-    with session.begin():
+    with transaction(session):
         key = session.get(ApiKey, key_id, with_for_update=True)
         if key is None or key.operator_id != operator_id:
             raise NotFound(f"No API key {key_id!r}.")
@@ -78,7 +79,7 @@ def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetim
 
 
 def get_operator(session: Session, operator_id: str) -> Operator:
-    with session.begin():
+    with transaction(session):
         operator = session.get(Operator, operator_id)
         if operator is None:
             raise NotFound(f"No operator {operator_id!r}.")

@@ -262,7 +262,7 @@ def _context(session: Session, principal: Principal, match_id: str, *, lock: boo
 
 
 def current_version(session: Session, principal: Principal, match_id: str) -> int:
-    with session.begin():
+    with transaction(session):
         return _context(session, principal, match_id, lock=False).row.version
 
 
@@ -278,7 +278,7 @@ def peek_version(engine: Engine, match_id: str) -> int:
 def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
     """The caller's view: a seated player's own hand and legal actions, otherwise only
     public information."""
-    with session.begin():
+    with transaction(session):
         return _view(_context(session, principal, match_id, lock=False))
 
 
@@ -414,7 +414,7 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
     """Act for every player whose time ran out by ``now`` (RULES.md 9.2); returns how many
     matches changed. Each match is handled in its own transaction under its row lock, and
     re-checked there, so a player's action that got in first wins."""
-    with session.begin():
+    with transaction(session):
         due = list(session.scalars(
             select(MatchRow.id)
             .where(MatchRow.status == "playing", MatchRow.deadline_at <= now)
@@ -423,7 +423,7 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
         ))
     changed = 0
     for match_id in due:
-        with session.begin():
+        with transaction(session):
             row = session.get(MatchRow, match_id, with_for_update=True)
             if row is None or row.status != "playing" or row.state is None:
                 continue
@@ -447,7 +447,7 @@ def hand_history(
 ) -> dict[str, Any]:
     """A finished hand's full record: fairness data with the revealed seed, the deck, every
     action, the showdown and the score (RULES.md 10.3-10.4)."""
-    with session.begin():
+    with transaction(session):
         ctx = _context(session, principal, match_id, lock=False)
         hand_row = session.scalars(
             select(HandRow).where(HandRow.match_id == ctx.row.id, HandRow.number == number)

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from service.db import transaction
 from service.db.models import Player
 from service.errors import ExternalIdTaken, SelfExclusionLocked, ValidationFailed
 from service.ids import new_id
@@ -38,7 +39,7 @@ def create_player(
     if display_currency is not None:
         exponent(display_currency)
     try:
-        with session.begin():
+        with transaction(session):
             player = Player(
                 id=new_id("ply"),
                 operator_id=operator_id,
@@ -58,7 +59,7 @@ def create_player(
 
 
 def get_player(session: Session, principal: Principal, player_id: str) -> Player:
-    with session.begin():
+    with transaction(session):
         return authorize_player(session, principal, player_id)
 
 
@@ -72,7 +73,7 @@ def update_player(
     require_operator(principal)
     if changes.get("display_currency") is not None:
         exponent(str(changes["display_currency"]))
-    with session.begin():
+    with transaction(session):
         player = authorize_player(session, principal, player_id)
         if "display_name" in changes:
             if not changes["display_name"]:
@@ -92,7 +93,7 @@ def list_players(
 ) -> Page[Player]:
     """The operator's players, newest first (ids are time-ordered ULIDs)."""
     operator_id = require_operator(principal)
-    with session.begin():
+    with transaction(session):
         stmt = select(Player).where(Player.operator_id == operator_id)
         return page_of(session, stmt, Player.id, Player, limit, starting_after, ending_before)
 
@@ -114,7 +115,7 @@ def mint_token(
 ) -> PlayerToken:
     """A short-lived token for one of the operator's players."""
     require_operator(principal)
-    with session.begin():
+    with transaction(session):
         player = authorize_player(session, principal, player_id)
     expires_at = token_expiry(now, ttl_seconds)
     token = mint_player_token(player.operator_id, player.id, secret_key, expires_at)
@@ -132,7 +133,7 @@ def set_self_exclusion(
     require_operator(principal)
     if until <= now:
         raise ValidationFailed(f"Self-exclusion must end in the future, got {until.isoformat()}.")
-    with session.begin():
+    with transaction(session):
         player = authorize_player(session, principal, player_id)
         current = player.self_excluded_until
         if current is not None and current > now and until < current:

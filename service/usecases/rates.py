@@ -10,6 +10,7 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.db import transaction
 from service.db.models import ExchangeRate, Player
 from service.errors import ValidationFailed
 from service.ledger.money import DisplayAmount, display_amount, exponent, parse_rate
@@ -37,7 +38,7 @@ def set_rate(
     if base == quote:
         raise ValidationFailed(f"A rate needs two different currencies, got {base}/{quote}.")
     rate = parse_rate(rate_text)
-    with session.begin():
+    with transaction(session):
         row = session.get(ExchangeRate, (operator_id, base, quote), with_for_update=True)
         if row is None:
             row = ExchangeRate(operator_id=operator_id, base=base, quote=quote)
@@ -48,7 +49,7 @@ def set_rate(
 
 def list_rates(session: Session, principal: Principal) -> Sequence[Rate]:
     operator_id = require_operator(principal)
-    with session.begin():
+    with transaction(session):
         rows = session.scalars(
             select(ExchangeRate)
             .where(ExchangeRate.operator_id == operator_id)

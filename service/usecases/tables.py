@@ -107,7 +107,7 @@ def create_table(
         fill_deadline=now + timedelta(seconds=settings.clock.fill_timeout_seconds),
         created_at=now,
     )
-    with session.begin():
+    with transaction(session):
         session.add(table)
         session.flush()
         session.add(MatchRow(
@@ -120,7 +120,7 @@ def create_table(
 
 
 def get_table(session: Session, principal: Principal, table_id: str) -> TableView:
-    with session.begin():
+    with transaction(session):
         table = _table(session, principal, table_id, lock=False)
         return _view(session, table, principal.is_operator)
 
@@ -156,7 +156,7 @@ def list_tables(
             raise ValidationFailed(message, errors=[FieldError("format", message)]) from None
     if currency is not None:
         exponent(currency)
-    with session.begin():
+    with transaction(session):
         stmt = select(GameTable).where(GameTable.operator_id == principal.operator_id)
         if not (include_closed and principal.is_operator):
             stmt = stmt.where(GameTable.status == "open", GameTable.private.is_(False))
@@ -284,7 +284,7 @@ def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> No
 def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
     """Cancel open tables past their fill deadline and refund every seat (RULES.md 9.6);
     each table in its own transaction. Returns how many were cancelled."""
-    with session.begin():
+    with transaction(session):
         due = list(session.scalars(
             select(GameTable.id)
             .where(GameTable.status == "open", GameTable.fill_deadline <= now)
@@ -292,7 +292,7 @@ def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int
         ))
     cancelled = 0
     for table_id in due:
-        with session.begin():
+        with transaction(session):
             table = session.get(GameTable, table_id, with_for_update=True)
             if table is None or table.status != "open" or table.fill_deadline > now:
                 continue

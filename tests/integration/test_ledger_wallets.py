@@ -161,7 +161,10 @@ def test_each_entry_records_balance_after_and_links_the_chain(shared_funded: Fun
         entries = s.scalars(
             select(LedgerEntry)
             .join(LedgerAccount)
-            .where(LedgerAccount.player_id == f.player_id)
+            .where(
+                LedgerAccount.player_id == f.player_id,
+                LedgerAccount.kind == "player_available",  # not the player's clearing account
+            )
             .order_by(LedgerEntry.seq)
         ).all()
     assert [(e.amount, e.balance_after) for e in entries] == [
