@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, after_this_request, current_app, jsonify, request
 from flask_smorest import Blueprint
 
 from service.api.context import (
@@ -78,16 +78,23 @@ def _expected_version(body: dict[str, Any]) -> int | None:
 
 
 def _kick_relay(view: dict[str, Any]) -> None:
-    """A finished match has an outbox event: ask a worker to publish it now (best effort;
-    beat's sweep publishes it anyway if the broker is unreachable)."""
+    """A finished match has an outbox event: ask a worker to publish it as soon as this
+    request's transaction has committed (best effort; beat's sweep publishes it anyway if the
+    broker is unreachable). Deferred to the end of the request because with an
+    ``Idempotency-Key`` the action commits only after the view returns."""
     if view["status"] not in ("finished", "void"):
         return
-    try:
-        from worker.celery_app import app as celery_app
 
-        celery_app.send_task("outbox.relay", retry=False)
-    except Exception as exc:  # the broker is down: the sweep will do it
-        log.warning("could not kick the outbox relay: %s", exc)
+    @after_this_request
+    def kick(response: Response) -> Response:
+        if response.status_code < 300:
+            try:
+                from worker.celery_app import app as celery_app
+
+                celery_app.send_task("outbox.relay", retry=False)
+            except Exception as exc:  # the broker is down: the sweep will do it
+                log.warning("could not kick the outbox relay: %s", exc)
+        return response
 
 
 @blp.route("/matches/<match_id>/actions", methods=["POST"])

@@ -152,3 +152,37 @@ def test_clearing_sub_accounts_round_trip() -> None:
     assert AccountRef.operator_clearing("op_1", "EUR").player_id is None
     with pytest.raises(ValueError):
         AccountRef(AccountKind.HOUSE_FEE, "op_1", "ply_1", None, "EUR")
+
+
+def test_the_outbox_relay_is_asked_only_after_the_final_action_commits(
+    api: ApiClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an Idempotency-Key the resignation commits after the view returns; the relay must
+    be asked after that, or it would find nothing to publish."""
+    from service.db.match_models import OutboxEvent
+    from tests.api.play_clients import join, open_table, player_client
+    from worker.celery_app import app as celery_app
+
+    table = open_table(api)
+    players = [player_client(api), player_client(api)]
+    for client in players:
+        assert join(client, table["id"]).status_code == 201
+    visible_at_kick: list[int] = []
+
+    def send_task(name: str, **_kwargs: Any) -> None:
+        assert name == "outbox.relay"
+        reader = app.extensions["gin"]["sessionmaker"]()  # another connection: committed only
+        with reader.begin():
+            visible_at_kick.append(reader.scalar(
+                select(func.count()).select_from(OutboxEvent).where(
+                    OutboxEvent.subject_id == table["match_id"],
+                    OutboxEvent.type == "match.finished",
+                )
+            ) or 0)
+        reader.close()
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)
+    response = players[0].post(f"/v1/matches/{table['match_id']}/actions",
+                               {"action": "RESIGN"}, key="resign-1")
+    assert response.status_code == 200 and response.get_json()["status"] == "finished"
+    assert visible_at_kick == [1]
