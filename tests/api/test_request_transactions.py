@@ -186,3 +186,26 @@ def test_the_outbox_relay_is_asked_only_after_the_final_action_commits(
                                {"action": "RESIGN"}, key="resign-1")
     assert response.status_code == 200 and response.get_json()["status"] == "finished"
     assert visible_at_kick == [1]
+
+
+def test_argument_schemas_are_built_once_not_per_request(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flask_smorest
+
+    from service.api.schemas import MovementIn
+
+    built: list[int] = []
+    original = MovementIn.__init__
+
+    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    parser = flask_smorest.Blueprint.ARGUMENTS_PARSER
+    monkeypatch.setattr(parser, "_instances", {})
+    monkeypatch.setattr(MovementIn, "__init__", counting_init)
+    pid = api.new_player()["id"]
+    for _ in range(3):
+        assert api.deposit(pid, 100).status_code == 201
+    assert built == [1]
