@@ -19,6 +19,7 @@ from webargs.flaskparser import FlaskParser
 
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
+from service.db import shared
 from service.errors import (
     IdempotencyKeyInUse,
     IdempotencyKeyReused,
@@ -203,7 +204,7 @@ def _once(
     for attempt in range(ATTEMPTS):
         now = utcnow()
         try:
-            with session.begin():
+            with shared(session):
                 stored = idempotency.claim(session, operator_id, key, digest, now)
                 if stored is not None:
                     return _replay(stored)

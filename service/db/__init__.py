@@ -53,17 +53,34 @@ def is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
+#: ``session.info`` key set while a caller-owned transaction (the HTTP idempotency wrapper's)
+#: is open for use cases to join.
+JOINABLE = "gin.joinable_transaction"
+
+
 @contextmanager
 def transaction(session: Session) -> Iterator[None]:
-    """A database transaction for one use case, or the caller's if one is already open.
+    """A database transaction for one use case, or the caller's if it opened one to share.
 
     The HTTP idempotency wrapper runs a money-moving request in one transaction (the key's
-    claim, the use case and the stored response commit together); use cases it wraps join that
-    transaction instead of committing their own. Called on its own, a use case begins and
-    commits (or rolls back) its own transaction as before.
+    claim, the use case and the stored answer commit together) inside :func:`shared`; use
+    cases it wraps join that transaction instead of committing their own. Anywhere else a use
+    case begins and commits (or rolls back) its own transaction as before, and an unrelated
+    transaction left open (autobegun) is an error, as ``Session.begin`` makes it.
     """
-    if session.in_transaction():
+    if session.info.get(JOINABLE) and session.in_transaction():
         yield
         return
     with session.begin():
         yield
+
+
+@contextmanager
+def shared(session: Session) -> Iterator[None]:
+    """Begin a transaction that use cases run inside it join (see :func:`transaction`)."""
+    with session.begin():
+        session.info[JOINABLE] = True
+        try:
+            yield
+        finally:
+            session.info.pop(JOINABLE, None)

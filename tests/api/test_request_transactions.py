@@ -209,3 +209,22 @@ def test_argument_schemas_are_built_once_not_per_request(
     for _ in range(3):
         assert api.deposit(pid, 100).status_code == 201
     assert built == [1]
+
+
+def test_use_cases_join_only_a_transaction_opened_to_be_shared(app: Any) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.exc import InvalidRequestError
+
+    from service.db import shared, transaction
+
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with shared(session):
+            outer = session.get_transaction()
+            with transaction(session):
+                assert session.get_transaction() is outer  # joined, not committed here
+        session.execute(text("SELECT 1"))  # an unrelated, autobegun transaction
+        with pytest.raises(InvalidRequestError), transaction(session):
+            pass  # refused as Session.begin refuses it: never silently left uncommitted
+    finally:
+        session.close()
