@@ -47,6 +47,10 @@ def _close(session) -> None:  # type: ignore[no-untyped-def]
     session.get_bind().dispose()
 
 
+#: How long ``gin-service run`` waits for the API and the worker to stop after a signal.
+SHUTDOWN_GRACE_SECONDS = 40
+
+
 def _serve(bind: str, workers: int) -> int:
     """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
     clocks, the outbox relay, sweeps), as child processes; a signal or either child exiting
@@ -73,7 +77,14 @@ def _serve(bind: str, workers: int) -> int:
     ])
     children = [web, worker]
 
+    stopping = False
+
     def stop(_signum: int = 0, _frame: object = None) -> None:
+        # One SIGTERM per child: a second one makes Celery's warm shutdown hang in its pool.
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
         for child in children:
             if child.poll() is None:
                 child.terminate()
@@ -89,7 +100,11 @@ def _serve(bind: str, workers: int) -> int:
     finally:
         stop()
         for child in children:
-            child.wait(timeout=60)
+            try:  # in-flight requests and tasks get the grace period to finish
+                child.wait(timeout=SHUTDOWN_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                child.kill()  # never left running behind us (beat's sweeps redo its work)
+                child.wait()
     return web.returncode or 0
 
 
