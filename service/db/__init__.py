@@ -84,3 +84,16 @@ def shared(session: Session) -> Iterator[None]:
             yield
         finally:
             session.info.pop(JOINABLE, None)
+
+
+def read_first(session: Session, statement: Any, params: dict[str, Any]) -> Any:
+    """The first row of one read-only statement. On PostgreSQL it runs outside any
+    transaction (autocommit: one round trip instead of BEGIN, SELECT, COMMIT), on a pooled
+    connection of its own; elsewhere, or inside a transaction, it runs there as usual."""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql" and not session.in_transaction():
+        with bind.connect() as connection:
+            autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
+            return autocommit.execute(statement, params).first()
+    with transaction(session):
+        return session.execute(statement, params).first()

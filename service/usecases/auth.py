@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from service.db import transaction
+from service.db import read_first
 from service.db.models import ApiKey, Operator, Player
 from service.errors import Forbidden, NotFound, TokenExpired, Unauthenticated
 
@@ -67,20 +67,8 @@ def authenticate(
         raise Unauthenticated("Send Authorization: Bearer <API key or player token>.")
     if bearer.startswith(PLAYER_TOKEN_PREFIX):
         return verify_player_token(bearer, secret_key, now)
-    params = {"key_hash": hash_api_key(bearer)}
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":
-        # Outside any transaction (autocommit): one round trip instead of three. Looked up on
-        # every request, so a revoked key stops working at once on every server process.
-        with bind.connect() as connection:
-            found = (
-                connection.execution_options(isolation_level="AUTOCOMMIT")
-                .execute(_KEY_LOOKUP, params)
-                .one_or_none()
-            )
-    else:
-        with transaction(session):
-            found = session.execute(_KEY_LOOKUP, params).one_or_none()
+    # Looked up on every request (no cache), so a revoked key stops at once in every process.
+    found = read_first(session, _KEY_LOOKUP, {"key_hash": hash_api_key(bearer)})
     if found is None:
         raise Unauthenticated("The API key is unknown or revoked.")
     return Principal(found.operator_id)

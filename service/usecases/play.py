@@ -20,7 +20,7 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
-from service.db import transaction
+from service.db import read_first, transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import Player
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
@@ -248,7 +248,17 @@ class MatchContext:
 
 
 def _context(session: Session, principal: Principal, match_id: str, *, lock: bool) -> MatchContext:
-    row = _load(session, match_id, lock=lock)
+    return _authorised(_load(session, match_id, lock=lock), principal, match_id)
+
+
+def _read_context(session: Session, principal: Principal, match_id: str) -> MatchContext:
+    """For reading only: the row in one autocommit round trip on PostgreSQL."""
+    found = read_first(session, _SELECT_MATCH, {"match_id": match_id})
+    row = None if found is None else MatchRecord(**found._mapping)
+    return _authorised(row, principal, match_id)
+
+
+def _authorised(row: MatchRecord | None, principal: Principal, match_id: str) -> MatchContext:
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")
     seat = None
@@ -262,8 +272,7 @@ def _context(session: Session, principal: Principal, match_id: str, *, lock: boo
 
 
 def current_version(session: Session, principal: Principal, match_id: str) -> int:
-    with transaction(session):
-        return _context(session, principal, match_id, lock=False).row.version
+    return _read_context(session, principal, match_id).row.version
 
 
 def peek_version(engine: Engine, match_id: str) -> int:
@@ -278,8 +287,7 @@ def peek_version(engine: Engine, match_id: str) -> int:
 def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
     """The caller's view: a seated player's own hand and legal actions, otherwise only
     public information."""
-    with transaction(session):
-        return _view(_context(session, principal, match_id, lock=False))
+    return _view(_read_context(session, principal, match_id))
 
 
 def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
