@@ -168,7 +168,7 @@ def _player_scoped(view: Callable[..., Any], *, required: bool) -> Callable[...,
 
 
 class _Undo(Exception):
-    """Rolls the request's transaction back but still answers with ``response``."""
+    """Rolls the request's transaction back and answers with ``response`` instead."""
 
     def __init__(self, response: Response) -> None:
         super().__init__(response.status)
@@ -211,10 +211,12 @@ def _once(
                 response = view(*args, **kwargs)
                 if response.status_code >= 500:
                     raise _Undo(response)
-                idempotency.record(
+                earlier = idempotency.record(
                     session, operator_id, key, digest, response.status_code,
                     response.get_data(as_text=True), now, retention,
                 )
+                if earlier is not None:  # a twin's answer got stored first: it is the key's
+                    raise _Undo(_replay(earlier))
                 return response
         except (IdempotencyKeyInUse, IdempotencyKeyReused):
             raise  # about the key itself: nothing to store

@@ -109,9 +109,9 @@ def claim(
     if session.get_bind().dialect.name == "postgresql":
         # Lock and look up in one round trip. A twin that held the lock has committed by the
         # time the lock is ours; in the (microseconds) case where it committed after this
-        # statement's snapshot, the record looks absent and the request runs again: the
-        # ledger's own key then answers with the twin's movement and record() below finds
-        # the twin's stored answer, so the client still gets one answer and one movement.
+        # statement's snapshot, the record looks absent and the request runs again; then
+        # record() finds the twin's stored answer, and the caller rolls its own work back and
+        # answers with the twin's (and the ledger's own key refuses a second movement anyway).
         row = session.execute(
             _TRY_LOCK_AND_LOOKUP, {**params, "lock_id": lock_id(operator_id, key)}
         ).one()
@@ -145,8 +145,9 @@ def record(
     retention: timedelta,
 ) -> StoredResponse | None:
     """Store the answer to the request holding ``key``, in the caller's transaction. Returns
-    ``None``, or the answer already stored by a twin that got there first (possible only
-    where no lock was held: after a refused request's rollback)."""
+    ``None``, or the answer a twin stored first (then the key's answer is the twin's, and the
+    caller must roll its own work back): after a refused request's rollback, or in the
+    microseconds-wide window described in :func:`claim`."""
     dialect = session.get_bind().dialect.name
     stored = session.execute(
         _RECORD_PG if dialect == "postgresql" else _RECORD_SQLITE,

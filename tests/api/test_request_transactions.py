@@ -228,3 +228,31 @@ def test_use_cases_join_only_a_transaction_opened_to_be_shared(app: Any) -> None
             pass  # refused as Session.begin refuses it: never silently left uncommitted
     finally:
         session.close()
+
+
+def test_a_twin_answer_found_at_the_end_wins_and_this_work_is_rolled_back(
+    api: ApiClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup missed a twin that committed a moment earlier (PostgreSQL's window between
+    the statement's snapshot and the lock): storing the answer then finds the twin's, which
+    becomes the answer, and this request's own movement is rolled back."""
+    from datetime import timedelta
+
+    from service.clock import utcnow
+    from service.usecases import idempotency
+
+    pid = api.new_player()["id"]
+    body = {"amount": {"amount": 300, "currency": "EUR"}}
+    path = f"/v1/players/{pid}/deposits"
+    digest = idempotency.request_hash("POST", path, body)
+    session = app.extensions["gin"]["sessionmaker"]()
+    with session.begin():  # the twin's committed answer
+        idempotency.record(session, api.operator_id, "late-twin", digest, 201,  # type: ignore[attr-defined]
+                           '{"id": "txn_twin"}', utcnow(), timedelta(hours=24))
+    session.close()
+    monkeypatch.setattr(idempotency, "claim", lambda *_args, **_kwargs: None)  # missed it
+    response = api.post(path, body, key="late-twin")
+    assert response.status_code == 201
+    assert response.get_json() == {"id": "txn_twin"}
+    assert response.headers["Idempotent-Replayed"] == "true"
+    assert _available(api, pid) == 0  # this request's own deposit was rolled back
