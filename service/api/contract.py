@@ -15,6 +15,7 @@ shared parts; ``tests/api/test_openapi.py`` then names it until it has an entry.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -185,6 +186,12 @@ def _derived_id(method: str, path: str) -> str:
     return method.lower() + "".join(w[:1].upper() + w[1:] for w in words)
 
 
+def _json_copy(example: Any) -> Any:
+    """An example as fresh JSON data: the examples module builds variants from shared parts,
+    which a deep copy would keep shared and the YAML would then show as anchors."""
+    return json.loads(json.dumps(example))
+
+
 def _ref(kind: str, name: str) -> dict[str, str]:
     return {"$ref": f"#/components/{kind}/{name}"}
 
@@ -332,14 +339,14 @@ class ContractPlugin(BasePlugin):  # type: ignore[misc]
         request = operation.get("requestBody")
         if body is not None and isinstance(request, dict):
             for media in request.get("content", {}).values():
-                media.setdefault("example", copy.deepcopy(body))
+                media.setdefault("example", _json_copy(body))
         answer = RESPONSE_EXAMPLES.get(contract.operation_id)
         if answer is None:
             return
         for status, response in responses.items():
             if status.startswith("2") and isinstance(response, dict):
                 for media in response.get("content", {}).values():
-                    media.setdefault("example", copy.deepcopy(answer))
+                    media.setdefault("example", _json_copy(answer))
                 break
 
 
