@@ -192,10 +192,51 @@ def deposit(
     :raises SelfExcluded: while the player is self-excluded.
     :raises DepositLimitExceeded: when a deposit limit would be passed.
     """
-    operator_id = require_operator(principal)
-    journal = ledger.deposit(operator_id, player_id, currency, amount)
-    fingerprint = store.fingerprint("deposit", player_id, currency, amount, external_reference)
+    return _cashier(
+        session, principal, "deposit", player_id, currency, amount, idempotency_key, now,
+        external_reference,
+    )
 
+
+def withdraw(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+    external_reference: str | None = None,
+) -> Movement:
+    """Pay the player's available funds out through the operator's cashier.
+
+    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
+    """
+    return _cashier(
+        session, principal, "withdrawal", player_id, currency, amount, idempotency_key, now,
+        external_reference,
+    )
+
+
+_CASHIER_JOURNALS = {"deposit": ledger.deposit, "withdrawal": ledger.withdrawal}
+
+
+def _cashier(
+    session: Session,
+    principal: Principal,
+    kind: str,
+    player_id: str,
+    currency: str,
+    amount: int,
+    idempotency_key: str,
+    now: datetime,
+    external_reference: str | None,
+) -> Movement:
+    """A deposit or a withdrawal (``kind``) through the operator's cashier; deposits are
+    checked against self-exclusion and the deposit limits under the account locks."""
+    operator_id = require_operator(principal)
+    journal = _CASHIER_JOURNALS[kind](operator_id, player_id, currency, amount)
+    fingerprint = store.fingerprint(kind, player_id, currency, amount, external_reference)
     player = _player_once(session, principal, player_id)
 
     def work() -> tuple[LedgerTransaction, bool]:
@@ -216,44 +257,7 @@ def deposit(
             amount=amount,
             now=now,
             external_reference=external_reference,
-            before_post=limits,
-        )
-
-    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
-
-
-def withdraw(
-    session: Session,
-    principal: Principal,
-    player_id: str,
-    currency: str,
-    amount: int,
-    idempotency_key: str,
-    now: datetime,
-    external_reference: str | None = None,
-) -> Movement:
-    """Pay the player's available funds out through the operator's cashier.
-
-    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
-    """
-    operator_id = require_operator(principal)
-    journal = ledger.withdrawal(operator_id, player_id, currency, amount)
-    fingerprint = store.fingerprint("withdrawal", player_id, currency, amount, external_reference)
-
-    player = _player_once(session, principal, player_id)
-
-    def work() -> tuple[LedgerTransaction, bool]:
-        return _move(
-            session,
-            operator_id=operator_id,
-            player=player(),
-            journal=journal,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            currency=currency,
-            amount=amount,
-            now=now,
-            external_reference=external_reference,
+            before_post=limits if kind == "deposit" else None,
         )
 
     return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
