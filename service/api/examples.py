@@ -204,6 +204,116 @@ _PRACTICE_TABLE_WITH_BOT: dict[str, Any] = {
 }
 
 
+# Objects that several operations answer with (single reads, writes and list items).
+_PLAYER: dict[str, Any] = {
+    "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
+    "object": "player",
+    "external_id": "u-1001",
+    "display_name": "Alice",
+    "display_currency": "USD",
+    "self_excluded_until": None,
+    "created_at": "2026-12-01T01:29:35Z",
+}
+
+_WALLET: dict[str, Any] = {
+    "object": "wallet",
+    "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
+    "currency": "EUR",
+    "available": {"amount": 1500, "currency": "EUR"},
+    "held": {"amount": 0, "currency": "EUR"},
+    "balance": {"amount": 1500, "currency": "EUR"},
+}
+
+_EXCHANGE_RATE: dict[str, Any] = {
+    "object": "exchange_rate",
+    "base": "EUR",
+    "quote": "USD",
+    "rate": "1.0837",
+    "rate_at": "2026-12-01T01:29:35Z",
+}
+
+_SETTLEMENT: dict[str, Any] = {
+    "id": "stl_01M8QKHEKDTZFNKNVGAEP7PVV2",
+    "object": "settlement",
+    "match_id": "mch_01M8QKHE0EZM7H9STJDMN65ZBN",
+    "currency": "EUR",
+    "ledger_transaction_id": "txn_01M8QKHEK8FQGZYSNDF96YJDAX",
+    "created_at": "2026-12-01T01:29:36Z",
+    "winner": 0,
+    "void": False,
+    "forfeiter": None,
+    "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
+    "escrow": [{"amount": 500, "currency": "EUR"}, {"amount": 500, "currency": "EUR"}],
+    "payouts": [{"amount": 900, "currency": "EUR"}, {"amount": 0, "currency": "EUR"}],
+    "net": [{"amount": 400, "currency": "EUR"}, {"amount": -500, "currency": "EUR"}],
+    "fee": {"amount": 100, "currency": "EUR"},
+    "statement": {
+        "format": "first_to_knock",
+        "escrow": [500, 500],
+        "payouts": [900, 0],
+        "net": [400, -500],
+        "fee": 100,
+        "fee_base_amount": 1000,
+        "winner": 0,
+        "void": False,
+        "forfeiter": None,
+        "hands": [
+            {"number": 1, "dealer": 1, "kind": "knock", "winner": 0, "points": 15, "knocker": 0}
+        ],
+        "hand_points": [15, 0],
+        "boxes": [1, 0],
+        "bonuses": {},
+        "final_totals": None,
+        "margin": 0,
+        "stake_per_point": 0,
+        "raw_amount": 0,
+        "transfer": 400,
+        "cap": None,
+        "cap_applied": False,
+        "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
+        "display": [None, None],
+    },
+}
+
+_WEBHOOK_ENDPOINT: dict[str, Any] = {
+    "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
+    "object": "webhook_endpoint",
+    "url": "https://ops.example/gin",
+    "description": "Back office",
+    "event_types": ["match.finished", "settlement.completed"],
+    "enabled": True,
+    "previous_secret_expires_at": None,
+    "created_at": "2026-12-01T01:29:35Z",
+    "updated_at": "2026-12-01T01:29:35Z",
+}
+
+_WEBHOOK_DELIVERY: dict[str, Any] = {
+    "id": "whd_01M8QKHA1VQ7C2N4J6X8Z0B2D4",
+    "object": "webhook_delivery",
+    "endpoint_id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
+    "event_id": "evt_01M8QKHA0T5R7P9M1K3H5F7D9B",
+    "event_type": "settlement.completed",
+    "status": "pending",
+    "attempt_count": 1,
+    "next_attempt_at": "2026-12-01T01:30:31Z",
+    "last_attempt_at": "2026-12-01T01:30:01Z",
+    "last_status_code": 503,
+    "last_error": "HTTP 503",
+    "delivered_at": None,
+    "created_at": "2026-12-01T01:30:00Z",
+    "attempts": [
+        {
+            "number": 1,
+            "manual": False,
+            "attempted_at": "2026-12-01T01:30:01Z",
+            "status_code": 503,
+            "error": "HTTP 503",
+            "duration_ms": 84,
+            "next_attempt_at": "2026-12-01T01:30:31Z",
+        }
+    ],
+}
+
 RESPONSE_EXAMPLES: dict[str, Any] = {
     "getOperator": {
         "id": "op_01M8QKHDNG3GQF6XS3A9H386D5",
@@ -248,44 +358,12 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "has_more": True,
         "next_cursor": "ply_01M8QKHDPK9434WX4952HXJ2GB",
         "data": [
-            {
-                "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-                "object": "player",
-                "external_id": "u-1001",
-                "display_name": "Alice",
-                "display_currency": "USD",
-                "self_excluded_until": None,
-                "created_at": "2026-12-01T01:29:35Z",
-            }
+            _PLAYER,
         ],
     },
-    "createPlayer": {
-        "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "object": "player",
-        "external_id": "u-1001",
-        "display_name": "Alice",
-        "display_currency": "USD",
-        "self_excluded_until": None,
-        "created_at": "2026-12-01T01:29:35Z",
-    },
-    "getPlayer": {
-        "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "object": "player",
-        "external_id": "u-1001",
-        "display_name": "Alice",
-        "display_currency": "USD",
-        "self_excluded_until": None,
-        "created_at": "2026-12-01T01:29:35Z",
-    },
-    "updatePlayer": {
-        "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "object": "player",
-        "external_id": "u-1001",
-        "display_name": "Alice",
-        "display_currency": "USD",
-        "self_excluded_until": None,
-        "created_at": "2026-12-01T01:29:35Z",
-    },
+    "createPlayer": _PLAYER,
+    "getPlayer": _PLAYER,
+    "updatePlayer": _PLAYER,
     "createPlayerToken": {
         "object": "player_token",
         "token": "pt_eyJleHAiOjE3OTYwODk0NzUsIm9wIjoib3BfMDFNOFFLSERORzNHUUY2W"
@@ -324,24 +402,10 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "has_more": False,
         "next_cursor": None,
         "data": [
-            {
-                "object": "wallet",
-                "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-                "currency": "EUR",
-                "available": {"amount": 1500, "currency": "EUR"},
-                "held": {"amount": 0, "currency": "EUR"},
-                "balance": {"amount": 1500, "currency": "EUR"},
-            }
+            _WALLET,
         ],
     },
-    "getWallet": {
-        "object": "wallet",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "currency": "EUR",
-        "available": {"amount": 1500, "currency": "EUR"},
-        "held": {"amount": 0, "currency": "EUR"},
-        "balance": {"amount": 1500, "currency": "EUR"},
-    },
+    "getWallet": _WALLET,
     "createDeposit": {
         "id": "txn_01M8QKHDQXCVASK77469TEMEV9",
         "object": "transaction",
@@ -412,22 +476,10 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "has_more": False,
         "next_cursor": None,
         "data": [
-            {
-                "object": "exchange_rate",
-                "base": "EUR",
-                "quote": "USD",
-                "rate": "1.0837",
-                "rate_at": "2026-12-01T01:29:35Z",
-            }
+            _EXCHANGE_RATE,
         ],
     },
-    "setExchangeRate": {
-        "object": "exchange_rate",
-        "base": "EUR",
-        "quote": "USD",
-        "rate": "1.0837",
-        "rate_at": "2026-12-01T01:29:35Z",
-    },
+    "setExchangeRate": _EXCHANGE_RATE,
     "listTables": {
         "object": "list",
         "has_more": False,
@@ -623,102 +675,13 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
             },
         },
     },
-    "getSettlement": {
-        "id": "stl_01M8QKHEKDTZFNKNVGAEP7PVV2",
-        "object": "settlement",
-        "match_id": "mch_01M8QKHE0EZM7H9STJDMN65ZBN",
-        "currency": "EUR",
-        "ledger_transaction_id": "txn_01M8QKHEK8FQGZYSNDF96YJDAX",
-        "created_at": "2026-12-01T01:29:36Z",
-        "winner": 0,
-        "void": False,
-        "forfeiter": None,
-        "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
-        "escrow": [{"amount": 500, "currency": "EUR"}, {"amount": 500, "currency": "EUR"}],
-        "payouts": [{"amount": 900, "currency": "EUR"}, {"amount": 0, "currency": "EUR"}],
-        "net": [{"amount": 400, "currency": "EUR"}, {"amount": -500, "currency": "EUR"}],
-        "fee": {"amount": 100, "currency": "EUR"},
-        "statement": {
-            "format": "first_to_knock",
-            "escrow": [500, 500],
-            "payouts": [900, 0],
-            "net": [400, -500],
-            "fee": 100,
-            "fee_base_amount": 1000,
-            "winner": 0,
-            "void": False,
-            "forfeiter": None,
-            "hands": [
-                {"number": 1, "dealer": 1, "kind": "knock", "winner": 0, "points": 15, "knocker": 0}
-            ],
-            "hand_points": [15, 0],
-            "boxes": [1, 0],
-            "bonuses": {},
-            "final_totals": None,
-            "margin": 0,
-            "stake_per_point": 0,
-            "raw_amount": 0,
-            "transfer": 400,
-            "cap": None,
-            "cap_applied": False,
-            "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
-            "display": [None, None],
-        },
-    },
+    "getSettlement": _SETTLEMENT,
     "listSettlements": {
         "object": "list",
         "has_more": False,
         "next_cursor": None,
         "data": [
-            {
-                "id": "stl_01M8QKHEKDTZFNKNVGAEP7PVV2",
-                "object": "settlement",
-                "match_id": "mch_01M8QKHE0EZM7H9STJDMN65ZBN",
-                "currency": "EUR",
-                "ledger_transaction_id": "txn_01M8QKHEK8FQGZYSNDF96YJDAX",
-                "created_at": "2026-12-01T01:29:36Z",
-                "winner": 0,
-                "void": False,
-                "forfeiter": None,
-                "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
-                "escrow": [{"amount": 500, "currency": "EUR"}, {"amount": 500, "currency": "EUR"}],
-                "payouts": [{"amount": 900, "currency": "EUR"}, {"amount": 0, "currency": "EUR"}],
-                "net": [{"amount": 400, "currency": "EUR"}, {"amount": -500, "currency": "EUR"}],
-                "fee": {"amount": 100, "currency": "EUR"},
-                "statement": {
-                    "format": "first_to_knock",
-                    "escrow": [500, 500],
-                    "payouts": [900, 0],
-                    "net": [400, -500],
-                    "fee": 100,
-                    "fee_base_amount": 1000,
-                    "winner": 0,
-                    "void": False,
-                    "forfeiter": None,
-                    "hands": [
-                        {
-                            "number": 1,
-                            "dealer": 1,
-                            "kind": "knock",
-                            "winner": 0,
-                            "points": 15,
-                            "knocker": 0,
-                        }
-                    ],
-                    "hand_points": [15, 0],
-                    "boxes": [1, 0],
-                    "bonuses": {},
-                    "final_totals": None,
-                    "margin": 0,
-                    "stake_per_point": 0,
-                    "raw_amount": 0,
-                    "transfer": 400,
-                    "cap": None,
-                    "cap_applied": False,
-                    "players": ["ply_01M8QKHDYC0ZXCB5E97SWC83R5", "ply_01M8QKHDZG19TYWQTYTDMEBV4Z"],
-                    "display": [None, None],
-                },
-            }
+            _SETTLEMENT,
         ],
     },
     "auditSettlement": {
@@ -748,17 +711,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "has_more": False,
         "next_cursor": None,
         "data": [
-            {
-                "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-                "object": "webhook_endpoint",
-                "url": "https://ops.example/gin",
-                "description": "Back office",
-                "event_types": ["match.finished", "settlement.completed"],
-                "enabled": True,
-                "previous_secret_expires_at": None,
-                "created_at": "2026-12-01T01:29:35Z",
-                "updated_at": "2026-12-01T01:29:35Z",
-            }
+            _WEBHOOK_ENDPOINT,
         ],
     },
     "createWebhookEndpoint": {
@@ -773,17 +726,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "created_at": "2026-12-01T01:29:35Z",
         "updated_at": "2026-12-01T01:29:35Z",
     },
-    "getWebhookEndpoint": {
-        "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "object": "webhook_endpoint",
-        "url": "https://ops.example/gin",
-        "description": "Back office",
-        "event_types": ["match.finished", "settlement.completed"],
-        "enabled": True,
-        "previous_secret_expires_at": None,
-        "created_at": "2026-12-01T01:29:35Z",
-        "updated_at": "2026-12-01T01:29:35Z",
-    },
+    "getWebhookEndpoint": _WEBHOOK_ENDPOINT,
     "updateWebhookEndpoint": {
         "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
         "object": "webhook_endpoint",
@@ -824,84 +767,9 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "has_more": False,
         "next_cursor": None,
         "data": [
-            {
-                "id": "whd_01M8QKHA1VQ7C2N4J6X8Z0B2D4",
-                "object": "webhook_delivery",
-                "endpoint_id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-                "event_id": "evt_01M8QKHA0T5R7P9M1K3H5F7D9B",
-                "event_type": "settlement.completed",
-                "status": "pending",
-                "attempt_count": 1,
-                "next_attempt_at": "2026-12-01T01:30:31Z",
-                "last_attempt_at": "2026-12-01T01:30:01Z",
-                "last_status_code": 503,
-                "last_error": "HTTP 503",
-                "delivered_at": None,
-                "created_at": "2026-12-01T01:30:00Z",
-                "attempts": [
-                    {
-                        "number": 1,
-                        "manual": False,
-                        "attempted_at": "2026-12-01T01:30:01Z",
-                        "status_code": 503,
-                        "error": "HTTP 503",
-                        "duration_ms": 84,
-                        "next_attempt_at": "2026-12-01T01:30:31Z",
-                    }
-                ],
-            }
+            _WEBHOOK_DELIVERY,
         ],
     },
-    "getWebhookDelivery": {
-        "id": "whd_01M8QKHA1VQ7C2N4J6X8Z0B2D4",
-        "object": "webhook_delivery",
-        "endpoint_id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "event_id": "evt_01M8QKHA0T5R7P9M1K3H5F7D9B",
-        "event_type": "settlement.completed",
-        "status": "pending",
-        "attempt_count": 1,
-        "next_attempt_at": "2026-12-01T01:30:31Z",
-        "last_attempt_at": "2026-12-01T01:30:01Z",
-        "last_status_code": 503,
-        "last_error": "HTTP 503",
-        "delivered_at": None,
-        "created_at": "2026-12-01T01:30:00Z",
-        "attempts": [
-            {
-                "number": 1,
-                "manual": False,
-                "attempted_at": "2026-12-01T01:30:01Z",
-                "status_code": 503,
-                "error": "HTTP 503",
-                "duration_ms": 84,
-                "next_attempt_at": "2026-12-01T01:30:31Z",
-            }
-        ],
-    },
-    "redeliverWebhook": {
-        "id": "whd_01M8QKHA1VQ7C2N4J6X8Z0B2D4",
-        "object": "webhook_delivery",
-        "endpoint_id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "event_id": "evt_01M8QKHA0T5R7P9M1K3H5F7D9B",
-        "event_type": "settlement.completed",
-        "status": "pending",
-        "attempt_count": 1,
-        "next_attempt_at": "2026-12-01T01:30:31Z",
-        "last_attempt_at": "2026-12-01T01:30:01Z",
-        "last_status_code": 503,
-        "last_error": "HTTP 503",
-        "delivered_at": None,
-        "created_at": "2026-12-01T01:30:00Z",
-        "attempts": [
-            {
-                "number": 1,
-                "manual": False,
-                "attempted_at": "2026-12-01T01:30:01Z",
-                "status_code": 503,
-                "error": "HTTP 503",
-                "duration_ms": 84,
-                "next_attempt_at": "2026-12-01T01:30:31Z",
-            }
-        ],
-    },
+    "getWebhookDelivery": _WEBHOOK_DELIVERY,
+    "redeliverWebhook": _WEBHOOK_DELIVERY,
 }
