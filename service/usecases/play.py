@@ -71,6 +71,7 @@ AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Co
 
 _SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
 _SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
+_SELECT_VERSION = select(_MATCHES.c.version).where(_MATCHES.c.id == bindparam("match_id"))
 _SAVE_MATCH = (
     update(_MATCHES)
     .where(_MATCHES.c.id == bindparam("match_id"))
@@ -276,12 +277,11 @@ def current_version(session: Session, principal: Principal, match_id: str) -> in
 
 
 def peek_version(engine: Engine, match_id: str) -> int:
-    """The match's version on a short-lived connection (long-polling, after authorisation)."""
-    with engine.connect() as connection:
-        version = connection.execute(
-            select(MatchRow.version).where(MatchRow.id == match_id)
-        ).scalar_one()
-    return int(version)
+    """The match's version on a short-lived connection (long-polling, after authorisation):
+    one autocommit round trip per poll on PostgreSQL, like every single-row read."""
+    with Session(engine) as session:
+        found = read_first(session, _SELECT_VERSION, {"match_id": match_id})
+    return int(found.version)
 
 
 def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
