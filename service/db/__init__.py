@@ -68,11 +68,16 @@ def transaction(session: Session) -> Iterator[None]:
     case begins and commits (or rolls back) its own transaction as before, and an unrelated
     transaction left open (autobegun) is an error, as ``Session.begin`` makes it.
     """
-    if session.info.get(JOINABLE) and session.in_transaction():
+    if in_shared_transaction(session):
         yield
         return
     with session.begin():
         yield
+
+
+def in_shared_transaction(session: Session) -> bool:
+    """Whether a transaction opened by :func:`shared` is open: use cases run inside it."""
+    return bool(session.info.get(JOINABLE)) and session.in_transaction()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from service.db import JOINABLE
+from service.db import in_shared_transaction
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.errors import NotFound, ValidationFailed
 from service.ledger import postings as ledger
@@ -162,7 +162,7 @@ def _run_once(
     """Run ``work`` and read the wallet after it, in one transaction (the caller's, when the
     HTTP idempotency wrapper opened one). If a twin with the same key won the race on the
     unique key (the first movement of new accounts), answer with the twin's transaction."""
-    if session.info.get(JOINABLE) and session.in_transaction():
+    if in_shared_transaction(session):
         txn, replayed = work()
         return Movement(txn, _wallet(session, player(), currency), replayed)
     try:
