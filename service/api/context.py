@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -97,13 +98,23 @@ def _request_id(response: Response) -> Response:
     return response
 
 
+def request_id(given: str) -> str:
+    """The request's id: the client's ``X-Request-Id`` when it is usable, else a new one."""
+    return given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
+
+
 def _take_request_id() -> None:
-    given = request.headers.get("X-Request-Id", "")
-    g.request_id = given if 0 < len(given) <= 200 and given.isprintable() else uuid.uuid4().hex
+    g.request_id = request_id(request.headers.get("X-Request-Id", ""))
 
 
-def _refuse_nul() -> None:
-    """NUL characters are never meaningful here, and PostgreSQL text cannot store them."""
+#: A body with more brackets than this is parsed once up front to catch nesting too deep for
+#: Python's JSON parser (its RecursionError is not a ValueError, so nothing else catches it).
+BRACKETS_WORTH_CHECKING = 500
+
+
+def _refuse_malformed() -> None:
+    """NUL characters are never meaningful here, and PostgreSQL text cannot store them; JSON
+    nested thousands deep is refused before any parser meets it."""
     body = request.get_data(cache=True)
     if (
         "\x00" in request.path
@@ -112,12 +123,19 @@ def _refuse_nul() -> None:
         or b"\\u0000" in body
     ):
         raise MalformedRequest("NUL characters are not accepted in paths, queries or bodies.")
+    if body.count(b"[") + body.count(b"{") > BRACKETS_WORTH_CHECKING:
+        try:
+            json.loads(body)
+        except RecursionError:
+            raise MalformedRequest("The JSON body is nested too deeply.") from None
+        except ValueError:
+            pass  # not JSON: the request's parser answers that
 
 
 def register(app: Flask) -> None:
     app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
     app.before_request(_take_request_id)
-    app.before_request(_refuse_nul)
+    app.before_request(_refuse_malformed)
     app.before_request(_authenticate)
     app.after_request(_request_id)
     app.teardown_appcontext(_close_session)

@@ -103,3 +103,21 @@ def test_junk_queries_and_ids_get_problems_not_500s(
     assert_not_500(client.get("/v1/players", query_string=query))
     assert_not_500(client.get(f"/v1/players/{segment}/wallets/{segment}"))
     assert_not_500(client.get(f"/v1/transactions/{segment}"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_json_nested_too_deep_for_the_parser_is_400(
+    fuzz_client: tuple[ApiClient, str], target: tuple[str, str], opening: str
+) -> None:
+    """Python's JSON parser raises RecursionError (not a ValueError) past about 1,000 levels."""
+    client, pid = fuzz_client
+    method, path = target
+    closing = "]" if opening == "[" else "}"
+    body = opening * 50_000 + "1" + closing * 50_000
+    response = client.request(
+        method, path.format(pid=pid), data=body, headers={"Idempotency-Key": "deep"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.get_json()["code"] == "malformed_request"
