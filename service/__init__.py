@@ -14,7 +14,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from flask import Flask
 
     from service import observability
-    from service.api import init_api
+    from service.api import cashier, init_api
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
     from service.observability import ratelimit, tasks
@@ -33,5 +33,6 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     observability.init_app(app)
     api = init_api(app)
     ratelimit.document(api)
+    cashier.install(app)  # after the rate limiter is registered: it counts requests too
     tasks.connect(logging_setup=False)  # requests' ids travel into the tasks they publish
     return app

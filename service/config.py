@@ -70,6 +70,7 @@ class Settings:
     idempotency_retention_hours: int = 24
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
+    cashier_fast_path: bool = True
     # Operations (issue 6): logs, metrics and rate limits.
     log_format: str = "text"
     log_level: str = "INFO"
@@ -109,6 +110,7 @@ class Settings:
             idempotency_retention_hours=_int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
             player_token_ttl_seconds=_int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
             db_pool_size=_int_env("DB_POOL_SIZE", 10),
+            cashier_fast_path=_bool_env("CASHIER_FAST_PATH", True),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
             log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),
             metrics_token=os.environ.get("METRICS_TOKEN") or None,

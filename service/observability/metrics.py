@@ -66,6 +66,13 @@ ACTIONS_APPLIED = Counter(
     "Match actions applied (successful POST /v1/matches/{id}/actions, replays excluded).",
     ["action"],
 )
+CASHIER_FAST_PATH = Counter(
+    "gin_cashier_fast_path",
+    "Deposits and withdrawals seen by the one-call path (service.api.cashier), by outcome: "
+    "posted, replay, fallback (handed to the ordinary path by the database function), "
+    "declined (handed over before the database) or error (database error, handed over).",
+    ["outcome"],
+)
 TASK_DURATION = Histogram(
     "gin_task_duration_seconds",
     "Celery task run time by task name and final state (settlement latency is "
@@ -102,11 +109,8 @@ def _finish(response: Response) -> Response:
     started = g.get("obs_started")
     if started is None:
         return response
-    elapsed = time.perf_counter() - started
-    route = g.obs_route
     method = request.method if request.method in METHODS else "OTHER"
     status = response.status_code
-    REQUEST_LATENCY.labels(route, method, str(status)).observe(elapsed)
     if (
         request.endpoint == ACTION_ENDPOINT
         and status == 200
@@ -115,25 +119,43 @@ def _finish(response: Response) -> Response:
         body = request.get_json(silent=True)
         action = body.get("action") if isinstance(body, dict) else None
         ACTIONS_APPLIED.labels(action if action in ACTIONS else "OTHER").inc()
-    level = logging.INFO if request.path not in QUIET_PATHS or status >= 400 else logging.DEBUG
+    observe(
+        g.obs_route, method, request.path, status, time.perf_counter() - started,
+        request.remote_addr, g.get("request_id"),
+    )
+    return response
+
+
+def observe(
+    route: str,
+    method: str,
+    path: str,
+    status: int,
+    elapsed: float,
+    remote_addr: str | None,
+    request_id: str | None,
+) -> None:
+    """Count and log one answered request (also for requests answered outside Flask, see
+    :mod:`service.api.cashier`)."""
+    REQUEST_LATENCY.labels(route, method, str(status)).observe(elapsed)
+    level = logging.INFO if path not in QUIET_PATHS or status >= 400 else logging.DEBUG
     if log.isEnabledFor(level):
         log.log(
             level,
             "%s %s %s",
             method,
-            request.path,
+            path,
             status,
             extra={
                 "method": method,
                 "route": route,
-                "path": request.path,
+                "path": path,
                 "status": status,
                 "duration_ms": round(elapsed * 1000, 3),
-                "remote_addr": request.remote_addr,
-                "request_id": g.get("request_id"),
+                "remote_addr": remote_addr,
+                "request_id": request_id,
             },
         )
-    return response
 
 
 def _done(_exc: BaseException | None) -> None:

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CODE = "rate_limited"
 TITLE = "Too many requests"
+#: WSGI environ key of ``(caller key, window)`` for a request counted before Flask saw it.
+COUNTED = "gin.ratelimit.counted"
 KINDS = {"op": "RATELIMIT_OPERATOR", "ply": "RATELIMIT_PLAYER", "ip": "RATELIMIT_ANONYMOUS"}
 
 
@@ -62,7 +64,7 @@ def caller_key() -> str:
     key = f"ip:{request.remote_addr or 'unknown'}"
     if scheme.lower() == "bearer" and credential:
         if credential.startswith(API_KEY_PREFIX):
-            key = "op:" + hashlib.sha256(credential.encode()).hexdigest()[:32]
+            key = operator_key(hashlib.sha256(credential.encode()).hexdigest())
         elif credential.startswith(PLAYER_TOKEN_PREFIX):
             try:
                 who = verify_player_token(
@@ -74,6 +76,11 @@ def caller_key() -> str:
                 key = f"ply:{who.player_id}"
     g.ratelimit_caller = key
     return key
+
+
+def operator_key(key_hash: str) -> str:
+    """The caller key of an API key, from its sha256 hex digest."""
+    return "op:" + key_hash[:32]
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,14 @@ class RateLimits:
 
     def check(self) -> Window | None:
         """Count this request; the tightest window, or ``None`` when the storage failed."""
-        key = caller_key()
+        counted = request.environ.get(COUNTED)
+        if counted is not None:  # already counted before Flask (service.api.cashier)
+            g.ratelimit_caller = counted[0]
+            return counted[1]  # type: ignore[no-any-return]
+        return self.count(caller_key())
+
+    def count(self, key: str) -> Window | None:
+        """Count a request of caller ``key`` (see :func:`caller_key`)."""
         try:
             windows = [
                 self.counter.hit(item, self.prefix, key)

@@ -1,0 +1,205 @@
+"""Deposits and withdrawals in one database round trip, on PostgreSQL.
+
+The ordinary path of ``POST /v1/players/{id}/deposits`` (and ``/withdrawals``) costs about
+twelve round trips and the whole Flask, webargs and SQLAlchemy stack; cashiers call it more
+than anything else. This WSGI middleware answers the common case with one call of the
+``cashier_post()`` database function (migration 0006), which authenticates the key, honours
+the ``Idempotency-Key`` and posts the movement in one transaction. Anything else is handed,
+untouched, to the Flask application, which owns every refusal and every uncommon case:
+
+- here, before the database: a body, header or path the request schema would not take as it
+  is (the same :class:`MovementIn` schema decides), a credential that is not an API key, a
+  caller over its rate limit;
+- in the database, which then writes nothing: an unknown or revoked key, a key whose twin is
+  still running or whose stored answer is not a plain replay, an unknown player, a
+  self-excluded player or one with deposit limits (deposits), a player with a display
+  currency, accounts that do not exist yet (a first deposit), too little money, a ledger key
+  already used;
+- a database error (the function's transaction rolled back; if the connection died after the
+  commit, the ordinary path finds the stored answer and replays it).
+
+Both paths take the same advisory lock for a key and store answers in the same table, so a
+retry is answered the same way whichever path served the first request. Requests answered
+here are counted, logged and rate limited like any other (:mod:`service.observability`).
+``CASHIER_FAST_PATH=false`` turns it off; on SQLite it is never installed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Any
+
+from flask import Flask
+
+from service.api.context import request_id
+from service.api.problems import PROBLEM_JSON
+from service.api.schemas import MovementIn
+from service.clock import rfc3339, utcnow
+from service.ids import new_id
+from service.ledger.store import fingerprint
+from service.observability import metrics, ratelimit
+from service.usecases import idempotency
+from service.usecases.auth import API_KEY_PREFIX, hash_api_key
+
+log = logging.getLogger(__name__)
+
+ROUTE = re.compile(r"/v1/players/([A-Za-z0-9_-]{1,64})/(deposits|withdrawals)")
+KINDS = {"deposits": "deposit", "withdrawals": "withdrawal"}
+MAX_BODY = 16 * 1024
+CALL = (
+    "SELECT outcome, status, body FROM cashier_post(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+    " %s, %s, %s, %s)"
+)
+
+StartResponse = Callable[..., Any]
+Answer = tuple[int, bytes, bool]  # status, body, replayed
+
+
+class CashierFastPath:
+    """WSGI middleware in front of the Flask application ``app`` (see the module docs)."""
+
+    def __init__(self, app: Flask, wsgi_app: Callable[[dict[str, Any], StartResponse], Any]):
+        self.app = app
+        self.wsgi_app = wsgi_app
+        self.engine = app.extensions["gin"]["engine"]
+        self.schema = MovementIn()
+        self.retention_seconds = int(
+            timedelta(hours=app.config["IDEMPOTENCY_RETENTION_HOURS"]).total_seconds()
+        )
+
+    def __call__(self, env: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        match = ROUTE.fullmatch(env.get("PATH_INFO", ""))
+        if match is None or env.get("REQUEST_METHOD") != "POST":
+            return self.wsgi_app(env, start_response)  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        route = f"/v1/players/<player_id>/{match.group(2)}"
+        metrics.IN_PROGRESS.labels(route).inc()
+        try:
+            answered = self._answer(env, match.group(1), KINDS[match.group(2)])
+        finally:
+            metrics.IN_PROGRESS.labels(route).dec()
+        if answered is None:  # Flask counts it in progress itself
+            return self.wsgi_app(env, start_response)  # type: ignore[no-any-return]
+        (status, body, replayed), rid, window = answered
+        headers = [
+            ("Content-Type", PROBLEM_JSON if status >= 400 else "application/json"),
+            ("Content-Length", str(len(body))),
+            ("X-Request-Id", rid),
+        ]
+        if replayed:
+            headers.append(("Idempotent-Replayed", "true"))
+        if window is not None:
+            headers.extend(window.headers().items())
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        metrics.observe(
+            route, "POST", env["PATH_INFO"], status, time.perf_counter() - started,
+            env.get("REMOTE_ADDR"), rid,
+        )
+        return [body]
+
+    def _answer(
+        self, env: dict[str, Any], player_id: str, kind: str
+    ) -> tuple[Answer, str, ratelimit.Window | None] | None:
+        """The answer, or ``None`` to hand the request to Flask (the body left readable)."""
+        body = _read_body(env)
+        scheme, _, credential = env.get("HTTP_AUTHORIZATION", "").partition(" ")
+        credential = credential.strip()
+        try:
+            if (
+                body is None
+                or env.get("QUERY_STRING")
+                or scheme.lower() != "bearer"
+                or not credential.startswith(API_KEY_PREFIX)
+            ):
+                raise ValueError("not a plain request")
+            key = idempotency.check_key(env.get("HTTP_IDEMPOTENCY_KEY"))
+            payload = json.loads(body)
+            movement = self.schema.load(payload)
+        except Exception:  # a missing key, bad JSON, a schema error...: Flask's to answer
+            metrics.CASHIER_FAST_PATH.labels("declined").inc()
+            return None
+        key_hash = hash_api_key(credential)
+        window = None
+        limiter = self.app.extensions.get("gin_limiter")
+        if limiter is not None:
+            caller = ratelimit.operator_key(key_hash)
+            window = limiter.count(caller)
+            env[ratelimit.COUNTED] = (caller, window)  # Flask must not count it again
+            if window is not None and not window.allowed:
+                metrics.CASHIER_FAST_PATH.labels("declined").inc()
+                return None  # Flask answers the 429
+        amount = movement["amount"]["amount"]
+        currency = movement["amount"]["currency"]
+        reference = movement["external_reference"]
+        now = utcnow()
+        params = (
+            kind, key_hash, key,
+            idempotency.request_hash("POST", env["PATH_INFO"], payload),
+            player_id, currency, amount, reference,
+            fingerprint(kind, player_id, currency, amount, reference),
+            now, self.retention_seconds, new_id("txn"), [new_id("ent"), new_id("ent")],
+            rfc3339(now),
+        )
+        try:
+            outcome, status, text = self._call(params)
+        except Exception:  # rolled back: the ordinary path decides (503, retry, replay)
+            log.warning("cashier_post failed; answering through the ordinary path",
+                        exc_info=True)
+            metrics.CASHIER_FAST_PATH.labels("error").inc()
+            return None
+        metrics.CASHIER_FAST_PATH.labels(outcome).inc()
+        if outcome == "fallback":
+            return None
+        rid = request_id(env.get("HTTP_X_REQUEST_ID", ""))
+        return (status, text.encode(), outcome == "replay"), rid, window
+
+    def _call(self, params: tuple[Any, ...]) -> tuple[str, int | None, str]:
+        """One autocommit call of ``cashier_post()`` on a pooled connection."""
+        pooled = self.engine.raw_connection()
+        try:
+            driver = pooled.driver_connection
+            driver.autocommit = True
+            try:
+                row = driver.execute(CALL, params).fetchone()
+            finally:
+                if not driver.closed:
+                    driver.autocommit = False
+        except BaseException:
+            if pooled.driver_connection.closed:
+                pooled.invalidate()
+            raise
+        finally:
+            pooled.close()
+        return row[0], row[1], row[2]
+
+
+def _read_body(env: dict[str, Any]) -> bytes | None:
+    """The JSON body, put back for Flask to read again; ``None`` if it is not a plain one."""
+    mimetype = env.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+    try:
+        length = int(env.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    if mimetype != "application/json" or not 0 < length <= MAX_BODY:
+        return None
+    body: bytes = env["wsgi.input"].read(length)
+    env["wsgi.input"] = io.BytesIO(body)
+    if len(body) != length or b"\\u0000" in body:
+        return None
+    return body
+
+
+def install(app: Flask) -> None:
+    """Put the fast path in front of ``app`` when it runs on PostgreSQL and is not disabled."""
+    if app.config.get("CASHIER_FAST_PATH", True) and (
+        app.extensions["gin"]["engine"].dialect.name == "postgresql"
+    ):
+        app.wsgi_app = CashierFastPath(app, app.wsgi_app)  # type: ignore[method-assign]
+

@@ -1,0 +1,323 @@
+"""The one-call cashier path (service.api.cashier, migration 0006) on PostgreSQL.
+
+Two applications share one database: ``fast`` (the default, with the fast path) and ``slow``
+(``CASHIER_FAST_PATH=false``, the ordinary Flask path). Whatever answered a request, the
+client must not be able to tell: same bodies, same replays, same refusals, a ledger that
+verifies. The outcome counter says which path answered, so every test also checks that the
+path it means to exercise was the one taken.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import text
+
+from service.api.cashier import CashierFastPath
+from service.ledger import store
+from service.usecases.idempotency import lock_id
+from tests.api.test_auth_and_errors import assert_problem
+from tests.conftest import ApiClient, make_test_app, new_operator
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("TEST_DATABASE_URL"), reason="the fast path exists on PostgreSQL only"
+)
+
+
+@pytest.fixture(scope="module")
+def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
+    from tests.conftest import throwaway_postgres
+
+    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+        fast = make_test_app(url)
+        slow = make_test_app(url, CASHIER_FAST_PATH=False)
+        assert isinstance(fast.wsgi_app, CashierFastPath)
+        assert not isinstance(slow.wsgi_app, CashierFastPath)
+        yield fast, slow
+        fast.extensions["gin"]["engine"].dispose()
+        slow.extensions["gin"]["engine"].dispose()
+
+
+@pytest.fixture
+def clients(apps: tuple[Any, Any]) -> tuple[ApiClient, ApiClient]:
+    fast, slow = apps
+    _, key = new_operator(fast)
+    return ApiClient(fast.test_client(), key), ApiClient(slow.test_client(), key)
+
+
+def outcomes() -> dict[str, float]:
+    return {
+        name: REGISTRY.get_sample_value("gin_cashier_fast_path_total", {"outcome": name}) or 0.0
+        for name in ("posted", "replay", "fallback", "declined", "error")
+    }
+
+
+class Took:
+    """Asserts how many requests each outcome counted inside the ``with`` block."""
+
+    def __init__(self, **expected: int) -> None:
+        self.expected = expected
+
+    def __enter__(self) -> Took:
+        self.before = outcomes()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            after = outcomes()
+            moved = {k: int(after[k] - self.before[k]) for k in after if after[k] != self.before[k]}
+            assert moved == self.expected
+
+
+def money(amount: Any, currency: str = "EUR") -> dict[str, Any]:
+    return {"amount": {"amount": amount, "currency": currency}}
+
+
+def funded(client: ApiClient, amount: int = 1000) -> str:
+    """A player whose accounts exist (the first deposit creates them on the ordinary path)."""
+    pid = client.new_player()["id"]
+    with Took(fallback=1):
+        assert client.deposit(pid, amount).status_code == 201
+    return pid
+
+
+def test_the_sql_lock_id_is_the_python_one(apps: tuple[Any, Any]) -> None:
+    engine = apps[0].extensions["gin"]["engine"]
+    with engine.connect() as connection:
+        for operator_id, key in [("op_1", "k"), ("op_01X", "ключ ü 🎲"), ("o", "x" * 255)]:
+            found = connection.execute(
+                text("SELECT gin_idempotency_lock_id(:o, :k)"), {"o": operator_id, "k": key}
+            ).scalar()
+            assert found == lock_id(operator_id, key)
+
+
+def test_fast_answers_look_like_the_ordinary_ones(clients: tuple[ApiClient, ApiClient]) -> None:
+    fast, slow = clients
+    pid = funded(fast)
+    with Took(posted=2):
+        deposit = fast.post(
+            f"/v1/players/{pid}/deposits", money(250) | {"external_reference": "cash-1"},
+            key="d1", headers={"X-Request-Id": "req-fast-1"},
+        )
+        withdrawal = fast.post(f"/v1/players/{pid}/withdrawals", money(50), key="w1")
+    ordinary = slow.post(f"/v1/players/{pid}/deposits", money(250), key="d2")
+    assert deposit.status_code == withdrawal.status_code == ordinary.status_code == 201
+    assert deposit.mimetype == "application/json"
+    assert deposit.headers["X-Request-Id"] == "req-fast-1"
+    assert "Idempotent-Replayed" not in deposit.headers
+    limits = {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"}
+    assert limits <= set(deposit.headers.keys())
+    body, other = deposit.get_json(), ordinary.get_json()
+    assert set(body) == set(other) and set(body["wallet"]) == set(other["wallet"])
+    assert body["wallet"]["available"] == {"amount": 1250, "currency": "EUR"}
+    assert withdrawal.get_json()["wallet"]["balance"] == {"amount": 1200, "currency": "EUR"}
+    # The stored transaction, read back through the ordinary path, is the one answered.
+    fetched = slow.get(f"/v1/transactions/{body['id']}").get_json()
+    assert fetched == {k: v for k, v in body.items() if k != "wallet"}
+    assert fetched["external_reference"] == "cash-1" and fetched["kind"] == "deposit"
+    wallet = slow.get(f"/v1/players/{pid}/wallets/EUR").get_json()
+    assert wallet["available"]["amount"] == 1450  # 1000 + 250 - 50 + 250
+
+
+def test_replays_cross_paths_both_ways(clients: tuple[ApiClient, ApiClient]) -> None:
+    fast, slow = clients
+    pid = funded(fast)
+    with Took(posted=1):
+        first = fast.post(f"/v1/players/{pid}/deposits", money(300), key="k-fast")
+    again = slow.post(f"/v1/players/{pid}/deposits", money(300), key="k-fast")
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == first.get_json()
+
+    earlier = slow.post(f"/v1/players/{pid}/deposits", money(400), key="k-slow")
+    with Took(replay=1):
+        replayed = fast.post(f"/v1/players/{pid}/deposits", money(400), key="k-slow")
+    assert replayed.status_code == 201 and replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.get_json() == earlier.get_json()
+
+    with Took(fallback=1):  # same key, other body: the ordinary path refuses it
+        assert_problem(
+            fast.post(f"/v1/players/{pid}/deposits", money(401), key="k-slow"),
+            422, "idempotency_key_reused",
+        )
+    assert slow.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"] == 1700
+
+
+def test_a_stored_refusal_is_replayed_by_the_fast_path(
+    clients: tuple[ApiClient, ApiClient],
+) -> None:
+    fast, _ = clients
+    pid = funded(fast, 100)
+    with Took(fallback=1):
+        refused = fast.post(f"/v1/players/{pid}/withdrawals", money(500), key="too-much")
+    assert_problem(refused, 422, "insufficient_funds")
+    fast.deposit(pid, 1000)
+    with Took(replay=1):  # the key's answer stays the refusal, though the money is there now
+        again = fast.post(f"/v1/players/{pid}/withdrawals", money(500), key="too-much")
+    assert again.status_code == 422 and again.mimetype == "application/problem+json"
+    assert again.get_json() == refused.get_json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("setup", "path", "body", "status", "code"),
+    [
+        ("self_excluded", "deposits", money(100), 422, "self_excluded"),
+        ("limit", "deposits", money(600), 422, "deposit_limit_exceeded"),
+        ("limit", "deposits", money(400), 201, None),
+        ("display", "deposits", money(100), 201, None),
+        (None, "withdrawals", money(5000), 422, "insufficient_funds"),
+        ("other_operator", "deposits", money(100), 404, "not_found"),
+    ],
+)
+def test_uncommon_cases_fall_back_to_the_ordinary_path(
+    clients: tuple[ApiClient, ApiClient],
+    apps: tuple[Any, Any],
+    setup: str | None,
+    path: str,
+    body: dict[str, Any],
+    status: int,
+    code: str | None,
+) -> None:
+    fast, _ = clients
+    pid = funded(fast)
+    if setup == "self_excluded":
+        fast.put(f"/v1/players/{pid}/self-exclusion", {"until": "2099-01-01T00:00:00Z"})
+    elif setup == "limit":
+        limit = {"daily": {"amount": 1500, "currency": "EUR"}}
+        fast.put(f"/v1/players/{pid}/deposit-limits/EUR", limit)
+    elif setup == "display":
+        fast.put("/v1/exchange-rates/EUR/USD", {"rate": "1.0837"})
+        fast.patch(f"/v1/players/{pid}", {"display_currency": "USD"})
+    elif setup == "other_operator":
+        fast = ApiClient(fast.client, new_operator(apps[0], "Other")[1])
+    with Took(fallback=1):
+        answer = fast.post(f"/v1/players/{pid}/{path}", body, key=secrets.token_hex(6))
+    if code is None:
+        assert answer.status_code == status, answer.get_json()
+        if setup == "display":
+            assert answer.get_json()["amount"]["display"]["currency"] == "USD"
+    else:
+        assert_problem(answer, status, code)
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        (money(1.5), {}, 422, "validation_failed"),
+        (money(100, "XXX"), {}, 422, "validation_failed"),
+        (money(100) | {"surprise": 1}, {}, 422, "validation_failed"),
+        (money(100), {"Idempotency-Key": ""}, 400, "idempotency_key_required"),
+        (money(100), {"Authorization": "Bearer nope"}, 401, "unauthenticated"),
+    ],
+)
+def test_requests_the_schema_refuses_never_reach_the_database_call(
+    clients: tuple[ApiClient, ApiClient],
+    body: dict[str, Any],
+    headers: dict[str, str],
+    status: int,
+    code: str,
+) -> None:
+    fast, _ = clients
+    pid = funded(fast)
+    sent = {"Idempotency-Key": "k", **headers}
+    if "Authorization" in headers:
+        fast = fast.as_(None)
+    with Took(declined=1):
+        answer = fast.post(f"/v1/players/{pid}/deposits", body, headers=sent)
+    assert_problem(answer, status, code)
+
+
+def test_unknown_or_revoked_keys_fall_back_to_401(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    fast, _ = clients
+    pid = funded(fast)
+    with Took(fallback=1):
+        answer = fast.as_("sk_" + secrets.token_hex(16)).post(
+            f"/v1/players/{pid}/deposits", money(100), key="k"
+        )
+    assert_problem(answer, 401, "unauthenticated")
+
+
+def test_a_database_error_is_answered_by_the_ordinary_path(
+    clients: tuple[ApiClient, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, slow = clients
+    pid = funded(fast)
+    monkeypatch.setattr("service.api.cashier.CALL", "SELECT no_such_function()")
+    with Took(error=1):
+        answer = fast.post(f"/v1/players/{pid}/deposits", money(100), key="k")
+    assert answer.status_code == 201, answer.get_json()
+    assert slow.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"] == 1100
+
+
+def test_rate_limits_count_each_request_once(apps: tuple[Any, Any]) -> None:
+    fast = make_test_app(
+        apps[0].config["DATABASE_URL"], RATELIMIT_OPERATOR="4 per minute", TESTING=True
+    )
+    try:
+        _, key = new_operator(fast)
+        client = ApiClient(fast.test_client(), key)
+        pid = client.new_player()["id"]  # 1
+        first = client.deposit(pid, 100)  # 2: falls back (new accounts), counted once
+        second = client.deposit(pid, 100)  # 3: fast
+        assert (first.status_code, second.status_code) == (201, 201)
+        assert first.headers["RateLimit-Remaining"] == "2"
+        assert second.headers["RateLimit-Remaining"] == "1"
+        assert client.deposit(pid, 100).status_code == 201  # 4
+        with Took(declined=1):
+            assert_problem(client.deposit(pid, 100), 429, "rate_limited")
+    finally:
+        fast.extensions["gin"]["engine"].dispose()
+
+
+def test_concurrent_movements_keep_the_ledger_whole(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    """Real threads on one wallet, every key sent twice at once, deposits and withdrawals mixed:
+    each key moves money once, the balance is the model's, and the hash chains (written by
+    the database function) verify."""
+    fast, _ = clients
+    pid = funded(fast, 5000)
+    app = apps[0]
+    answers: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    def send(key: str, path: str, amount: int) -> None:
+        client = ApiClient(app.test_client(), fast.token)
+        status = client.post(f"/v1/players/{pid}/{path}", money(amount), key=key).status_code
+        with lock:
+            answers.setdefault(key, []).append(status)
+
+    plan = [(f"c{i}", "deposits" if i % 3 else "withdrawals", 10 + i) for i in range(60)]
+    threads = [
+        threading.Thread(target=send, args=step) for step in plan for _twice in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    expected = 5000
+    for key, path, amount in plan:
+        statuses = sorted(answers[key])
+        assert statuses in ([201, 201], [201, 409]), (key, statuses)
+        expected += amount if path == "deposits" else -amount
+    wallet = fast.get(f"/v1/players/{pid}/wallets/EUR").get_json()
+    assert wallet["available"]["amount"] == expected
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            assert store.verify(session) == []
+            assert set(store.journal_totals(session).values()) == {0}
+            moved = session.execute(
+                text("SELECT count(*) FROM ledger_transactions WHERE player_id = :p"), {"p": pid}
+            ).scalar()
+        assert moved == 1 + len(plan)
+    finally:
+        session.close()
