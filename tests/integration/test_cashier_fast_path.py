@@ -321,3 +321,38 @@ def test_concurrent_movements_keep_the_ledger_whole(
         assert moved == 1 + len(plan)
     finally:
         session.close()
+
+
+def test_connections_killed_under_it_never_move_money_twice(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    """PostgreSQL drops every pooled connection (a failover, a restart): the fast path's call
+    fails, its connection is thrown away, and the request is answered by the ordinary path
+    (a 503 to retry if its own connection was dead too). Retrying with the same key moves the
+    money once."""
+    fast, slow = clients
+    pid = funded(fast)
+    engine = apps[0].extensions["gin"]["engine"]
+    before = outcomes()
+    for _ in range(3):  # the pool holds several connections: kill them all, thrice
+        with engine.connect() as connection:
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+        statuses = []
+        for _attempt in range(5):
+            answer = fast.post(f"/v1/players/{pid}/deposits", money(100), key=f"kill-{_}")
+            statuses.append(answer.status_code)
+            if answer.status_code == 201:
+                break
+            assert_problem(answer, 503, "service_unavailable")
+        assert statuses[-1] == 201, statuses
+    assert outcomes()["error"] > before["error"]  # the fast path did meet the dead connections
+    for _attempt in range(5):  # the other application's pool was killed too
+        wallet = slow.get(f"/v1/players/{pid}/wallets/EUR")
+        if wallet.status_code != 503:
+            break
+    assert wallet.get_json()["available"]["amount"] == 1300
