@@ -2,12 +2,13 @@
 
 Creates a throwaway PostgreSQL database, migrates it, creates an operator, an API key and some
 players, starts gunicorn with the production configuration (deploy/gunicorn.conf.py) on it,
-then drives the same server with a fixed number of concurrent clients: first ``GET /healthz``
-(the baseline), then ``POST /v1/players/{id}/deposits`` with a fresh Idempotency-Key each.
-Prints requests per second and p50/p99 latency for both and the ratio deposits / baseline.
+then drives the same server with a fixed number of concurrent clients, alternating ``GET
+/healthz`` (the baseline) and ``POST /v1/players/{id}/deposits`` with a fresh Idempotency-Key
+each, for a few rounds. Prints requests per second and p50/p99 latency for every phase, each
+round's ratio deposits / baseline and their median.
 Drops the database.
 
-    .venv/bin/python bench/deposits.py [--concurrency 16] [--seconds 10] [--close]
+    .venv/bin/python bench/deposits.py [--concurrency 16] [--seconds 5] [--rounds 3] [--close]
 
 Needs PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else
 postgresql+psycopg://postgres@127.0.0.1:5432/postgres (the server, not the database, is used).
@@ -35,6 +36,7 @@ from harness import (  # noqa: E402
     describe,
     gunicorn,
     report,
+    summary,
 )
 
 
@@ -68,7 +70,9 @@ async def deposits(port: int, key: str, players: list[str], concurrency: int, se
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="baseline and deposit phases, alternated")
     parser.add_argument("--players", type=int, default=200)
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--close", action="store_true",
@@ -98,14 +102,18 @@ def main() -> int:
             asyncio.run(baseline(port, args.concurrency, 1.0, keep_alive))  # warm up
             asyncio.run(deposits(port, key, players, args.concurrency, 1.0, keep_alive))
             print(describe(args.workers, args.concurrency, args.seconds, keep_alive))
-            count, elapsed, lat, fail = asyncio.run(
-                baseline(port, args.concurrency, args.seconds, keep_alive))
-            base_rate = report("healthz", count, elapsed, lat, fail)
-            count, elapsed, lat, fail = asyncio.run(
-                deposits(port, key, players, args.concurrency, args.seconds, keep_alive))
-            rate = report("deposits", count, elapsed, lat, fail)
-            print(f"ratio deposits/healthz: {rate / base_rate:.2f} "
-                  "(target >= 0.25, deposit p99 < 50 ms)")
+            ratios: list[float] = []
+            latencies: list[float] = []
+            for _ in range(args.rounds):
+                count, elapsed, lat, fail = asyncio.run(
+                    baseline(port, args.concurrency, args.seconds, keep_alive))
+                base_rate = report("healthz", count, elapsed, lat, fail)
+                count, elapsed, lat, fail = asyncio.run(
+                    deposits(port, key, players, args.concurrency, args.seconds, keep_alive))
+                ratios.append(report("deposits", count, elapsed, lat, fail) / base_rate)
+                latencies += lat
+            print(summary("deposits/healthz", ratios, latencies,
+                          "target: ratio >= 0.25, deposit p99 < 50 ms"))
     return 0
 
 

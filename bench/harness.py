@@ -3,7 +3,9 @@ HTTP/1.1 client, and the report lines.
 
 Clients keep their connection open between requests (HTTP keep-alive), as an operator's
 backend with a connection pool does; ``--close`` opens a new connection per request instead.
-The baseline (``GET /healthz``) is always driven the same way as the measured requests.
+The baseline (``GET /healthz``) is always driven the same way as the measured requests, and
+the two alternate for ``--rounds`` rounds, so that a drift in the shared machine's speed
+shows up as a spread of per-round ratios rather than as one skewed figure.
 """
 
 from __future__ import annotations
@@ -144,6 +146,16 @@ def gunicorn(url: str, workers: int, secret_key: str) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def summary(name: str, ratios: list[float], latencies: list[float], target: str) -> str:
+    """The closing line: each round's ratio, their median and the pooled latencies. The
+    machine's speed drifts (a shared host), so rounds alternate baseline and measured phases
+    and the median ratio is the figure to quote."""
+    each = ", ".join(f"{r:.2f}" for r in ratios)
+    return (f"ratio {name} per round: {each}; median {statistics.median(ratios):.2f}; "
+            f"all rounds: p50 {percentile(latencies, 50):.1f} ms, "
+            f"p99 {percentile(latencies, 99):.1f} ms ({target})")
 
 
 def describe(workers: int, concurrency: int, seconds: float, keep_alive: bool) -> str:

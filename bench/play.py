@@ -8,12 +8,13 @@ legal action (``POST /v1/matches/{id}/actions`` with ``expected_version``), knoc
 it may. An action's answer is the actor's new view, so when the same player acts again (a
 discard after a draw) the client decides on that answer, as a real client would, and reads
 only when the turn passes to the opponent; a finished match is replaced by the next prepared
-one. Before that, the same connections drive ``GET /healthz`` as the baseline. Prints requests
-per second and p50/p99 for the baseline, the reads and the actions, and the ratio actions /
-baseline. Drops the database.
+one. The same number of connections drive ``GET /healthz`` as the baseline, alternating with
+the play phases for a few rounds. Prints requests per second and p50/p99 for the baseline, the
+reads and the actions of each round, each round's ratio actions / baseline and their median.
+Drops the database.
 Clients keep their connection open (keep-alive) unless ``--close`` is given.
 
-    .venv/bin/python bench/play.py [--matches 16] [--seconds 10] [--close]
+    .venv/bin/python bench/play.py [--matches 16] [--seconds 5] [--rounds 3] [--close]
 
 Needs PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else the local server.
 """
@@ -41,6 +42,7 @@ from harness import (  # noqa: E402
     describe,
     gunicorn,
     report,
+    summary,
 )
 
 
@@ -170,7 +172,9 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--matches", type=int, default=16, help="matches played at once")
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="baseline and play phases, alternated")
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--close", action="store_true",
                         help="a new connection per request instead of keep-alive")
@@ -181,19 +185,27 @@ def main() -> int:
 
     os.environ["SECRET_KEY"] = secrets.token_hex(16)
     with throwaway_postgres(database_base_url()) as url:
-        queue = prepare(url, args.matches * 4)
+        queue = prepare(url, args.matches * (args.rounds + 3))
         with gunicorn(url, args.workers, os.environ["SECRET_KEY"]) as port:
             asyncio.run(baseline(port, args.matches, 1.0, keep_alive))  # warm up
             print(describe(args.workers, args.matches, args.seconds, keep_alive))
-            count, elapsed, lat, fail = asyncio.run(
-                baseline(port, args.matches, args.seconds, keep_alive))
-            base_rate = report("healthz", count, elapsed, lat, fail)
-            result = asyncio.run(play(port, queue, args.matches, args.seconds, keep_alive))
-            report("reads", len(result["reads"]), result["elapsed"], result["reads"], 0)
-            act_rate = report("actions", len(result["acts"]), result["elapsed"], result["acts"],
-                              result["failures"])
-            print(f"matches finished: {result['finished']}; ratio actions/healthz: "
-                  f"{act_rate / base_rate:.2f} (target: >= 400 actions/s, p99 < 50 ms)")
+            ratios: list[float] = []
+            latencies: list[float] = []
+            finished = 0
+            for _ in range(args.rounds):
+                count, elapsed, lat, fail = asyncio.run(
+                    baseline(port, args.matches, args.seconds, keep_alive))
+                base_rate = report("healthz", count, elapsed, lat, fail)
+                result = asyncio.run(play(port, queue, args.matches, args.seconds, keep_alive))
+                report("reads", len(result["reads"]), result["elapsed"], result["reads"], 0)
+                act_rate = report("actions", len(result["acts"]), result["elapsed"],
+                                  result["acts"], result["failures"])
+                ratios.append(act_rate / base_rate)
+                latencies += result["acts"]
+                finished += result["finished"]
+            print(f"matches finished: {finished}")
+            print(summary("actions/healthz", ratios, latencies,
+                          "target: >= 400 actions/s, action p99 < 50 ms"))
     return 0
 
 
