@@ -86,6 +86,24 @@ _SAVE_MATCH = (
     )
 )
 _LOG_ACTION = insert(MatchAction.__table__)
+_LOG_COLUMNS = ("match_id", "version", "hand_number", "actor", "seat", "action", "at")
+_SAVED = _SAVE_MATCH.returning(_MATCHES.c.id).cte("saved")
+#: PostgreSQL: the match row and its action log entry in one statement (one round trip).
+_SAVE_AND_LOG = (
+    insert(MatchAction.__table__)
+    .from_select(
+        list(_LOG_COLUMNS),
+        select(
+            _SAVED.c.id,
+            *(
+                bindparam(name, type_=MatchAction.__table__.c[name].type)
+                for name in _LOG_COLUMNS[1:]
+            ),
+        ),
+    )
+    .add_cte(_SAVED)
+    .returning(MatchAction.__table__.c.seq)
+)
 
 
 def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
@@ -199,17 +217,24 @@ def _record(
     row.state = match.to_dict()
     row.updated_at = now
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
-    if isinstance(row, MatchRecord):
-        session.execute(_SAVE_MATCH, {
-            "match_id": row.id, "new_status": row.status, "new_version": row.version,
-            "new_state": row.state, "new_commitment": row.commitment,
-            "new_deadline_at": row.deadline_at, "new_finished_at": row.finished_at,
-            "new_updated_at": row.updated_at,
-        })
-    session.execute(_LOG_ACTION, {
+    logged = {
         "match_id": row.id, "version": row.version, "hand_number": len(match.records) or None,
         "actor": actor, "seat": seat, "action": action, "at": now,
-    })
+    }
+    if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
+        session.execute(_LOG_ACTION, logged)
+        return
+    saved = {
+        "match_id": row.id, "new_status": row.status, "new_version": row.version,
+        "new_state": row.state, "new_commitment": row.commitment,
+        "new_deadline_at": row.deadline_at, "new_finished_at": row.finished_at,
+        "new_updated_at": row.updated_at,
+    }
+    if session.get_bind().dialect.name != "postgresql":
+        session.execute(_SAVE_MATCH, saved)
+        session.execute(_LOG_ACTION, logged)
+        return
+    session.execute(_SAVE_AND_LOG, saved | logged).one()  # the row is locked: it is there
 
 
 def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
