@@ -91,10 +91,12 @@ def shared(session: Session) -> Iterator[None]:
             session.info.pop(JOINABLE, None)
 
 
-def read_first(session: Session, statement: Any, params: dict[str, Any]) -> Any:
-    """The first row of one read-only statement. On PostgreSQL it runs outside any
-    transaction (autocommit: one round trip instead of BEGIN, SELECT, COMMIT), on a pooled
-    connection of its own; elsewhere, or inside a transaction, it runs there as usual."""
+def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any:
+    """The first row one statement returns, the statement being a transaction of its own: a
+    read (an API key, a match view) or a single-statement write. On PostgreSQL it runs
+    outside any transaction (autocommit: one round trip instead of BEGIN, statement, COMMIT),
+    on a pooled connection of its own; elsewhere, or inside a transaction, it runs there as
+    usual."""
     bind = session.get_bind()
     if bind.dialect.name == "postgresql" and not session.in_transaction():
         with bind.connect() as connection:

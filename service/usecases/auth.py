@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from service.db import read_first
+from service.db import first_alone
 from service.db.models import ApiKey, Operator, Player
 from service.errors import Forbidden, NotFound, TokenExpired, Unauthenticated
 
@@ -68,7 +68,7 @@ def authenticate(
     if bearer.startswith(PLAYER_TOKEN_PREFIX):
         return verify_player_token(bearer, secret_key, now)
     # Looked up on every request (no cache), so a revoked key stops at once in every process.
-    found = read_first(session, _KEY_LOOKUP, {"key_hash": hash_api_key(bearer)})
+    found = first_alone(session, _KEY_LOOKUP, {"key_hash": hash_api_key(bearer)})
     if found is None:
         raise Unauthenticated("The API key is unknown or revoked.")
     return Principal(found.operator_id)

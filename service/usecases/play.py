@@ -20,7 +20,7 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
-from service.db import read_first, transaction
+from service.db import first_alone, in_shared_transaction, transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import Player
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
@@ -72,10 +72,13 @@ AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Co
 _SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
 _SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
 _SELECT_VERSION = select(_MATCHES.c.version).where(_MATCHES.c.id == bindparam("match_id"))
-_SAVE_MATCH = (
-    update(_MATCHES)
-    .where(_MATCHES.c.id == bindparam("match_id"))
-    .values(
+def _save_match(*, if_version: bool) -> Any:
+    """UPDATE of a match row from ``new_*`` parameters; with ``if_version``, only while its
+    version is still ``expected_version`` (compare-and-set)."""
+    where = _MATCHES.c.id == bindparam("match_id")
+    if if_version:
+        where = where & (_MATCHES.c.version == bindparam("expected_version"))
+    return update(_MATCHES).where(where).values(
         status=bindparam("new_status"),
         version=bindparam("new_version"),
         state=bindparam("new_state", type_=_MATCHES.c.state.type),
@@ -84,26 +87,29 @@ _SAVE_MATCH = (
         finished_at=bindparam("new_finished_at", type_=_MATCHES.c.finished_at.type),
         updated_at=bindparam("new_updated_at", type_=_MATCHES.c.updated_at.type),
     )
-)
+
+
 _LOG_ACTION = insert(MatchAction.__table__)
 _LOG_COLUMNS = ("match_id", "version", "hand_number", "actor", "seat", "action", "at")
-_SAVED = _SAVE_MATCH.returning(_MATCHES.c.id).cte("saved")
-#: PostgreSQL: the match row and its action log entry in one statement (one round trip).
-_SAVE_AND_LOG = (
-    insert(MatchAction.__table__)
-    .from_select(
-        list(_LOG_COLUMNS),
-        select(
-            _SAVED.c.id,
-            *(
-                bindparam(name, type_=MatchAction.__table__.c[name].type)
-                for name in _LOG_COLUMNS[1:]
-            ),
-        ),
+
+
+def _save_and_log(save: Any) -> Any:
+    """PostgreSQL: ``save`` and the action's log entry in one statement (one round trip); the
+    entry is written only if the row was, and its ``seq`` is returned."""
+    saved = save.returning(_MATCHES.c.id).cte("saved")
+    values = (bindparam(n, type_=MatchAction.__table__.c[n].type) for n in _LOG_COLUMNS[1:])
+    return (
+        insert(MatchAction.__table__)
+        .from_select(list(_LOG_COLUMNS), select(saved.c.id, *values))
+        .add_cte(saved)
+        .returning(MatchAction.__table__.c.seq)
     )
-    .add_cte(_SAVED)
-    .returning(MatchAction.__table__.c.seq)
-)
+
+
+_SAVE_MATCH = _save_match(if_version=False)
+_SAVE_MATCH_IF_CURRENT = _save_match(if_version=True)
+_SAVE_AND_LOG = _save_and_log(_SAVE_MATCH)
+_SAVE_AND_LOG_IF_CURRENT = _save_and_log(_SAVE_MATCH_IF_CURRENT)
 
 
 def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
@@ -211,30 +217,44 @@ def _record(
         table = session.get(GameTable, row.table_id)
         assert table is not None
         table.status = "finished"
+    _advance(row, match, now)
+    session.flush()  # rows added above (and an ORM match row) go first: foreign keys
+    logged = _logged(row, match, actor, seat, action, now)
+    if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
+        session.execute(_LOG_ACTION, logged)
+        return
+    if session.get_bind().dialect.name != "postgresql":
+        session.execute(_SAVE_MATCH, _saved(row))
+        session.execute(_LOG_ACTION, logged)
+        return
+    session.execute(_SAVE_AND_LOG, _saved(row) | logged).one()  # the row is locked: it is there
+
+
+def _advance(row: AnyMatchRow, match: Match, now: datetime) -> None:
+    """The row after ``match`` changed: next version, new state and deadline."""
     deadline = match.deadline_ms()
     row.deadline_at = None if deadline is None else from_epoch_ms(deadline)
     row.version += 1
     row.state = match.to_dict()
     row.updated_at = now
-    session.flush()  # rows added above (and an ORM match row) go first: foreign keys
-    logged = {
-        "match_id": row.id, "version": row.version, "hand_number": len(match.records) or None,
-        "actor": actor, "seat": seat, "action": action, "at": now,
-    }
-    if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
-        session.execute(_LOG_ACTION, logged)
-        return
-    saved = {
+
+
+def _saved(row: MatchRecord) -> dict[str, Any]:
+    return {
         "match_id": row.id, "new_status": row.status, "new_version": row.version,
         "new_state": row.state, "new_commitment": row.commitment,
         "new_deadline_at": row.deadline_at, "new_finished_at": row.finished_at,
         "new_updated_at": row.updated_at,
     }
-    if session.get_bind().dialect.name != "postgresql":
-        session.execute(_SAVE_MATCH, saved)
-        session.execute(_LOG_ACTION, logged)
-        return
-    session.execute(_SAVE_AND_LOG, saved | logged).one()  # the row is locked: it is there
+
+
+def _logged(
+    row: AnyMatchRow, match: Match, actor: str, seat: int | None, action: str, now: datetime
+) -> dict[str, Any]:
+    return {
+        "match_id": row.id, "version": row.version, "hand_number": len(match.records) or None,
+        "actor": actor, "seat": seat, "action": action, "at": now,
+    }
 
 
 def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
@@ -279,7 +299,7 @@ def _context(session: Session, principal: Principal, match_id: str, *, lock: boo
 
 def _read_context(session: Session, principal: Principal, match_id: str) -> MatchContext:
     """For reading only: the row in one autocommit round trip on PostgreSQL."""
-    found = read_first(session, _SELECT_MATCH, {"match_id": match_id})
+    found = first_alone(session, _SELECT_MATCH, {"match_id": match_id})
     row = None if found is None else MatchRecord(**found._mapping)
     return _authorised(row, principal, match_id)
 
@@ -305,7 +325,7 @@ def peek_version(engine: Engine, match_id: str) -> int:
     """The match's version on a short-lived connection (long-polling, after authorisation):
     one autocommit round trip per poll on PostgreSQL, like every single-row read."""
     with Session(engine) as session:
-        found = read_first(session, _SELECT_VERSION, {"match_id": match_id})
+        found = first_alone(session, _SELECT_VERSION, {"match_id": match_id})
     return int(found.version)
 
 
@@ -401,26 +421,80 @@ def act(
     """Apply the caller's action (its text form, ``"DISCARD TD"``) decided on
     ``expected_version``; the caller's view afterwards.
 
+    Most actions change only the match row and its log: they are applied without a lock, and
+    written only if the version is still ``expected_version`` (compare-and-set, one statement
+    on PostgreSQL). An action that ends a hand or the match writes more rows and runs under the
+    row lock; so does every action inside a caller's shared transaction.
+
     :raises StaleVersion: when the match moved on since ``expected_version``.
     :raises IllegalMove: when the rules refuse the action (nothing changes).
     """
+    if not in_shared_transaction(session):
+        view = _act_unlocked(session, principal, match_id, action, expected_version, now)
+        if view is not None:
+            return view
     with transaction(session):
         ctx = _context(session, principal, match_id, lock=True)
-        row = ctx.row
-        if ctx.seat is None:
-            raise Forbidden("Only a seated player may act in this match.")
-        _check_version(row, expected_version)
-        _live(row)
-        match = Match.from_dict(row.state or {})
-        hands_before = len(match.records)
-        try:
-            parsed = Action.parse(action)
-            match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
-        except RulesError as exc:
-            raise IllegalMove(str(exc), rule_code=exc.code) from None
-        _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
+        match, parsed, hands_before = _apply(ctx, action, expected_version, now)
+        _record(session, ctx.row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
                 action=str(parsed), hands_before=hands_before, now=now)
         return _view(ctx, match)
+
+
+def _apply(
+    ctx: MatchContext, action: str, expected_version: int, now: datetime
+) -> tuple[Match, Action, int]:
+    """The seated caller's action applied to the row's match: (match, action, hands before)."""
+    row = ctx.row
+    if ctx.seat is None:
+        raise Forbidden("Only a seated player may act in this match.")
+    _check_version(row, expected_version)
+    _live(row)
+    match = Match.from_dict(row.state or {})
+    hands_before = len(match.records)
+    try:
+        parsed = Action.parse(action)
+        match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
+    except RulesError as exc:
+        raise IllegalMove(str(exc), rule_code=exc.code) from None
+    return match, parsed, hands_before
+
+
+def _act_unlocked(
+    session: Session,
+    principal: Principal,
+    match_id: str,
+    action: str,
+    expected_version: int,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """:func:`act` for an action that changes only the match row and its log: read without a
+    lock, written by compare-and-set. ``None`` when the action ends a hand or the match (the
+    locked path applies it again and writes the rest)."""
+    ctx = _read_context(session, principal, match_id)
+    match, parsed, hands_before = _apply(ctx, action, expected_version, now)
+    if len(match.records) > hands_before or match.status is MatchStatus.AWAITING_DEAL or (
+        match.over
+    ):
+        return None
+    row = ctx.row
+    _advance(row, match, now)
+    logged = _logged(row, match, principal.player_id or SYSTEM, ctx.seat, str(parsed), now)
+    params = _saved(row) | logged | {"expected_version": expected_version}
+    if session.get_bind().dialect.name == "postgresql":
+        written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
+    else:
+        with transaction(session):
+            written = session.execute(_SAVE_MATCH_IF_CURRENT, params).rowcount == 1
+            if written:
+                session.execute(_LOG_ACTION, logged)
+    if not written:  # another action or a timeout got there first
+        current = first_alone(session, _SELECT_VERSION, {"match_id": match_id})
+        raise StaleVersion(
+            f"The match is at version {current.version if current else '?'}, not "
+            f"{expected_version}; read it again."
+        )
+    return _view(ctx, match)
 
 
 def resign(

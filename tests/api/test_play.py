@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from service.clock import utcnow
 from service.rules import fair
@@ -493,3 +494,54 @@ def test_an_idempotency_key_replays_an_action_instead_of_409(api: ApiClient) -> 
     assert other.status_code == 422 and other.get_json()["code"] == "idempotency_key_reused"
     after = clients[mover].get(f"/v1/matches/{match_id}").get_json()
     assert after["version"] == body["expected_version"] + 1  # applied exactly once
+
+
+def test_an_action_overtaken_between_its_read_and_its_write_is_409(
+    api: ApiClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An action is applied without a lock and written only if the match is still at the
+    version it was read at. Here the same action lands (through the locked path, as in a
+    caller's transaction) right after the read: the first request then finds the version
+    moved and answers 409, and the action is in the log once."""
+    from service.db import shared
+    from service.usecases import play
+    from service.usecases.auth import Principal
+
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    views = [c.get(f"/v1/matches/{match_id}").get_json() for c in clients]
+    mover = next(i for i, v in enumerate(views) if v["hand"]["to_act"] == v["you"])
+    view = views[mover]
+    real_read = play._read_context
+    overtaken: list[int] = []
+
+    def read_then_overtake(session: Any, principal: Principal, wanted: str) -> Any:
+        ctx = real_read(session, principal, wanted)
+        if not overtaken:
+            other = app.extensions["gin"]["sessionmaker"]()
+            try:
+                with shared(other):  # inside a shared transaction: the locked path
+                    moved = play.act(other, principal, wanted, "PASS", view["version"], utcnow())
+                overtaken.append(moved["version"])
+            finally:
+                other.close()
+        return ctx
+
+    monkeypatch.setattr(play, "_read_context", read_then_overtake)
+    answer = clients[mover].post(
+        f"/v1/matches/{match_id}/actions", action_body("PASS", view["version"])
+    )
+    assert overtaken == [view["version"] + 1]
+    assert answer.status_code == 409 and answer.get_json()["code"] == "stale_version"
+    monkeypatch.undo()
+    assert clients[mover].get(f"/v1/matches/{match_id}").get_json()["version"] == overtaken[0]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            logged = session.execute(
+                text("SELECT count(*) FROM match_actions WHERE match_id = :m AND version = :v"),
+                {"m": match_id, "v": overtaken[0]},
+            ).scalar()
+    finally:
+        session.close()
+    assert logged == 1
