@@ -1,12 +1,15 @@
 """Live matches: starting them, players' views, actions, timeouts and hand histories.
 
-Every change to a match happens in one database transaction holding a row lock on the match
-(``SELECT ... FOR UPDATE``; SQLite serialises writers with ``BEGIN IMMEDIATE``). The pure
+Every change to a match is one database transaction that bumps ``version``. The pure
 :class:`service.formats.Match` decides everything; this module loads it from the row, applies
 one change, deals the next hand when the match asks for one (with a fresh provably fair seed),
-writes the hand records, the action log and outbox events, and bumps ``version``. A request
-naming a stale ``expected_version`` changes nothing (409), so an action and a timeout racing for
-the same turn cannot both apply.
+writes the hand records, the action log and outbox events. A change that writes more than the
+match row and its log entry (a hand or the match ends, a deal, a timeout, a resignation) holds
+the row's lock for its whole transaction (``SELECT ... FOR UPDATE``; SQLite serialises writers
+with ``BEGIN IMMEDIATE``). The common action is computed from the row as read and written by one
+compare-and-set statement that applies only while ``version`` is still the one it was decided
+on. Either way a request naming a stale ``expected_version`` changes nothing (409), so an action
+and a timeout racing for the same turn cannot both apply.
 """
 
 from __future__ import annotations
