@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import secrets
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +28,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from harness import (  # noqa: E402
     Http,
+    Phase,
     baseline,
+    closed_loop,
     database_base_url,
     default_workers,
     describe,
@@ -41,30 +41,18 @@ from harness import (  # noqa: E402
 
 
 async def deposits(port: int, key: str, players: list[str], concurrency: int, seconds: float,
-                   keep_alive: bool) -> tuple[int, float, list[float], int]:
-    latencies: list[float] = []
-    failures = 0
-    counter = itertools.count()
-    deadline = time.perf_counter() + seconds
+                   keep_alive: bool) -> Phase:
+    """``POST /v1/players/{id}/deposits`` round the players, a fresh Idempotency-Key each."""
 
-    async def client() -> None:
-        nonlocal failures
-        http = Http(port, keep_alive)
-        while time.perf_counter() < deadline:
-            n = next(counter)
-            body = {"amount": {"amount": 100 + n % 900, "currency": "EUR"}}
-            start = time.perf_counter()
-            status, _ = await http.request(
-                "POST", f"/v1/players/{players[n % len(players)]}/deposits", key, body,
-                {"Idempotency-Key": f"bench-{n}-{secrets.token_hex(4)}"},
-            )
-            latencies.append(time.perf_counter() - start)
-            failures += status != 201
-        await http.close()
+    async def deposit(http: Http, n: int) -> bool:
+        status, _ = await http.request(
+            "POST", f"/v1/players/{players[n % len(players)]}/deposits", key,
+            {"amount": {"amount": 100 + n % 900, "currency": "EUR"}},
+            {"Idempotency-Key": f"bench-{n}-{secrets.token_hex(4)}"},
+        )
+        return status == 201
 
-    started = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(concurrency)))
-    return len(latencies), time.perf_counter() - started, latencies, failures
+    return await closed_loop(port, concurrency, seconds, keep_alive, deposit)
 
 
 def main() -> int:

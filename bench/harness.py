@@ -11,6 +11,7 @@ shows up as a spread of per-round ratios rather than as one skewed figure.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import socket
@@ -18,7 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -90,26 +91,44 @@ def report(name: str, count: int, elapsed: float, latencies: list[float], failur
     return rate
 
 
-async def baseline(port: int, concurrency: int, seconds: float,
-                   keep_alive: bool) -> tuple[int, float, list[float], int]:
-    """``GET /healthz`` from ``concurrency`` clients for ``seconds``."""
+Phase = tuple[int, float, list[float], int]  # requests, seconds, latencies, failures
+
+
+async def closed_loop(
+    port: int, concurrency: int, seconds: float, keep_alive: bool,
+    send: Callable[[Http, int], Awaitable[bool]],
+) -> Phase:
+    """``concurrency`` clients, each sending ``send(http, n)`` back to back for ``seconds``
+    (``n`` numbers the requests of all clients; ``send`` says whether the answer was right)."""
     latencies: list[float] = []
     failures = 0
+    counter = itertools.count()
     deadline = time.perf_counter() + seconds
 
     async def client() -> None:
         nonlocal failures
         http = Http(port, keep_alive)
         while time.perf_counter() < deadline:
+            n = next(counter)
             start = time.perf_counter()
-            status, _ = await http.request("GET", "/healthz")
+            ok = await send(http, n)
             latencies.append(time.perf_counter() - start)
-            failures += status != 200
+            failures += not ok
         await http.close()
 
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
     return len(latencies), time.perf_counter() - started, latencies, failures
+
+
+async def baseline(port: int, concurrency: int, seconds: float, keep_alive: bool) -> Phase:
+    """``GET /healthz`` from ``concurrency`` clients for ``seconds``."""
+
+    async def healthz(http: Http, _n: int) -> bool:
+        status, _ = await http.request("GET", "/healthz")
+        return status == 200
+
+    return await closed_loop(port, concurrency, seconds, keep_alive, healthz)
 
 
 def database_base_url() -> str:
