@@ -226,6 +226,17 @@ _WALLET: dict[str, Any] = {
     "balance": {"amount": 1500, "currency": "EUR"},
 }
 
+#: The deposit that made _WALLET's balance.
+_DEPOSIT: dict[str, Any] = {
+    "id": "txn_01M8QKHDQXCVASK77469TEMEV9",
+    "object": "transaction",
+    "kind": "deposit",
+    "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
+    "match_id": None,
+    "amount": {"amount": 1500, "currency": "EUR"},
+    "external_reference": "cashier-8812",
+    "created_at": "2026-12-01T01:29:35Z",
+}
 _EXCHANGE_RATE: dict[str, Any] = {
     "object": "exchange_rate",
     "base": "EUR",
@@ -408,39 +419,16 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         ],
     },
     "getWallet": _WALLET,
-    "createDeposit": {
-        "id": "txn_01M8QKHDQXCVASK77469TEMEV9",
-        "object": "transaction",
-        "kind": "deposit",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "match_id": None,
-        "amount": {"amount": 1500, "currency": "EUR"},
-        "external_reference": "cashier-8812",
-        "created_at": "2026-12-01T01:29:35Z",
-        "wallet": {
-            "object": "wallet",
-            "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-            "currency": "EUR",
-            "available": {"amount": 1500, "currency": "EUR"},
-            "held": {"amount": 0, "currency": "EUR"},
-            "balance": {"amount": 1500, "currency": "EUR"},
-        },
-    },
+    "createDeposit": {**_DEPOSIT, "wallet": _WALLET},
     "createWithdrawal": {
+        **_DEPOSIT,
         "id": "txn_01M8QKHDQXCVASK77469TEW7Q2",
-        "object": "transaction",
         "kind": "withdrawal",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "match_id": None,
         "amount": {"amount": 500, "currency": "EUR"},
         "external_reference": "cashier-8813",
-        "created_at": "2026-12-01T01:29:35Z",
         "wallet": {
-            "object": "wallet",
-            "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-            "currency": "EUR",
+            **_WALLET,
             "available": {"amount": 1000, "currency": "EUR"},
-            "held": {"amount": 0, "currency": "EUR"},
             "balance": {"amount": 1000, "currency": "EUR"},
         },
     },
@@ -463,16 +451,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
             }
         ],
     },
-    "getTransaction": {
-        "id": "txn_01M8QKHDQXCVASK77469TEMEV9",
-        "object": "transaction",
-        "kind": "deposit",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "match_id": None,
-        "amount": {"amount": 1500, "currency": "EUR"},
-        "external_reference": "cashier-8812",
-        "created_at": "2026-12-01T01:29:35Z",
-    },
+    "getTransaction": _DEPOSIT,
     "listExchangeRates": {
         "object": "list",
         "has_more": False,
