@@ -237,6 +237,14 @@ _DEPOSIT: dict[str, Any] = {
     "external_reference": "cashier-8812",
     "created_at": "2026-12-01T01:29:35Z",
 }
+_DEPOSIT_LIMITS: dict[str, Any] = {
+    "object": "deposit_limits",
+    "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
+    "currency": "EUR",
+    "daily": {"amount": {"amount": 50000, "currency": "EUR"}, "pending": None},
+    "weekly": {"amount": None, "pending": None},
+    "monthly": {"amount": None, "pending": None},
+}
 _EXCHANGE_RATE: dict[str, Any] = {
     "object": "exchange_rate",
     "base": "EUR",
@@ -394,22 +402,8 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "self_excluded_until": "2027-06-01T00:00:00Z",
         "created_at": "2026-12-01T01:29:35Z",
     },
-    "getDepositLimits": {
-        "object": "deposit_limits",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "currency": "EUR",
-        "daily": {"amount": {"amount": 50000, "currency": "EUR"}, "pending": None},
-        "weekly": {"amount": None, "pending": None},
-        "monthly": {"amount": None, "pending": None},
-    },
-    "setDepositLimits": {
-        "object": "deposit_limits",
-        "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
-        "currency": "EUR",
-        "daily": {"amount": {"amount": 50000, "currency": "EUR"}, "pending": None},
-        "weekly": {"amount": None, "pending": None},
-        "monthly": {"amount": None, "pending": None},
-    },
+    "getDepositLimits": _DEPOSIT_LIMITS,
+    "setDepositLimits": _DEPOSIT_LIMITS,
     "listWallets": {
         "object": "list",
         "has_more": False,
