@@ -308,6 +308,18 @@ _WEBHOOK_ENDPOINT: dict[str, Any] = {
     "updated_at": "2026-12-01T01:29:35Z",
 }
 
+
+def _with_secret(secret: str, **changes: Any) -> dict[str, Any]:
+    """_WEBHOOK_ENDPOINT as the answers that show the new secret have it (right after
+    ``enabled``)."""
+    out: dict[str, Any] = {}
+    for name, value in {**_WEBHOOK_ENDPOINT, **changes}.items():
+        out[name] = value
+        if name == "enabled":
+            out["secret"] = secret
+    return out
+
+
 _WEBHOOK_DELIVERY: dict[str, Any] = {
     "id": "whd_01M8QKHA1VQ7C2N4J6X8Z0B2D4",
     "object": "webhook_delivery",
@@ -669,54 +681,17 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
             _WEBHOOK_ENDPOINT,
         ],
     },
-    "createWebhookEndpoint": {
-        "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "object": "webhook_endpoint",
-        "url": "https://ops.example/gin",
-        "description": "Back office",
-        "event_types": ["match.finished", "settlement.completed"],
-        "enabled": True,
-        "secret": "whsec_AyzT7BpNt-DB7sCQ2v2rqYAaTcRN1xy1UPiJzkP4yjY",
-        "previous_secret_expires_at": None,
-        "created_at": "2026-12-01T01:29:35Z",
-        "updated_at": "2026-12-01T01:29:35Z",
-    },
+    "createWebhookEndpoint": _with_secret(
+        "whsec_AyzT7BpNt-DB7sCQ2v2rqYAaTcRN1xy1UPiJzkP4yjY"
+    ),
     "getWebhookEndpoint": _WEBHOOK_ENDPOINT,
-    "updateWebhookEndpoint": {
-        "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "object": "webhook_endpoint",
-        "url": "https://ops.example/gin",
-        "description": "Back office",
-        "event_types": ["match.finished", "settlement.completed"],
-        "enabled": False,
-        "previous_secret_expires_at": None,
-        "created_at": "2026-12-01T01:29:35Z",
-        "updated_at": "2026-12-01T01:29:35Z",
-    },
-    "deleteWebhookEndpoint": {
-        "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "object": "webhook_endpoint",
-        "url": "https://ops.example/gin",
-        "description": "Back office",
-        "event_types": ["match.finished", "settlement.completed"],
-        "enabled": True,
-        "previous_secret_expires_at": None,
-        "created_at": "2026-12-01T01:29:35Z",
-        "updated_at": "2026-12-01T01:29:35Z",
-        "deleted": True,
-    },
-    "rotateWebhookSecret": {
-        "id": "whk_01M8QKHDY05TVFBGZJV5FR1YDT",
-        "object": "webhook_endpoint",
-        "url": "https://ops.example/gin",
-        "description": "Back office",
-        "event_types": ["match.finished", "settlement.completed"],
-        "enabled": True,
-        "secret": "whsec_Q1n4pYb2tW0vUe6rS8dF3gH5jK7lZ9xC1vB3nM5aS7d",
-        "previous_secret_expires_at": "2026-12-02T01:29:31Z",
-        "created_at": "2026-12-01T01:29:35Z",
-        "updated_at": "2026-12-01T01:29:31Z",
-    },
+    "updateWebhookEndpoint": {**_WEBHOOK_ENDPOINT, "enabled": False},
+    "deleteWebhookEndpoint": {**_WEBHOOK_ENDPOINT, "deleted": True},
+    "rotateWebhookSecret": _with_secret(
+        "whsec_Q1n4pYb2tW0vUe6rS8dF3gH5jK7lZ9xC1vB3nM5aS7d",
+        previous_secret_expires_at="2026-12-02T01:29:31Z",
+        updated_at="2026-12-01T01:29:31Z",
+    ),
     "listWebhookDeliveries": {
         "object": "list",
         "has_more": False,
