@@ -207,6 +207,14 @@ _PRACTICE_TABLE_WITH_BOT: dict[str, Any] = {
 
 
 # Objects that several operations answer with (single reads, writes and list items).
+_API_KEY: dict[str, Any] = {
+    "id": "key_01M8QKHDT0HEWT4783TBVKRVJ4",
+    "object": "api_key",
+    "label": "cashier",
+    "prefix": "sk_k0-F8dS",
+    "created_at": "2026-12-01T01:29:35Z",
+    "revoked_at": None,
+}
 _PLAYER: dict[str, Any] = {
     "id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
     "object": "player",
@@ -358,34 +366,10 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "object": "list",
         "has_more": False,
         "next_cursor": None,
-        "data": [
-            {
-                "id": "key_01M8QKHDT0HEWT4783TBVKRVJ4",
-                "object": "api_key",
-                "label": "cashier",
-                "prefix": "sk_k0-F8dS",
-                "created_at": "2026-12-01T01:29:35Z",
-                "revoked_at": None,
-            }
-        ],
+        "data": [_API_KEY],
     },
-    "createApiKey": {
-        "id": "key_01M8QKHDT0HEWT4783TBVKRVJ4",
-        "object": "api_key",
-        "label": "cashier",
-        "prefix": "sk_k0-F8dS",
-        "created_at": "2026-12-01T01:29:35Z",
-        "revoked_at": None,
-        "secret": "sk_k0-F8dSYEYSMhxx2eVTqgZGfToL1QV5BRObwrP2855s",
-    },
-    "revokeApiKey": {
-        "id": "key_01M8QKHDT0HEWT4783TBVKRVJ4",
-        "object": "api_key",
-        "label": "cashier",
-        "prefix": "sk_k0-F8dS",
-        "created_at": "2026-12-01T01:29:35Z",
-        "revoked_at": "2026-12-02T09:00:00Z",
-    },
+    "createApiKey": {**_API_KEY, "secret": "sk_k0-F8dSYEYSMhxx2eVTqgZGfToL1QV5BRObwrP2855s"},
+    "revokeApiKey": {**_API_KEY, "revoked_at": "2026-12-02T09:00:00Z"},
     "listPlayers": {
         "object": "list",
         "has_more": True,
