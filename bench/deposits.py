@@ -4,8 +4,9 @@ Creates a throwaway PostgreSQL database, migrates it, creates an operator, an AP
 players, starts gunicorn with the production configuration (deploy/gunicorn.conf.py) on it,
 then drives the same server with a fixed number of concurrent clients, alternating ``GET
 /healthz`` (the baseline) and ``POST /v1/players/{id}/deposits`` with a fresh Idempotency-Key
-each, for a few rounds. Prints requests per second and p50/p99 latency for every phase, each
-round's ratio deposits / baseline and their median.
+each, for a few rounds. Prints requests per second, p50/p99 latency and the gunicorn and
+PostgreSQL CPU per request (from /proc) for every phase, each round's ratio deposits /
+baseline and their median.
 Drops the database.
 
     .venv/bin/python bench/deposits.py [--concurrency 16] [--seconds 5] [--rounds 3] [--close]
@@ -31,11 +32,13 @@ from harness import (  # noqa: E402
     Phase,
     baseline,
     closed_loop,
+    cpu_seconds,
     database_base_url,
     default_workers,
     describe,
     gunicorn,
     report,
+    report_cpu,
     summary,
 )
 
@@ -93,12 +96,16 @@ def main() -> int:
             ratios: list[float] = []
             latencies: list[float] = []
             for _ in range(args.rounds):
+                before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
                     baseline(port, args.concurrency, args.seconds, keep_alive))
                 base_rate = report("healthz", count, elapsed, lat, fail)
+                report_cpu(before, count)
+                before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
                     deposits(port, key, players, args.concurrency, args.seconds, keep_alive))
                 ratios.append(report("deposits", count, elapsed, lat, fail) / base_rate)
+                report_cpu(before, count)
                 latencies += lat
             print(summary("deposits/healthz", ratios, latencies,
                           "target: ratio >= 0.25, deposit p99 < 50 ms"))

@@ -91,6 +91,41 @@ def report(name: str, count: int, elapsed: float, latencies: list[float], failur
     return rate
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds used so far by this machine's gunicorn and PostgreSQL processes (Linux
+    ``/proc``; empty elsewhere). Taken before and after a phase (the processes live through
+    it), it says where a request's CPU went."""
+    totals = {"gunicorn": 0.0, "postgres": 0.0}
+    if not os.path.isdir("/proc/self"):
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        name = next((n for n in totals if n.encode() in command), None)
+        if name:
+            totals[name] += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return totals
+
+
+def report_cpu(
+    before: dict[str, float], requests: int, after: dict[str, float] | None = None
+) -> None:
+    """One line: CPU per request of each process group from ``before`` to ``after`` (now by
+    default; see cpu_seconds)."""
+    after = after or cpu_seconds()
+    if before and requests:
+        parts = ", ".join(
+            f"{name} {(after[name] - before[name]) / requests * 1000:.2f} ms" for name in before
+        )
+        print(f"{'':9} cpu per request: {parts}")
+
+
 Phase = tuple[int, float, list[float], int]  # requests, seconds, latencies, failures
 
 

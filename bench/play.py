@@ -10,7 +10,8 @@ discard after a draw) the client decides on that answer, as a real client would,
 only when the turn passes to the opponent; a finished match is replaced by the next prepared
 one. The same number of connections drive ``GET /healthz`` as the baseline, alternating with
 the play phases for a few rounds. Prints requests per second and p50/p99 for the baseline, the
-reads and the actions of each round, each round's ratio actions / baseline and their median.
+reads and the actions of each round with the gunicorn and PostgreSQL CPU per request (from
+/proc), each round's ratio actions / baseline and their median.
 Drops the database.
 Clients keep their connection open (keep-alive) unless ``--close`` is given.
 
@@ -37,11 +38,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness import (  # noqa: E402
     Http,
     baseline,
+    cpu_seconds,
     database_base_url,
     default_workers,
     describe,
     gunicorn,
     report,
+    report_cpu,
     summary,
 )
 
@@ -194,13 +197,18 @@ def main() -> int:
             latencies: list[float] = []
             finished = 0
             for _ in range(args.rounds):
+                before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
                     baseline(port, args.matches, args.seconds, keep_alive))
                 base_rate = report("healthz", count, elapsed, lat, fail)
+                report_cpu(before, count)
+                before = cpu_seconds()
                 result = asyncio.run(play(port, queue, args.matches, args.seconds, keep_alive))
+                spent = cpu_seconds()
                 report("reads", len(result["reads"]), result["elapsed"], result["reads"], 0)
                 act_rate = report("actions", len(result["acts"]), result["elapsed"],
                                   result["acts"], result["failures"])
+                report_cpu(before, len(result["reads"]) + len(result["acts"]), spent)
                 ratios.append(act_rate / base_rate)
                 latencies += result["acts"]
                 finished += result["finished"]
