@@ -29,6 +29,7 @@ from sqlalchemy import Boolean, Integer, String, Text, bindparam, delete, func, 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from service.db import is_postgres
 from service.db.models import IdempotencyRecord
 from service.errors import IdempotencyKeyInUse, IdempotencyKeyRequired, IdempotencyKeyReused
 
@@ -106,7 +107,7 @@ def claim(
     :raises IdempotencyKeyInUse: while another request with the key is running.
     """
     params = {"operator_id": operator_id, "key": key}
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgres(session):
         # Lock and look up in one round trip. A twin that held the lock has committed by the
         # time the lock is ours; in the (microseconds) case where it committed after this
         # statement's snapshot, the record looks absent and the request runs again; then
@@ -148,9 +149,8 @@ def record(
     ``None``, or the answer a twin stored first (then the key's answer is the twin's, and the
     caller must roll its own work back): after a refused request's rollback, or in the
     microseconds-wide window described in :func:`claim`."""
-    dialect = session.get_bind().dialect.name
     stored = session.execute(
-        _RECORD_PG if dialect == "postgresql" else _RECORD_SQLITE,
+        _RECORD_PG if is_postgres(session) else _RECORD_SQLITE,
         {
             "operator_id": operator_id,
             "key": key,
@@ -185,5 +185,5 @@ def purge_expired(session: Session, now: datetime) -> int:
 def lock(session: Session, operator_id: str, key: str) -> None:
     """Inside the caller's transaction: wait for ``key``'s lock (PostgreSQL; SQLite's
     writing transactions are serialised already)."""
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgres(session):
         session.execute(_LOCK, {"lock_id": lock_id(operator_id, key)})

@@ -23,7 +23,7 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
-from service.db import first_alone, in_shared_transaction, transaction
+from service.db import first_alone, in_shared_transaction, is_postgres, transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import Player
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
@@ -226,7 +226,7 @@ def _record(
     if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
         session.execute(_LOG_ACTION, logged)
         return
-    if session.get_bind().dialect.name != "postgresql":
+    if not is_postgres(session):
         session.execute(_SAVE_MATCH, _saved(row))
         session.execute(_LOG_ACTION, logged)
         return
@@ -484,7 +484,7 @@ def _act_unlocked(
     _advance(row, match, now)
     logged = _logged(row, match, principal.player_id or SYSTEM, ctx.seat, str(parsed), now)
     params = _saved(row) | logged | {"expected_version": expected_version}
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgres(session):
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
     else:
         with transaction(session):
