@@ -15,16 +15,17 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
 
     from service import observability
     from service.api import cashier, init_api
+    from service.api.json_provider import FastJSONProvider
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
     from service.observability import ratelimit, tasks
 
     app = Flask(__name__)
+    app.json = FastJSONProvider(app)
     settings = Settings.from_env()
     app.config.from_mapping(settings.as_flask_config())
     if config:
         app.config.update(config)
-    app.json.sort_keys = False  # type: ignore[attr-defined]
 
     engine = make_engine(app.config["DATABASE_URL"], pool_size=app.config["DB_POOL_SIZE"])
     app.extensions["gin"] = {"engine": engine, "sessionmaker": make_sessionmaker(engine)}

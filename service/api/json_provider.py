@@ -1,0 +1,30 @@
+"""Flask's JSON provider with :mod:`service.jsoncodec` encoding the responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.json.provider import DefaultJSONProvider
+
+from service import jsoncodec
+
+
+class FastJSONProvider(DefaultJSONProvider):
+    """Responses are encoded by orjson (compact, key order kept; Flask's own conversions for
+    dates, decimals, UUIDs and dataclasses still apply through ``default``). Requests are still
+    decoded by the standard library (see :mod:`service.jsoncodec`)."""
+
+    sort_keys = False
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        if kwargs:  # an explicit indent or separator: the standard library's way
+            return super().dumps(obj, **kwargs)
+        return jsoncodec.dumps_bytes(obj, default=self.default).decode()
+
+    def response(self, *args: Any, **kwargs: Any) -> Response:
+        obj = self._prepare_response_obj(args, kwargs)
+        if (self._app.debug and self.compact is None) or self.compact is False:
+            return super().response(*args, **kwargs)  # indented for people
+        body = jsoncodec.dumps_bytes(obj, default=self.default) + b"\n"
+        return self._app.response_class(body, mimetype=self.mimetype)
