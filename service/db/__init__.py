@@ -14,11 +14,13 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from service import jsoncodec
+
 
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     """An engine for ``url``; nothing connects until first use."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30})
+        engine = create_engine(url, connect_args={"timeout": 30}, json_serializer=jsoncodec.dumps)
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -42,6 +44,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         # reported as a disconnect, the pool drops every connection opened before it, and the
         # request is answered 503 with Retry-After (nothing was committed).
         pool_recycle=1800,
+        json_serializer=jsoncodec.dumps_bytes,  # psycopg takes the bytes as they are
     )
 
 
@@ -100,7 +103,18 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
     bind = session.get_bind()
     if bind.dialect.name == "postgresql" and not session.in_transaction():
         with bind.connect() as connection:
-            autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
-            return autocommit.execute(statement, params).first()
+            # psycopg's own switch, not SQLAlchemy's isolation_level option: that one copies
+            # the connection and sets and resets its characteristics on every call (about 5%
+            # of a match request's CPU). Switching on an idle connection sends nothing; the
+            # closing rollback of an idle connection sends nothing either.
+            driver = connection.connection.driver_connection
+            driver.autocommit = True
+            try:
+                return connection.execute(statement, params).first()
+            finally:
+                try:
+                    driver.autocommit = False
+                except Exception:  # a broken connection: never back into the pool
+                    connection.invalidate()
     with transaction(session):
         return session.execute(statement, params).first()
