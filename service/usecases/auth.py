@@ -9,6 +9,7 @@ HMAC-SHA256 under the service's secret key; they expire after a few minutes.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -102,18 +103,27 @@ def verify_player_token(token: str, secret_key: str, now: datetime) -> Principal
     :raises Unauthenticated: for a malformed or forged token.
     :raises TokenExpired: for a token past its expiry.
     """
+    operator_id, player_id, expires = _signed_claims(token, secret_key)
+    if now >= datetime.fromtimestamp(expires, UTC):
+        raise TokenExpired("The player token has expired; ask the operator for a new one.")
+    return Principal(operator_id, player_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _signed_claims(token: str, secret_key: str) -> tuple[str, str, int]:
+    """(operator id, player id, expiry in epoch seconds) of a token whose signature checks.
+    Remembered for the tokens seen lately (a player's client sends the same token with every
+    request, and the rate limiter reads it too); a forged token raises, and is never cached.
+    The expiry is checked by the caller on every use."""
     body = token.removeprefix(PLAYER_TOKEN_PREFIX)
     payload, _, signature = body.partition(".")
     if not hmac.compare_digest(signature, _sign(payload, secret_key)):
         raise Unauthenticated("The player token is not valid.")
     try:
         claims = json.loads(_unb64(payload))
-        operator_id, player_id, expires = str(claims["op"]), str(claims["ply"]), int(claims["exp"])
+        return str(claims["op"]), str(claims["ply"]), int(claims["exp"])
     except (ValueError, KeyError, TypeError):
         raise Unauthenticated("The player token is not valid.") from None
-    if now >= datetime.fromtimestamp(expires, UTC):
-        raise TokenExpired("The player token has expired; ask the operator for a new one.")
-    return Principal(operator_id, player_id)
 
 
 def token_expiry(now: datetime, ttl_seconds: int) -> datetime:
