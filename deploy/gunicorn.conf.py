@@ -19,6 +19,7 @@
   ``GUNICORN_ACCESS_LOG=1``. ``--log-level`` on the command line overrides ``LOG_LEVEL``.
 """
 
+import logging
 import multiprocessing
 import os
 import shutil
@@ -31,6 +32,8 @@ from pathlib import Path
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+from gunicorn.glogging import Logger  # noqa: E402
 
 from service.observability.logs import dict_config  # noqa: E402
 
@@ -57,6 +60,19 @@ _access_log = os.environ.get("GUNICORN_ACCESS_LOG", "") in ("1", "true", "yes")
 loglevel = _log_level.lower()
 logconfig_dict = dict_config(_log_format, _log_level, _access_log)
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)s %({x-request-id}o)s'
+
+
+class QuietAccessLogger(Logger):
+    """gunicorn's logger, but a disabled access log costs nothing: gunicorn itself formats
+    every request's access line whenever a logging config is given, even when the
+    ``gunicorn.access`` logger then drops it (measured: about 3% of a match request's CPU)."""
+
+    def access(self, resp, req, environ, request_time):  # type: ignore[no-untyped-def]
+        if self.access_log.isEnabledFor(logging.INFO):
+            super().access(resp, req, environ, request_time)
+
+
+logger_class = QuietAccessLogger
 
 # --- prometheus multiprocess mode: one fresh folder per server start -------------------------
 

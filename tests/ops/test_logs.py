@@ -22,6 +22,7 @@ from service.observability.logs import JsonFormatter, TextFormatter, request_id_
 from tests.api.play_clients import join, open_table, player_client
 from tests.conftest import ApiClient, make_test_app, new_operator
 from tests.integration.workers import ROOT, kill, wait_until
+from tests.ops.servers import HttpClient, gunicorn
 
 
 @pytest.fixture
@@ -87,6 +88,31 @@ def test_each_request_logs_one_line_with_its_request_id(
     # A request without an id gets one, logged and echoed alike.
     echoed = api.get("/v1/players").headers["X-Request-Id"]
     assert [e for e in lines(captured) if e.get("request_id") == echoed]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("enabled", [True, False])
+def test_gunicorn_access_log_follows_its_switch(
+    fresh_database_url: str, tmp_path: Path, enabled: bool
+) -> None:
+    """GUNICORN_ACCESS_LOG=1 adds gunicorn's access line (with the request id); without it
+    none is written (and none is formatted: see deploy/gunicorn.conf.py)."""
+    log = tmp_path / "gunicorn.log"
+    env = {"LOG_FORMAT": "json", "GUNICORN_ACCESS_LOG": "1" if enabled else ""}
+    with gunicorn(fresh_database_url, workers=1, env=env, log=log) as (_process, base):
+        answer = HttpClient(base).open("/v1/players", headers={"X-Request-Id": "acc-1"})
+        assert answer.status_code == 401
+        if enabled:
+            wait_until(lambda: "gunicorn.access" in log.read_text(), 30, "the access line")
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    access = [e for e in entries if e.get("logger") == "gunicorn.access"]
+    if enabled:
+        assert any(e["path"] == "/v1/players" and e["request_id"] == "acc-1" for e in access)
+    else:
+        assert access == []
+        # The application's own request line is still there.
+        assert any(e.get("logger") == "gin.request" and e.get("request_id") == "acc-1"
+                   for e in entries)
 
 
 # --- into Celery -------------------------------------------------------------------------------
