@@ -91,11 +91,14 @@ def report(name: str, count: int, elapsed: float, latencies: list[float], failur
     return rate
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds used so far by this machine's gunicorn and PostgreSQL processes (Linux
-    ``/proc``; empty elsewhere). Taken before and after a phase (the processes live through
-    it), it says where a request's CPU went."""
-    totals = {"gunicorn": 0.0, "postgres": 0.0}
+CpuTimes = dict[str, dict[int, float]]  # process group -> pid -> CPU seconds
+
+
+def cpu_seconds() -> CpuTimes:
+    """CPU seconds used so far by each of this machine's gunicorn and PostgreSQL processes
+    (Linux ``/proc``; empty elsewhere). Taken before and after a phase, it says where a
+    request's CPU went (see report_cpu)."""
+    totals: CpuTimes = {"gunicorn": {}, "postgres": {}}
     if not os.path.isdir("/proc/self"):
         return {}
     tick = os.sysconf("SC_CLK_TCK")
@@ -109,20 +112,22 @@ def cpu_seconds() -> dict[str, float]:
             continue
         name = next((n for n in totals if n.encode() in command), None)
         if name:
-            totals[name] += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+            totals[name][int(pid)] = (int(fields[11]) + int(fields[12])) / tick  # utime+stime
     return totals
 
 
-def report_cpu(
-    before: dict[str, float], requests: int, after: dict[str, float] | None = None
-) -> None:
+def report_cpu(before: CpuTimes, requests: int, after: CpuTimes | None = None) -> None:
     """One line: CPU per request of each process group from ``before`` to ``after`` (now by
-    default; see cpu_seconds)."""
+    default). A process started meanwhile (a recycled gunicorn worker, a new database
+    connection) counts from zero; one that ended meanwhile is left out, so the figure is never
+    inflated by it (it may be a little low)."""
     after = after or cpu_seconds()
     if before and requests:
-        parts = ", ".join(
-            f"{name} {(after[name] - before[name]) / requests * 1000:.2f} ms" for name in before
-        )
+        used = {
+            name: sum(t - before[name].get(pid, 0.0) for pid, t in after[name].items())
+            for name in before
+        }
+        parts = ", ".join(f"{name} {used[name] / requests * 1000:.2f} ms" for name in before)
         print(f"{'':9} cpu per request: {parts}")
 
 

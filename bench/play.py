@@ -11,7 +11,8 @@ only when the turn passes to the opponent; a finished match is replaced by the n
 one. The same number of connections drive ``GET /healthz`` as the baseline, alternating with
 the play phases for a few rounds. Prints requests per second and p50/p99 for the baseline, the
 reads and the actions of each round with the gunicorn and PostgreSQL CPU per request (from
-/proc), each round's ratio actions / baseline and their median.
+/proc), each round's ratio actions / baseline and their median, and each kind of action's
+latency with its count among the slowest 1%.
 Drops the database.
 Clients keep their connection open (keep-alive) unless ``--close`` is given.
 
@@ -29,6 +30,7 @@ import random
 import secrets
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from harness import (  # noqa: E402
     default_workers,
     describe,
     gunicorn,
+    percentile,
     report,
     report_cpu,
     summary,
@@ -66,6 +69,7 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                seconds: float, keep_alive: bool) -> dict[str, Any]:
     reads: list[float] = []
     acts: list[float] = []
+    kinds: list[str] = []  # each action's name, beside its latency in acts
     failures = 0
     finished = 0
     deadline = time.perf_counter() + seconds
@@ -114,6 +118,7 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                                                seat_token[mover],
                                                action_body(text, view["version"]))
             acts.append(time.perf_counter() - start)
+            kinds.append(text.split()[0])
             view = None
             if status != 200:
                 failures += 1
@@ -130,7 +135,18 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
     return {"elapsed": time.perf_counter() - started, "reads": reads, "acts": acts,
-            "failures": failures, "finished": finished}
+            "kinds": kinds, "failures": failures, "finished": finished}
+
+
+def by_kind(acts: list[float], kinds: list[str]) -> None:
+    """Each action's share and latency, and which actions make the slowest 1%."""
+    cut = percentile(acts, 99) / 1000
+    slowest = Counter(k for k, t in zip(kinds, acts, strict=True) if t >= cut)
+    for kind in sorted(set(kinds)):
+        times = [t for k, t in zip(kinds, acts, strict=True) if k == kind]
+        print(f"  {kind:<24} {len(times) / len(acts):6.1%} of actions   "
+              f"p50 {percentile(times, 50):6.1f} ms   p99 {percentile(times, 99):6.1f} ms   "
+              f"{slowest[kind]} of the slowest 1%")
 
 
 def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
@@ -195,6 +211,7 @@ def main() -> int:
             print(describe(args.workers, args.matches, args.seconds, keep_alive))
             ratios: list[float] = []
             latencies: list[float] = []
+            kinds: list[str] = []
             finished = 0
             for _ in range(args.rounds):
                 before = cpu_seconds()
@@ -211,8 +228,10 @@ def main() -> int:
                 report_cpu(before, len(result["reads"]) + len(result["acts"]), spent)
                 ratios.append(act_rate / base_rate)
                 latencies += result["acts"]
+                kinds += result["kinds"]
                 finished += result["finished"]
-            print(f"matches finished: {finished}")
+            print(f"matches finished: {finished}; actions by kind, all rounds:")
+            by_kind(latencies, kinds)
             print(summary("actions/healthz", ratios, latencies,
                           "target: >= 400 actions/s, action p99 < 50 ms"))
     return 0
