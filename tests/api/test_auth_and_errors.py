@@ -220,3 +220,20 @@ def test_every_player_operation_on_a_foreign_player_is_404(
     assert (
         other_api.get(f"/v1/players/{theirs}/wallets/EUR").get_json()["available"]["amount"] == 100
     )
+
+
+def test_a_token_seen_before_still_expires_and_binds_to_its_key() -> None:
+    """Signatures are remembered per token (the LRU in verify_player_token); the expiry is
+    still checked on every use, and the same token under another secret is still refused."""
+    from service.errors import TokenExpired, Unauthenticated
+    from service.usecases.auth import verify_player_token
+
+    now = utcnow()
+    token = mint_player_token("op_x", "ply_y", TEST_SECRET_KEY, now + timedelta(seconds=30))
+    first = verify_player_token(token, TEST_SECRET_KEY, now)
+    assert (first.operator_id, first.player_id) == ("op_x", "ply_y")
+    assert verify_player_token(token, TEST_SECRET_KEY, now + timedelta(seconds=29)) == first
+    with pytest.raises(TokenExpired):
+        verify_player_token(token, TEST_SECRET_KEY, now + timedelta(seconds=31))
+    with pytest.raises(Unauthenticated):
+        verify_player_token(token, "another-secret", now)
