@@ -14,6 +14,7 @@ from typing import Any
 import flask_smorest
 import marshmallow as ma
 from flask import Flask, Response, current_app, g, request
+from flask.sessions import SessionInterface
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from webargs.flaskparser import FlaskParser
@@ -139,8 +140,21 @@ def _refuse_malformed() -> None:
             pass  # not JSON: the request's parser answers that
 
 
+class NoSessions(SessionInterface):
+    """The API keeps no cookie sessions (every caller presents a key or a token), so no request
+    pays for Flask's signed-cookie machinery; ``flask.session`` is a null session that refuses
+    writes."""
+
+    def open_session(self, app: Flask, request: Any) -> None:
+        return None
+
+    def save_session(self, app: Flask, session: Any, response: Response) -> None:
+        return None
+
+
 def register(app: Flask) -> None:
     app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
+    app.session_interface = NoSessions()
     app.before_request(_take_request_id)
     app.before_request(_refuse_malformed)
     app.before_request(_authenticate)

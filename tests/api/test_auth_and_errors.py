@@ -237,3 +237,14 @@ def test_a_token_seen_before_still_expires_and_binds_to_its_key() -> None:
         verify_player_token(token, TEST_SECRET_KEY, now + timedelta(seconds=31))
     with pytest.raises(Unauthenticated):
         verify_player_token(token, "another-secret", now)
+
+
+def test_requests_open_no_cookie_session(app: Any, api: ApiClient) -> None:
+    """Callers authenticate every request; no cookie session is opened, written or sent."""
+    from flask import session
+
+    with app.test_request_context("/v1/players"):
+        assert app.session_interface.is_null_session(session)
+        with pytest.raises(RuntimeError):
+            session["who"] = "someone"
+    assert "Set-Cookie" not in api.get("/v1/players").headers
