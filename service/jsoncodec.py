@@ -4,8 +4,10 @@ the standard library where it would not.
 orjson writes the same JSON values as ``json.dumps`` several times faster (a match's stored
 state and its view are encoded on every action). Where the two would differ it is not used:
 an integer beyond 64 bits, which orjson refuses, is encoded by the standard library exactly as
-before. Decoding stays with the standard library: orjson reads such an integer as a float, and
-money must never pass through a float.
+before. Decoding (:func:`loads`, for the documents we stored) is orjson's too, except for a
+document with a run of 19 or more digits anywhere: orjson would read an integer beyond 64 bits
+as a float, and money must never pass through a float, so such a document is read by the
+standard library. Request bodies are always read by the standard library.
 
 Differences that remain, none of which changes a value: no spaces after separators, and
 non-ASCII characters written as UTF-8 rather than as ``\\u`` escapes.
@@ -14,6 +16,7 @@ non-ASCII characters written as UTF-8 rather than as ``\\u`` escapes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -38,3 +41,21 @@ def dumps_bytes(obj: Any, default: Callable[[Any], Any] | None = None) -> bytes:
 def dumps(obj: Any) -> str:
     """``obj`` as a JSON string (see :func:`dumps_bytes`)."""
     return dumps_bytes(obj).decode()
+
+
+_LONG_NUMBER = re.compile(rb"\d{19}")
+_LONG_NUMBER_STR = re.compile(r"\d{19}")
+
+
+def loads(data: bytes | str) -> Any:
+    """The value of a JSON document (see the module docstring for which parser reads it)."""
+    if isinstance(data, bytes):
+        long_number = _LONG_NUMBER.search(data)
+    else:
+        long_number = _LONG_NUMBER_STR.search(data)
+    if not long_number:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:  # NaN, Infinity or a lone surrogate: what the
+            pass  # standard library accepts (and wrote, before this module), it reads
+    return json.loads(data)

@@ -20,7 +20,12 @@ from service import jsoncodec
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     """An engine for ``url``; nothing connects until first use."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30}, json_serializer=jsoncodec.dumps)
+        engine = create_engine(
+            url,
+            connect_args={"timeout": 30},
+            json_serializer=jsoncodec.dumps,
+            json_deserializer=jsoncodec.loads,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -45,6 +50,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         # request is answered 503 with Retry-After (nothing was committed).
         pool_recycle=1800,
         json_serializer=jsoncodec.dumps_bytes,  # psycopg takes the bytes as they are
+        json_deserializer=jsoncodec.loads,
     )
 
 
