@@ -16,7 +16,6 @@ non-ASCII characters written as UTF-8 rather than as ``\\u`` escapes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -43,17 +42,24 @@ def dumps(obj: Any) -> str:
     return dumps_bytes(obj).decode()
 
 
-_LONG_NUMBER = re.compile(rb"\d{19}")
-_LONG_NUMBER_STR = re.compile(r"\d{19}")
+# Every ASCII digit to "0", every other byte to " ": a run of 19 digits is then a plain
+# substring search. (A regular expression scanning for it took five times as long as orjson
+# takes to parse the whole document.)
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def has_long_digit_run(data: bytes | str) -> bool:
+    """Whether ``data`` has 19 or more ASCII digits in a row (a number orjson might read as a
+    float; a string of digits gives a false alarm, which costs only speed)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return _LONG_RUN in data.translate(_DIGITS_AS_ZEROS)
 
 
 def loads(data: bytes | str) -> Any:
     """The value of a JSON document (see the module docstring for which parser reads it)."""
-    if isinstance(data, bytes):
-        long_number = _LONG_NUMBER.search(data)
-    else:
-        long_number = _LONG_NUMBER_STR.search(data)
-    if not long_number:
+    if not has_long_digit_run(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:  # NaN, Infinity or a lone surrogate: what the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,10 +56,33 @@ def test_reading_gives_back_what_was_written(value: Any) -> None:
 
 @pytest.mark.parametrize("number", [2**63, 2**64 + 1, -(2**63) - 1, 10**30, 1234567890123456789])
 def test_long_integers_are_read_exactly_never_as_floats(number: int) -> None:
-    for text in (f'{{"amount": {number}}}', f"[{number}]"):
-        value = jsoncodec.loads(text.encode())
-        assert value == json.loads(text)
-        assert type(next(iter(value.values())) if isinstance(value, dict) else value[0]) is int
+    for text in (f'{{"amount": {number}}}', f"[{number}]", f'{{"a": "x", "b": [1, {number}]}}'):
+        for document in (text, text.encode()):
+            value = jsoncodec.loads(document)
+            assert value == json.loads(text)
+            found = value["amount"] if "amount" in value else value[0] if isinstance(
+                value, list) else value["b"][1]
+            assert type(found) is int
+
+
+_RUNS = st.lists(  # runs of digits of every length around 19, between other bytes
+    st.tuples(st.integers(0, 24), st.sampled_from([b" ", b"a", b".", b"\xd9\xa3", b"\xff"])),
+    max_size=4,
+).map(lambda runs: b"".join(b"7" * length + after for length, after in runs))
+
+
+@given(st.binary(max_size=64) | _RUNS)
+def test_a_long_digit_run_is_found_wherever_it_is(data: bytes) -> None:
+    expected = re.search(rb"[0-9]{19}", data) is not None
+    assert jsoncodec.has_long_digit_run(data) is expected
+    text = data.decode("utf-8", "replace")
+    assert jsoncodec.has_long_digit_run(text) is (re.search(r"[0-9]{19}", text) is not None)
+
+
+def test_only_ascii_digits_count_and_a_lone_surrogate_is_no_error() -> None:
+    assert not jsoncodec.has_long_digit_run("\u0663" * 30)  # Arabic-Indic three: not JSON's
+    assert jsoncodec.has_long_digit_run("\ud800" + "7" * 19)
+    assert not jsoncodec.has_long_digit_run("7" * 18 + "\ud800" + "7" * 18)
 
 
 def test_what_only_the_standard_library_reads_is_still_read() -> None:
