@@ -15,6 +15,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from service import jsoncodec
+from service.db import driver
 
 
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:
@@ -108,18 +109,21 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
     usual."""
     bind = session.get_bind()
     if bind.dialect.name == "postgresql" and not session.in_transaction():
+        prepared = driver.prepare(statement, bind.dialect)
+        if prepared is not None:  # the common case: straight on psycopg (service.db.driver)
+            return driver.first_autocommit(bind, prepared, params)
         with bind.connect() as connection:
             # psycopg's own switch, not SQLAlchemy's isolation_level option: that one copies
             # the connection and sets and resets its characteristics on every call (about 5%
             # of a match request's CPU). Switching on an idle connection sends nothing; the
             # closing rollback of an idle connection sends nothing either.
-            driver = connection.connection.driver_connection
-            driver.autocommit = True
+            dbapi_connection = connection.connection.driver_connection
+            dbapi_connection.autocommit = True
             try:
                 return connection.execute(statement, params).first()
             finally:
                 try:
-                    driver.autocommit = False
+                    dbapi_connection.autocommit = False
                 except Exception:  # a broken connection: never back into the pool
                     connection.invalidate()
     with transaction(session):

@@ -1,19 +1,38 @@
 """service.db.first_alone on PostgreSQL: one statement in autocommit on a pooled connection,
 which goes back to the pool in ordinary transaction mode, and a dead connection is a
-disconnect (the API answers 503), never a connection left switched in the pool."""
+disconnect (the API answers 503), never a connection left switched in the pool. Core
+statements run straight on psycopg (service.db.driver): the same rows, types and exceptions
+as through SQLAlchemy."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    func,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 from sqlalchemy.orm import Session
 
-from service.db import first_alone, make_engine, shared
+from service.db import driver, first_alone, make_engine, shared
+from service.db.models import UTCDateTime
 from tests.conftest import throwaway_postgres
 
 pytestmark = pytest.mark.skipif(
@@ -80,3 +99,128 @@ def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engin
         assert first_alone(session, text("SELECT 2 AS two"), {}).two == 2
         with session.begin():
             assert session.connection().connection.driver_connection.autocommit is False
+
+
+# --- Core statements: straight on psycopg (service.db.driver) ---------------------------------
+
+_metadata = MetaData()
+_things = Table(
+    "things", _metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(40), nullable=False),
+    Column("doc", JSON),
+    Column("flag", Boolean),
+    Column("at", UTCDateTime),
+    Column("big", BigInteger),
+)
+_SELECT_THING = select(_things).where(_things.c.id == bindparam("id"))
+_ADD_THING = insert(_things).values(
+    id=bindparam("id"), name=bindparam("name"), doc=bindparam("doc", type_=JSON),
+    at=bindparam("at", type_=UTCDateTime), flag=bindparam("flag"), big=bindparam("big"),
+).returning(_things.c.id, _things.c.at)
+
+
+@pytest.fixture
+def things(engine: Engine) -> Iterator[Engine]:
+    _metadata.create_all(engine)
+    yield engine
+    _metadata.drop_all(engine)
+
+
+def _through_sqlalchemy(engine: Engine, statement: Any, params: dict[str, Any]) -> Any:
+    with Session(engine) as session, session.begin():
+        return session.execute(statement, params).first()
+
+
+def test_core_statements_take_the_driver_path_and_others_do_not(engine: Engine) -> None:
+    assert driver.prepare(_SELECT_THING, engine.dialect) is not None
+    assert driver.prepare(_ADD_THING, engine.dialect) is not None
+    assert driver.prepare(text("SELECT 1"), engine.dialect) is None
+    literal = select(_things).where(_things.c.id == 5)  # a value bound inside the statement
+    assert driver.prepare(literal, engine.dialect) is None
+    expanding = select(_things).where(_things.c.id.in_(bindparam("ids", expanding=True)))
+    assert driver.prepare(expanding, engine.dialect) is None
+    labelled = select(func.count().label("n"), _things.c.id.label("id"))
+    assert driver.prepare(labelled.group_by(_things.c.id), engine.dialect) is not None
+    twice = select(_things.c.id, _things.c.id.label("id"))  # two columns of one name
+    assert driver.prepare(twice, engine.dialect) is None
+
+
+def test_columns_are_named_as_in_sqlalchemys_rows(things: Engine) -> None:
+    with Session(things) as session:
+        first_alone(session, _ADD_THING, {"id": 1, "name": "a", "doc": [1], "flag": None,
+                                          "at": None, "big": None})
+    named = select(func.count().label("n"), _things.c.name.label("who"), _things.c.doc)
+    unnamed = select(func.count(), _things.c.name)  # SQLAlchemy calls the count "count_1"
+    for statement in (named.group_by(_things.c.name, _things.c.id),
+                      unnamed.group_by(_things.c.name)):
+        with Session(things) as session:
+            ours = first_alone(session, statement, {})
+        assert ours._mapping == dict(_through_sqlalchemy(things, statement, {})._mapping)
+    assert driver.prepare(named, things.dialect) is not None
+    assert driver.prepare(unnamed, things.dialect) is None  # left to SQLAlchemy
+
+
+def test_a_row_reads_as_sqlalchemy_reads_it_and_a_write_commits_alone(things: Engine) -> None:
+    at = datetime(2026, 12, 1, 12, 30, 15, 123456, tzinfo=timezone(timedelta(hours=2)))
+    doc = {"cards": ["AS", "TD"], "n": 2**62, "nested": {"x": None, "ok": True}}
+    params = {"id": 7, "name": "seven", "doc": doc, "at": at, "flag": False, "big": -(2**62)}
+    with Session(things) as session:
+        added = first_alone(session, _ADD_THING, params)
+        assert not session.in_transaction()
+    assert added.id == 7 and added.at == at and added.at.tzinfo == UTC  # back in UTC
+    with Session(things) as session:
+        ours = first_alone(session, _SELECT_THING, {"id": 7})
+        assert first_alone(session, _SELECT_THING, {"id": 8}) is None
+    theirs = _through_sqlalchemy(things, _SELECT_THING, {"id": 7})  # committed: visible
+    assert tuple(ours) == tuple(theirs)
+    assert [type(v) for v in ours] == [type(v) for v in theirs]
+    assert ours._mapping == dict(theirs._mapping)
+    assert ours.doc == doc and ours.big == -(2**62) and ours.flag is False
+    assert ours.at.tzinfo == UTC and theirs.at.tzinfo == UTC
+
+
+def test_refusals_are_sqlalchemys_exceptions_and_leave_the_connection_usable(
+    things: Engine,
+) -> None:
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    params = {"id": 1, "name": "one", "doc": None, "at": at, "flag": True, "big": 1}
+    with Session(things) as session:
+        first_alone(session, _ADD_THING, params)
+        with pytest.raises(IntegrityError) as duplicate:
+            first_alone(session, _ADD_THING, params)
+        assert not duplicate.value.connection_invalidated
+        with pytest.raises(StatementError, match="naive datetime"):  # the type's own check
+            first_alone(session, _ADD_THING, params | {"id": 2, "at": datetime(2026, 12, 1)})
+        with pytest.raises(DBAPIError):  # too long for String(40)
+            first_alone(session, _ADD_THING, params | {"id": 3, "name": "x" * 41})
+        assert first_alone(session, _SELECT_THING, {"id": 1}).name == "one"
+        with session.begin():  # the pooled connection is back in transaction mode
+            assert session.connection().connection.driver_connection.autocommit is False
+    assert _through_sqlalchemy(things, select(func.count()).select_from(_things), {})[0] == 1
+
+
+def test_a_killed_connection_under_a_core_statement_is_a_disconnect(things: Engine) -> None:
+    with Session(things) as session:
+        assert first_alone(session, _SELECT_THING, {"id": 1}) is None  # the connection exists
+    with things.connect() as connection:
+        victim = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+    killer = make_engine(str(things.url.render_as_string(hide_password=False)), pool_size=1)
+    try:
+        with killer.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": victim})
+    finally:
+        killer.dispose()
+    with Session(things) as session, pytest.raises(DBAPIError) as failure:
+        first_alone(session, _SELECT_THING, {"id": 1})
+    assert failure.value.connection_invalidated  # the API's 503
+    with Session(things) as session:
+        assert first_alone(session, _SELECT_THING, {"id": 1}) is None
+
+
+def test_the_hot_statements_take_the_driver_path(engine: Engine) -> None:
+    from service.usecases import auth, play
+
+    for statement in (play._SELECT_MATCH, play._SELECT_VERSION, play._SAVE_AND_LOG_IF_CURRENT,
+                      auth._KEY_LOOKUP):
+        assert driver.prepare(statement, engine.dialect) is not None, statement

@@ -1,0 +1,158 @@
+"""One statement straight on psycopg's connection, for the hottest single-statement calls.
+
+:func:`service.db.first_alone` runs a read or a single-statement write in autocommit. Through
+SQLAlchemy's ``Connection`` that costs about as much client CPU again as psycopg itself (a
+connection object, the execution context, the result object: about 65 us of a match
+request's 1.6 ms, twice per action). Here a Core statement is compiled once per dialect and
+then executed on the pooled connection's psycopg connection as it is, with SQLAlchemy's own
+type processing applied to what goes in and comes out:
+
+- the SQL text is SQLAlchemy's compilation of the statement (its casts included);
+- each parameter goes through its type's bind processor (a JSON value is wrapped for psycopg,
+  a timestamp is checked for a time zone), each returned value through its column type's
+  result processor (timestamps come back in UTC), exactly as SQLAlchemy would;
+- a database error is raised as SQLAlchemy's exception for it (``DBAPIError.instance``), and a
+  lost connection as one with ``connection_invalidated`` set, the pool emptied (as SQLAlchemy
+  does on a disconnect), so callers and the API's error handlers see what they saw before.
+
+A statement this cannot reproduce exactly (text, literal values bound in the statement,
+expanding or renamed parameters, columns that are not plain names) is left to SQLAlchemy:
+:func:`prepare` returns ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import namedtuple
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, StatementError
+from sqlalchemy.sql.elements import ClauseElement, ColumnClause, Label, _anonymous_label
+
+Processor = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class DriverStatement:
+    sql: str
+    names: tuple[str, ...]  # the statement's parameters
+    binds: tuple[tuple[str, Processor], ...]  # parameter -> its type's bind processor
+    results: tuple[tuple[int, Processor], ...]  # column position -> its result processor
+    row: type  # a named tuple of the returned columns, with ``_mapping`` like a Row's
+
+
+_prepared: dict[tuple[int, str], tuple[ClauseElement, DriverStatement | None]] = {}
+_lock = threading.Lock()
+
+
+def _row_type(names: list[str]) -> type:
+    base = namedtuple("DriverRow", names)  # type: ignore[misc]
+
+    class DriverRow(base):  # type: ignore[valid-type,misc]
+        __slots__ = ()
+
+        @property
+        def _mapping(self) -> dict[str, Any]:
+            return dict(zip(self._fields, self, strict=True))
+
+    return DriverRow
+
+
+def _compile(statement: ClauseElement, dialect: Dialect) -> DriverStatement | None:
+    columns = getattr(statement, "exported_columns", None)
+    if columns is None:  # text() and the like: no column types to process results by
+        return None
+    compiled = statement.compile(dialect=dialect)
+    if (
+        compiled.positional
+        or getattr(compiled, "escaped_bind_names", None)
+        or getattr(compiled, "literal_execute_params", None)
+        or getattr(compiled, "post_compile_params", None)
+    ):
+        return None
+    names, binds = [], []
+    for name, parameter in compiled.binds.items():
+        if not parameter.required or parameter.expanding:  # a value inside the statement
+            return None
+        names.append(name)
+        process = parameter.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is not None:
+            binds.append((name, process))
+    # Only columns and explicitly labelled expressions: SQLAlchemy names anything else itself
+    # (``count_1``), and a row must have the same names whichever way it was read.
+    labels = [
+        column.name
+        if isinstance(column, ColumnClause | Label)
+        and not isinstance(column.name, _anonymous_label)
+        else None
+        for column in columns
+    ]
+    if not all(isinstance(n, str) and n.isidentifier() and not n.startswith("_")
+               for n in labels) or len(set(labels)) != len(labels):
+        return None
+    results = []
+    for position, column in enumerate(columns):
+        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+        if process is not None:
+            results.append((position, process))
+    return DriverStatement(compiled.string, tuple(names), tuple(binds), tuple(results),
+                           _row_type(labels))  # type: ignore[arg-type]
+
+
+def prepare(statement: ClauseElement, dialect: Dialect) -> DriverStatement | None:
+    """``statement`` compiled for ``dialect`` (once; statements are module constants), or
+    ``None`` when it must go through SQLAlchemy."""
+    key = (id(statement), dialect.name)
+    found = _prepared.get(key)
+    if found is not None and found[0] is statement:
+        return found[1]
+    prepared = _compile(statement, dialect)
+    with _lock:
+        _prepared[key] = (statement, prepared)  # holding the statement keeps its id unique
+    return prepared
+
+
+def first_autocommit(engine: Engine, prepared: DriverStatement, params: dict[str, Any]) -> Any:
+    """The first row ``prepared`` returns (or ``None``), run in autocommit on a pooled
+    connection, which goes back to the pool in transaction mode."""
+    values = {name: params[name] for name in prepared.names}
+    try:
+        for name, process in prepared.binds:
+            values[name] = process(values[name])
+    except Exception as error:  # as SQLAlchemy reports a value its type refuses
+        raise StatementError(str(error), prepared.sql, values, error) from error
+    dialect = engine.dialect
+    pooled = engine.raw_connection()
+    try:
+        driver = pooled.driver_connection
+        try:
+            # Switching an idle connection sends nothing; so does the rollback with which the
+            # pool takes it back.
+            driver.autocommit = True
+            try:
+                row = driver.execute(prepared.sql, values).fetchone()
+            finally:
+                if not driver.closed:
+                    driver.autocommit = False
+        except dialect.loaded_dbapi.Error as error:
+            lost = dialect.is_disconnect(error, driver, None)
+            if lost:  # as SQLAlchemy does: this connection and every idle one are dropped
+                pooled.invalidate(error)
+                engine.dispose()
+            raise DBAPIError.instance(
+                prepared.sql, values, error, dialect.loaded_dbapi.Error,
+                connection_invalidated=lost, dialect=dialect,
+            ) from error
+    finally:
+        pooled.close()
+    if row is None:
+        return None
+    if prepared.results:
+        row = list(row)
+        for position, process in prepared.results:
+            row[position] = process(row[position])
+    return prepared.row._make(row)
