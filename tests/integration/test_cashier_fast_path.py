@@ -97,6 +97,17 @@ def test_the_sql_lock_id_is_the_python_one(apps: tuple[Any, Any]) -> None:
             assert found == lock_id(operator_id, key)
 
 
+def test_the_sql_lock_id_is_inlined_into_the_plan(apps: tuple[Any, Any]) -> None:
+    # A SQL function that is not inlined is parsed and planned again on every call.
+    engine = apps[0].extensions["gin"]["engine"]
+    with engine.connect() as connection:
+        plan = "\n".join(connection.execute(text(
+            "EXPLAIN (VERBOSE) SELECT gin_idempotency_lock_id(k.operator_id, 'key') "
+            "FROM api_keys k"
+        )).scalars())
+    assert "sha256" in plan and "gin_idempotency_lock_id" not in plan, plan
+
+
 def test_fast_answers_look_like_the_ordinary_ones(clients: tuple[ApiClient, ApiClient]) -> None:
     fast, slow = clients
     pid = funded(fast)
