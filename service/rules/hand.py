@@ -406,12 +406,13 @@ class Hand:
     # --- views ---------------------------------------------------------------------
 
     def _public_log(self, seat: int | None) -> list[dict[str, Any]]:
+        """The log as ``seat`` may see it: the card of the opponent's draw from the stock is
+        hidden until the hand ends. (Copies: most entries have nothing to hide.)"""
         out = []
         for entry in self.log:
-            if entry.get("private") and entry["seat"] != seat and not self.ended:
-                entry = {k: v for k, v in entry.items() if k not in ("card", "private")}
-            else:
-                entry = {k: v for k, v in entry.items() if k != "private"}
+            entry = dict(entry)
+            if entry.pop("private", False) and entry["seat"] != seat and not self.ended:
+                entry.pop("card", None)
             out.append(entry)
         return out
 
