@@ -21,7 +21,7 @@ from webargs.flaskparser import FlaskParser
 
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
-from service.db import shared
+from service.db import ATTEMPTS, retryable, shared
 from service.errors import (
     IdempotencyKeyInUse,
     IdempotencyKeyReused,
@@ -214,12 +214,6 @@ class _Undo(Exception):
         self.response = response
 
 
-#: PostgreSQL's "try again" errors: a deadlock victim or a serialization failure. The whole
-#: request ran in one transaction that was rolled back, so running it again is safe.
-RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
-ATTEMPTS = 3
-
-
 def _replay(stored: idempotency.StoredResponse) -> Response:
     mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
     replay = Response(stored.body, status=stored.status, mimetype=mimetype)
@@ -265,9 +259,8 @@ def _once(
             refusal = from_service_error(error)
         except _Undo as undo:
             return undo.response
-        except OperationalError as error:
-            code = getattr(error.orig, "sqlstate", None)
-            if code not in RETRYABLE_SQLSTATES or attempt == ATTEMPTS - 1:
+        except OperationalError as error:  # the whole request's transaction rolled back
+            if not retryable(error) or attempt == ATTEMPTS - 1:
                 raise
             continue
         # Refused (4xx): nothing was written. Store the refusal so a retry gets the same

@@ -63,6 +63,18 @@ def is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
+#: PostgreSQL's "try again" errors: a deadlock victim or a serialization failure. A
+#: transaction that failed with one was rolled back whole, so running it again is safe.
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+#: How many times a transaction that owns its work is run before such an error is raised.
+ATTEMPTS = 3
+
+
+def retryable(error: BaseException) -> bool:
+    """Whether ``error`` (SQLAlchemy's, wrapping the driver's) is one of those."""
+    return getattr(getattr(error, "orig", None), "sqlstate", None) in RETRYABLE_SQLSTATES
+
+
 #: ``session.info`` key set while a caller-owned transaction (the HTTP idempotency wrapper's)
 #: is open for use cases to join.
 JOINABLE = "gin.joinable_transaction"

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from service.db import in_shared_transaction
+from service.db import ATTEMPTS, in_shared_transaction, retryable
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.errors import NotFound, ValidationFailed
 from service.ledger import postings as ledger
@@ -161,20 +161,28 @@ def _run_once(
 ) -> Movement:
     """Run ``work`` and read the wallet after it, in one transaction (the caller's, when the
     HTTP idempotency wrapper opened one). If a twin with the same key won the race on the
-    unique key (the first movement of new accounts), answer with the twin's transaction."""
+    unique key (the first movement of new accounts), answer with the twin's transaction.
+    In a transaction of its own, a deadlock or serialization failure (PostgreSQL picks a
+    victim when new accounts are created by concurrent movements, see
+    ``store.lock_accounts``) runs it again, as the HTTP layer does with the caller's."""
     if in_shared_transaction(session):
         txn, replayed = work()
         return Movement(txn, _wallet(session, player(), currency), replayed)
-    try:
-        with session.begin():
-            txn, replayed = work()
-            return Movement(txn, _wallet(session, player(), currency), replayed)
-    except IntegrityError:
-        with session.begin():
-            existing = store.find_transaction(session, operator_id, key, fingerprint)
-            if existing is None:
+    for attempt in range(ATTEMPTS):
+        try:
+            with session.begin():
+                txn, replayed = work()
+                return Movement(txn, _wallet(session, player(), currency), replayed)
+        except IntegrityError:
+            with session.begin():
+                existing = store.find_transaction(session, operator_id, key, fingerprint)
+                if existing is None:
+                    raise
+                return Movement(existing, _wallet(session, player(), currency), True)
+        except OperationalError as error:  # rolled back whole: nothing was written
+            if not retryable(error) or attempt == ATTEMPTS - 1:
                 raise
-            return Movement(existing, _wallet(session, player(), currency), True)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def deposit(

@@ -383,3 +383,55 @@ def test_a_checkpoint_exposes_a_truncation_that_rewrites_the_heads(funded: Funde
         problems = store.verify(s, funded.operator_id, since=kept)
     s.close()
     assert any("checkpoint" in p.problem for p in problems), problems
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+def test_a_deadlock_victim_is_run_again_in_its_own_transaction(
+    funded: Funded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL may abort one of two movements that create the same new accounts at once
+    (store.lock_accounts); a use case running its own transaction runs it again."""
+    from sqlalchemy.exc import OperationalError
+
+    f, s, now = funded, funded.session(), utcnow()
+    real = store.post
+    calls: list[str] = []
+
+    def dies_once_after_posting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["idempotency_key"])
+        posted = real(*args, **kwargs)  # written, then the transaction is the victim
+        if len(calls) == 1:
+            raise OperationalError("INSERT INTO ledger_accounts", {}, _Deadlock())
+        return posted
+
+    monkeypatch.setattr(store, "post", dies_once_after_posting)
+    moved = wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 700, "dl-hold", now)
+    assert calls == ["dl-hold", "dl-hold"] and not moved.replayed
+    assert (moved.wallet.available, moved.wallet.held) == (10_000 - 700, 700)  # once
+    assert (wallet(f, f.player_id).available, wallet(f, f.player_id).held) == (9300, 700)
+
+    class _Other(Exception):
+        sqlstate = "53300"  # too many connections: not a "try again"
+
+    def dies_otherwise(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["idempotency_key"])
+        raise OperationalError("INSERT", {}, _Other())
+
+    monkeypatch.setattr(store, "post", dies_otherwise)
+    with pytest.raises(OperationalError):
+        wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 1, "other", now)
+    assert calls[2:] == ["other"]  # not run again
+
+    def always_deadlocked(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["idempotency_key"])
+        raise OperationalError("INSERT", {}, _Deadlock())
+
+    monkeypatch.setattr(store, "post", always_deadlocked)
+    with pytest.raises(OperationalError):
+        wallets.deposit(s, Principal(f.operator_id), f.player_id, "EUR", 5, "dead", now)
+    assert calls[3:] == ["dead"] * 3  # given up after three attempts
+    assert wallet(f, f.player_id).available == 9300
+    s.close()
