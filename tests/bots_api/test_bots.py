@@ -78,12 +78,21 @@ def test_a_bot_plays_a_whole_practice_match_against_a_person(
             bot_actions += applied
     else:
         raise AssertionError("the match did not end")
-    assert view["status"] == "finished" and bot_actions > 5
+    # How many actions the bot gets depends on the deal (a hand can end on the person's
+    # first knock), so the log is checked instead of a count.
+    assert view["status"] == "finished" and bot_actions >= 1
     assert play_bot_turns() == 0  # nothing left to do once the match is over
 
-    # The bot's actions are in the match's log under its own player id, like a person's.
-    history = operator.hand_history(match_id, 1)["history"]
-    assert history
+    # The bot's actions are in the hands' histories under its seat, like a person's.
+    bot_seat = [s["player_id"] for s in view["seats"]].index(bot_id)
+    hands = view["scores"]["hands_played"]
+    logged = [
+        entry
+        for number in range(1, hands + 1)
+        for entry in operator.hand_history(match_id, number)["history"]["actions"]
+        if entry["seat"] == bot_seat
+    ]
+    assert 1 <= len(logged) <= bot_actions
 
     settle_match(match_id)
     settled = operator.settlement(match_id)
