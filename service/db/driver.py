@@ -47,6 +47,10 @@ class DriverStatement:
 
 _prepared: dict[tuple[int, str], tuple[ClauseElement, DriverStatement | None]] = {}
 _lock = threading.Lock()
+#: Statements are expected to be module constants; one built per call would fill the cache,
+#: so past this many it starts again (and such a caller would do better through SQLAlchemy,
+#: whose cache is keyed by the statement's structure).
+MAX_PREPARED = 512
 
 
 def _row_type(names: list[str]) -> type:
@@ -112,6 +116,8 @@ def prepare(statement: ClauseElement, dialect: Dialect) -> DriverStatement | Non
         return found[1]
     prepared = _compile(statement, dialect)
     with _lock:
+        if len(_prepared) >= MAX_PREPARED:
+            _prepared.clear()
         _prepared[key] = (statement, prepared)  # holding the statement keeps its id unique
     return prepared
 

@@ -224,3 +224,14 @@ def test_the_hot_statements_take_the_driver_path(engine: Engine) -> None:
     for statement in (play._SELECT_MATCH, play._SELECT_VERSION, play._SAVE_AND_LOG_IF_CURRENT,
                       auth._KEY_LOOKUP):
         assert driver.prepare(statement, engine.dialect) is not None, statement
+
+
+def test_statements_built_per_call_do_not_grow_the_cache_without_bound(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver, "MAX_PREPARED", 8)
+    built = [select(_things).where(_things.c.id == bindparam("id")) for _ in range(30)]
+    for statement in built:
+        assert driver.prepare(statement, engine.dialect) is not None
+    assert len(driver._prepared) <= 8
+    assert driver.prepare(built[-1], engine.dialect) is not None  # still answered
