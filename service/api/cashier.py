@@ -42,6 +42,7 @@ from service.api.context import request_id
 from service.api.problems import PROBLEM_JSON
 from service.api.schemas import MovementIn
 from service.clock import rfc3339, utcnow
+from service.db.driver import fetch_one_autocommit
 from service.ids import new_id
 from service.ledger.store import fingerprint
 from service.observability import metrics, ratelimit
@@ -162,21 +163,8 @@ class CashierFastPath:
 
     def _call(self, params: tuple[Any, ...]) -> tuple[str, int | None, str]:
         """One autocommit call of ``cashier_post()`` on a pooled connection."""
-        pooled = self.engine.raw_connection()
-        try:
-            driver = pooled.driver_connection
-            driver.autocommit = True
-            try:
-                row = driver.execute(CALL, params).fetchone()
-            finally:
-                if not driver.closed:
-                    driver.autocommit = False
-        except BaseException:
-            if pooled.driver_connection.closed:
-                pooled.invalidate()
-            raise
-        finally:
-            pooled.close()
+        row = fetch_one_autocommit(self.engine, CALL, params)
+        assert row is not None  # the function always returns its one row
         return row[0], row[1], row[2]
 
 

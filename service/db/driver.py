@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,22 @@ def first_autocommit(engine: Engine, prepared: DriverStatement, params: dict[str
             values[name] = process(values[name])
     except Exception as error:  # as SQLAlchemy reports a value its type refuses
         raise StatementError(str(error), prepared.sql, values, error) from error
+    row = fetch_one_autocommit(engine, prepared.sql, values)
+    if row is None:
+        return None
+    if prepared.results:
+        row = list(row)
+        for position, process in prepared.results:
+            row[position] = process(row[position])
+    return prepared.row._make(row)
+
+
+def fetch_one_autocommit(
+    engine: Engine, sql: str, params: Sequence[Any] | Mapping[str, Any]
+) -> tuple[Any, ...] | None:
+    """The first row (a plain tuple) of ``sql`` run as it is on psycopg, in autocommit on a
+    pooled connection, which goes back to the pool in transaction mode. A database error is
+    raised as SQLAlchemy's; a lost connection also drops the pool's idle ones."""
     dialect = engine.dialect
     pooled = engine.raw_connection()
     try:
@@ -140,7 +156,7 @@ def first_autocommit(engine: Engine, prepared: DriverStatement, params: dict[str
             # pool takes it back.
             driver.autocommit = True
             try:
-                row = driver.execute(prepared.sql, values).fetchone()
+                row: tuple[Any, ...] | None = driver.execute(sql, params).fetchone()
             finally:
                 if not driver.closed:
                     driver.autocommit = False
@@ -150,15 +166,9 @@ def first_autocommit(engine: Engine, prepared: DriverStatement, params: dict[str
                 pooled.invalidate(error)
                 engine.dispose()
             raise DBAPIError.instance(
-                prepared.sql, values, error, dialect.loaded_dbapi.Error,
+                sql, params, error, dialect.loaded_dbapi.Error,
                 connection_invalidated=lost, dialect=dialect,
             ) from error
     finally:
         pooled.close()
-    if row is None:
-        return None
-    if prepared.results:
-        row = list(row)
-        for position, process in prepared.results:
-            row[position] = process(row[position])
-    return prepared.row._make(row)
+    return row
