@@ -13,7 +13,8 @@
   container; a SIGHUP reloads the configuration only). The master moves what it imported
   out of the garbage collector's reach before each fork (``gc.freeze``): a worker's full
   collection otherwise walked those ~280,000 objects every time, about 60 ms during which
-  none of its threads ran (seen as the slowest 1% of match requests).
+  none of its threads ran (in-process, 5.8% of the CPU of 952 match requests went to the
+  collector, 0.5% with the objects frozen).
 - Graceful: on SIGTERM the master stops accepting, in-flight requests get
   ``GUNICORN_GRACEFUL_TIMEOUT`` seconds (default 35: longer than the longest long-poll) to
   finish, then the process exits 0. ``GUNICORN_TIMEOUT`` (60) restarts a stuck worker;
@@ -121,10 +122,7 @@ def post_fork(server, worker):  # type: ignore[no-untyped-def]
     if server.cfg.preload_app:
         # The pool built in the master is empty (nothing connects at import); drop it anyway
         # rather than ever share a connection across fork (SQLAlchemy's advice for pools).
-        application = server.app.wsgi()
-        engine = getattr(application, "extensions", {}).get("gin", {}).get("engine")
-        if engine is not None:
-            engine.dispose(close=False)
+        server.app.wsgi().extensions["gin"]["engine"].dispose(close=False)
 
 
 def child_exit(server, worker):  # type: ignore[no-untyped-def]
