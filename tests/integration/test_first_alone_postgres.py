@@ -81,9 +81,8 @@ def test_inside_a_shared_transaction_it_joins_it(engine: Engine) -> None:
     assert _count(engine) == before
 
 
-def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engine) -> None:
-    with Session(engine) as session:
-        first_alone(session, text("SELECT 1 AS one"), {})  # the pooled connection exists
+def _kill_the_pooled_connection(engine: Engine) -> None:
+    """Terminate the backend of ``engine``'s one pooled connection from another engine."""
     with engine.connect() as connection:
         victim = connection.execute(text("SELECT pg_backend_pid()")).scalar()
     killer = make_engine(str(engine.url.render_as_string(hide_password=False)), pool_size=1)
@@ -92,6 +91,12 @@ def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engin
             connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": victim})
     finally:
         killer.dispose()
+
+
+def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engine) -> None:
+    with Session(engine) as session:
+        first_alone(session, text("SELECT 1 AS one"), {})  # the pooled connection exists
+    _kill_the_pooled_connection(engine)
     with Session(engine) as session, pytest.raises(DBAPIError) as failure:
         first_alone(session, text("SELECT 1 AS one"), {})
     assert failure.value.connection_invalidated  # the API's 503, and the pool is emptied
@@ -203,14 +208,7 @@ def test_refusals_are_sqlalchemys_exceptions_and_leave_the_connection_usable(
 def test_a_killed_connection_under_a_core_statement_is_a_disconnect(things: Engine) -> None:
     with Session(things) as session:
         assert first_alone(session, _SELECT_THING, {"id": 1}) is None  # the connection exists
-    with things.connect() as connection:
-        victim = connection.execute(text("SELECT pg_backend_pid()")).scalar()
-    killer = make_engine(str(things.url.render_as_string(hide_password=False)), pool_size=1)
-    try:
-        with killer.connect() as connection:
-            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": victim})
-    finally:
-        killer.dispose()
+    _kill_the_pooled_connection(things)
     with Session(things) as session, pytest.raises(DBAPIError) as failure:
         first_alone(session, _SELECT_THING, {"id": 1})
     assert failure.value.connection_invalidated  # the API's 503
