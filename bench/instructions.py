@@ -3,11 +3,12 @@
 Wall-clock figures on these shared machines drift by 2x within minutes; an instruction count
 does not. This plays the same scripted matches as bench/play.py (a player reads the view when
 the turn passes to them and posts a legal action, knocking whenever it may), in-process through
-Flask's test client on a throwaway PostgreSQL database, once with the working tree and once
-with a baseline revision (checked out in a temporary git worktree), each under callgrind at two
-lengths. The difference between the two lengths is the cost of the extra requests alone
-(imports, set-up and warm-up cancel out). Deals are made deterministic (a seeded generator
-stands in for ``secrets`` in these processes), so both revisions play the same cards.
+Flask's test client on throwaway PostgreSQL databases built by each revision's own
+migrations, once with the working tree and once with a baseline revision (checked out in a
+temporary git worktree), each under callgrind at two lengths. The difference between the two
+lengths is the cost of the extra requests alone (imports, set-up and warm-up cancel out).
+Deals are made deterministic (a seeded generator stands in for ``secrets`` in these
+processes), so both revisions play the same cards.
 
 Counts the Python process only (Flask, the use cases, SQLAlchemy and psycopg on the client
 side of the database, and the test client); PostgreSQL's own work is not in it. Takes about
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -39,7 +41,8 @@ WARM_UP = 30  # actions before the counted ones, in every run
 
 
 def drive(root: str, url: str, actions: int) -> None:
-    """(Under callgrind.) Play ``WARM_UP`` + ``actions`` actions with the code at ``root``."""
+    """(Under callgrind.) Play ``WARM_UP`` + ``actions`` actions with the code at ``root``,
+    choosing as bench/play.py's clients do, on matches set up by its ``prepare``."""
     import secrets
 
     rng = random.Random(7)
@@ -50,39 +53,13 @@ def drive(root: str, url: str, actions: int) -> None:
     secrets.token_hex = secrets.token_urlsafe = random_hex
     secrets.randbelow = rng.randrange  # type: ignore[assignment]
     sys.path.insert(0, root)
-    from datetime import timedelta
+    from play import action_body, choose, prepare  # imports service only when called
 
-    from service import create_app
-    from service.clock import utcnow
-    from service.formats import MatchSettings
-    from service.usecases import players, tables, wallets
-    from service.usecases.auth import Principal, mint_player_token
-    from tests.conftest import new_operator
+    import service  # the revision under test: later imports of its modules resolve in it
 
-    secret = "instructions-bench"
-    app = create_app({"DATABASE_URL": url, "SECRET_KEY": secret})
-    operator_id, _key = new_operator(app, "Bench")
-    session = app.extensions["gin"]["sessionmaker"]()
-    settings = MatchSettings.from_dict({"format": "match_play", "stake": 100, "target": 100,
-                                        "clock": {"turn_seconds": 600}})
-    now = utcnow()
-    queue = []
-    for i in range(8):
-        table = tables.create_table(session, Principal(operator_id), name=f"bench {i}",
-                                   currency="EUR", settings=settings, practice=False,
-                                   private=False, now=now)
-        tokens = []
-        for seat in range(2):
-            player = players.create_player(session, Principal(operator_id), f"b{i}-{seat}", "P",
-                                           None, now)
-            wallets.deposit(session, Principal(operator_id), player.id, "EUR", 1000,
-                            f"d{i}-{seat}", now)
-            tables.join_table(session, Principal(operator_id, player.id), table.table.id,
-                              buyin=None, invite_code=None, client_seed=None, now=now)
-            tokens.append(mint_player_token(operator_id, player.id, secret,
-                                            now + timedelta(hours=1)))
-        queue.append((table.table.match_id, tokens))
-    session.close()
+    os.environ["SECRET_KEY"] = "instructions-bench"
+    queue = prepare(url, 8)
+    app = service.create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ["SECRET_KEY"]})
     client = app.test_client()
     choices = random.Random(1)
     calls = 0
@@ -110,12 +87,7 @@ def drive(root: str, url: str, actions: int) -> None:
         if view["hand"]["to_act"] != view["you"]:
             mover, view = view["hand"]["to_act"], None
             continue
-        legal = view["hand"]["legal_actions"]
-        knocks = [a for a in legal if a.startswith(("KNOCK", "BIG_GIN", "TAKE_DISCARD_AND"))]
-        words = choices.choice(knocks or legal).split()
-        body = {"action": words[0], "expected_version": view["version"]}
-        if len(words) > 1:
-            body["card"] = words[1]
+        body = action_body(choose(view["hand"]["legal_actions"], choices), view["version"])
         after = call("POST", f"/v1/matches/{match_id}/actions", seat_token[mover], body)
         done += 1
         view = None
@@ -125,6 +97,18 @@ def drive(root: str, url: str, actions: int) -> None:
             mover = after["hand"]["to_act"]
     app.extensions["gin"]["engine"].dispose()
     print(f"requests={calls}")
+
+
+def migrated_by(root: Path) -> Callable[[str], None]:
+    """A database migrator that runs the migrations of the code at ``root`` (in a process of
+    its own: Alembic's migration context is global to a process)."""
+
+    def migrate(url: str) -> None:
+        script = "import sys; from service.db.migrate import upgrade; upgrade(sys.argv[1])"
+        subprocess.run([sys.executable, "-c", script, url], cwd=root, check=True,
+                       env=dict(os.environ, PYTHONPATH=str(root)))
+
+    return migrate
 
 
 def count(root: Path, url: str, actions: int) -> tuple[int, int]:
@@ -171,10 +155,9 @@ def main() -> int:
 
     try:
         with ExitStack() as stack:
-            # Created (migrated) here one after the other: Alembic's migration context is
-            # global to a process. The callgrind runs then go two at a time.
-            urls = [stack.enter_context(throwaway_postgres(database_base_url()))
-                    for _ in range(4)]
+            # Each revision plays on databases built by its own migrations.
+            urls = [stack.enter_context(throwaway_postgres(database_base_url(), migrated_by(r)))
+                    for r in (ROOT, ROOT, base, base)]
             with ThreadPoolExecutor(2) as pool:
                 measured = pool.submit(per_request, ROOT, (urls[0], urls[1]), args.actions)
                 baseline = pool.submit(per_request, base, (urls[2], urls[3]), args.actions)

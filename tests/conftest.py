@@ -34,7 +34,7 @@ if "GIN_VAR_DIR" not in os.environ:
 # ``test_<random>`` created on that server for this run and dropped afterwards.
 
 import secrets  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -44,8 +44,11 @@ TEST_SECRET_KEY = "test-secret-key"
 
 
 @contextmanager
-def throwaway_postgres(base_url: str) -> Iterator[str]:
-    """A fresh PostgreSQL database on ``base_url``'s server, migrated, dropped on exit."""
+def throwaway_postgres(
+    base_url: str, migrate: Callable[[str], None] | None = None
+) -> Iterator[str]:
+    """A fresh PostgreSQL database on ``base_url``'s server, migrated (by ``migrate``, this
+    tree's migrations by default), dropped on exit."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -59,7 +62,7 @@ def throwaway_postgres(base_url: str) -> Iterator[str]:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
     try:
-        upgrade(url)
+        (migrate or upgrade)(url)
         yield url
     finally:
         with admin.connect() as connection:
