@@ -204,10 +204,13 @@ def main() -> int:
 
     os.environ["SECRET_KEY"] = secrets.token_hex(16)
     with throwaway_postgres(database_base_url()) as url:
-        queue = prepare(url, args.matches * (args.rounds + 3))
+        queue = prepare(url, args.matches * (args.rounds + 4))
         with gunicorn(url, args.workers, os.environ["SECRET_KEY"]) as port:
-            # A longer warm-up: right after prepare() the first healthz phase ran at half speed.
-            asyncio.run(baseline(port, args.matches, 3.0, keep_alive))  # warm up
+            # Warm up: right after prepare() the first healthz phase ran at half speed, and a
+            # whole unmeasured play phase warms the workers' pools and PostgreSQL's backends
+            # (as bench/deposits.py does).
+            asyncio.run(baseline(port, args.matches, 3.0, keep_alive))
+            asyncio.run(play(port, queue, args.matches, args.seconds, keep_alive))
             print(describe(args.workers, args.matches, args.seconds, keep_alive))
             ratios: list[float] = []
             latencies: list[float] = []
