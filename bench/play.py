@@ -11,8 +11,9 @@ only when the turn passes to the opponent; a finished match is replaced by the n
 one. The same number of connections drive ``GET /healthz`` as the baseline, alternating with
 the play phases for a few rounds. Prints requests per second and p50/p99 for the baseline, the
 reads and the actions of each round with the gunicorn and PostgreSQL CPU per request (from
-/proc), each round's ratio actions / baseline and their median, and each kind of action's
-latency with its count among the slowest 1%.
+/proc), each client's mean action latency (their spread shows how evenly the workers share the
+clients' connections), each round's ratio actions / baseline and their median, and each kind of
+action's latency with its count among the slowest 1%.
 Drops the database.
 Clients keep their connection open (keep-alive) unless ``--close`` is given.
 
@@ -69,6 +70,7 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                seconds: float, keep_alive: bool) -> dict[str, Any]:
     reads: list[float] = []
     acts: list[float] = []
+    per_client: list[list[float]] = []  # each client's action latencies
     kinds: list[str] = []  # each action's name, beside its latency in acts
     failures = 0
     finished = 0
@@ -78,6 +80,8 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
     async def client() -> None:
         nonlocal failures, finished
         http = Http(port, keep_alive)
+        mine: list[float] = []
+        per_client.append(mine)
         match_id, tokens = queue.pop()
         seat_token: dict[int, str] = {}
         for token in tokens:
@@ -118,6 +122,7 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                                                seat_token[mover],
                                                action_body(text, view["version"]))
             acts.append(time.perf_counter() - start)
+            mine.append(acts[-1])
             kinds.append(text.split()[0])
             view = None
             if status != 200:
@@ -135,7 +140,8 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
     return {"elapsed": time.perf_counter() - started, "reads": reads, "acts": acts,
-            "kinds": kinds, "failures": failures, "finished": finished}
+            "kinds": kinds, "failures": failures, "finished": finished,
+            "client_means": sorted(sum(m) / len(m) * 1000 for m in per_client if m)}
 
 
 def by_kind(acts: list[float], kinds: list[str]) -> None:
@@ -229,6 +235,11 @@ def main() -> int:
                 act_rate = report("actions", len(result["acts"]), result["elapsed"],
                                   result["acts"], result["failures"])
                 report_cpu(before, len(result["reads"]) + len(result["acts"]), spent)
+                # Keep-alive connections stay with the worker that accepted them, and the OS
+                # shares the CPU per worker process: clients sharing a crowded worker wait
+                # longer than one alone on its worker, which this spread shows.
+                print(f"{'':9} each client's mean action latency, ms: "
+                      + " ".join(f"{m:.0f}" for m in result["client_means"]))
                 ratios.append(act_rate / base_rate)
                 latencies += result["acts"]
                 kinds += result["kinds"]
