@@ -15,6 +15,12 @@
   collection otherwise walked those ~280,000 objects every time, about 60 ms during which
   none of its threads ran (in-process, 5.8% of the CPU of 952 match requests went to the
   collector, 0.5% with the objects frozen).
+- Balanced: a keep-alive connection stays with the worker that accepted it, and each worker's
+  threads share one interpreter lock, so clients on a crowded worker wait longer than those
+  alone on theirs. A worker holding more than its fair share of the connections (the total
+  over the live workers, rounded up) answers its next request with ``Connection: close``,
+  and the client reconnects to a less busy worker (``service.balance``;
+  ``GUNICORN_BALANCE=0`` turns it off).
 - Graceful: on SIGTERM the master stops accepting, in-flight requests get
   ``GUNICORN_GRACEFUL_TIMEOUT`` seconds (default 35: longer than the longest long-poll) to
   finish, then the process exits 0. ``GUNICORN_TIMEOUT`` (60) restarts a stuck worker;
@@ -48,6 +54,7 @@ if _ROOT not in sys.path:
 
 from gunicorn.glogging import Logger  # noqa: E402
 
+from service import balance  # noqa: E402
 from service.observability.logs import dict_config  # noqa: E402
 
 
@@ -67,6 +74,11 @@ preload_app = os.environ.get("GUNICORN_PRELOAD", "1").lower() not in ("0", "fals
 max_requests = _env_int("GUNICORN_MAX_REQUESTS", 10000)
 max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+_balance = (
+    balance.ConnectionTable()
+    if os.environ.get("GUNICORN_BALANCE", "1").lower() not in ("0", "false", "no")
+    else None
+)
 
 _log_format = (os.environ.get("LOG_FORMAT") or "text").lower()
 _log_level = (os.environ.get("LOG_LEVEL") or "INFO").upper()
@@ -112,6 +124,8 @@ def when_ready(server):  # type: ignore[no-untyped-def]
 
 
 def pre_fork(server, worker):  # type: ignore[no-untyped-def]
+    if _balance is not None:
+        balance.assign(_balance, worker)
     # Everything the master holds (the preloaded application above all) is long-lived: out of
     # the collector's generations, a worker's collections never walk it again (nor write to
     # its pages, which stay shared with the master).
@@ -125,7 +139,14 @@ def post_fork(server, worker):  # type: ignore[no-untyped-def]
         server.app.wsgi().extensions["gin"]["engine"].dispose(close=False)
 
 
+def pre_request(worker, req):  # type: ignore[no-untyped-def]
+    if _balance is not None:
+        balance.before_request(worker, req)
+
+
 def child_exit(server, worker):  # type: ignore[no-untyped-def]
+    if _balance is not None:
+        balance.retire(_balance, worker)
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid, _metrics_dir)

@@ -67,10 +67,10 @@ def test_preloading_is_on_by_default_and_the_master_freezes_before_forking(
     tmp_path: Path, setting: str | None, preloaded: bool
 ) -> None:
     script = (
-        "import gc, sys; from gunicorn.app.wsgiapp import WSGIApplication\n"
+        "import gc, sys, types; from gunicorn.app.wsgiapp import WSGIApplication\n"
         "sys.argv = ['gunicorn', '-c', sys.argv[1], 'service.wsgi:app']\n"
         "app = WSGIApplication()\n"
-        "before = gc.get_freeze_count(); app.cfg.pre_fork(None, None)\n"
+        "before = gc.get_freeze_count(); app.cfg.pre_fork(None, types.SimpleNamespace())\n"
         "print(app.cfg.preload_app, before, gc.get_freeze_count())\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "GUNICORN_PRELOAD"}
