@@ -39,7 +39,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
     settings = settings or Settings.from_env()
     broker_url = settings.broker_url
     if broker_url.startswith("filesystem://"):
-        broker_url = "filesystem://"
+        broker_url = "filesystem://localhost"  # the folder is in the options; a hostname
+        # keeps kombu from warning that it reverts to "localhost" on every cloned connection
     app = Celery("gin", broker=broker_url)
     app.conf.update(
         broker_transport_options=_transport_options(settings.broker_url),
