@@ -90,5 +90,7 @@ def before_request(worker: Any, request: Any) -> None:
     connections = getattr(worker, "nr_conns", None)  # gthread workers only
     if table is None or slot is None or connections is None:
         return
+    if tuple(getattr(request, "version", (1, 1))) >= (2, 0):
+        return  # an HTTP/2 connection carries many streams at once: not one to close
     if table.over_share(slot, connections):
         request.must_close = True

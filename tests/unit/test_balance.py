@@ -18,8 +18,10 @@ def _workers(table: ConnectionTable, counts: list[int]) -> list[SimpleNamespace]
     return workers
 
 
-def _closes(table: ConnectionTable, worker: SimpleNamespace) -> bool:
-    request = SimpleNamespace(must_close=False)
+def _closes(
+    table: ConnectionTable, worker: SimpleNamespace, version: tuple[int, int] = (1, 1)
+) -> bool:
+    request = SimpleNamespace(must_close=False, version=version)
     before_request(worker, request)
     return request.must_close
 
@@ -29,6 +31,8 @@ def test_a_worker_above_its_fair_share_closes_after_the_answer() -> None:
     crowded, even, idle = _workers(table, [5, 3, 1])  # 9 over 3: 3 each
     assert table.fair_share() == 3
     assert _closes(table, crowded)
+    assert _closes(table, crowded, version=(1, 0))
+    assert not _closes(table, crowded, version=(2, 0))  # HTTP/2: many streams, one connection
     assert not _closes(table, even)
     assert not _closes(table, idle)
 
