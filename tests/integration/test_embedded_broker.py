@@ -20,7 +20,7 @@ def test_tasks_published_on_the_embedded_broker_land_in_its_folder_without_warni
     assert settings.broker_url.startswith("filesystem://")  # the embedded default
     app = make_celery(dataclasses.replace(settings, broker_url=f"filesystem://{tmp_path}/broker"))
     with caplog.at_level(logging.WARNING):
-        for n in range(2):  # the second reuses the producer pool's cloned connection
+        for n in range(2):  # each send takes a connection the producer pool clones
             app.send_task("bench.noop", args=[n])
     assert len(list((tmp_path / "broker" / "queue").iterdir())) == 2
     assert [r.getMessage() for r in caplog.records if r.name.startswith("kombu")] == []
