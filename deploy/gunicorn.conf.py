@@ -55,34 +55,25 @@ if _ROOT not in sys.path:
 from gunicorn.glogging import Logger  # noqa: E402
 
 from service import balance  # noqa: E402
+from service.config import bool_env, int_env  # noqa: E402
 from service.observability.logs import dict_config  # noqa: E402
 
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    return int(raw) if raw else default
-
-
 bind = os.environ.get("GIN_BIND", "0.0.0.0:8000")
-workers = _env_int("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1)
+workers = int_env("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1)
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-threads = _env_int("GUNICORN_THREADS", 4)
-timeout = _env_int("GUNICORN_TIMEOUT", 60)
-graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", 35)
-keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
-preload_app = os.environ.get("GUNICORN_PRELOAD", "1").lower() not in ("0", "false", "no")
-max_requests = _env_int("GUNICORN_MAX_REQUESTS", 10000)
-max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
+threads = int_env("GUNICORN_THREADS", 4)
+timeout = int_env("GUNICORN_TIMEOUT", 60)
+graceful_timeout = int_env("GUNICORN_GRACEFUL_TIMEOUT", 35)
+keepalive = int_env("GUNICORN_KEEPALIVE", 5)
+preload_app = bool_env("GUNICORN_PRELOAD", True)
+max_requests = int_env("GUNICORN_MAX_REQUESTS", 10000)
+max_requests_jitter = int_env("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
-_balance = (
-    balance.ConnectionTable()
-    if os.environ.get("GUNICORN_BALANCE", "1").lower() not in ("0", "false", "no")
-    else None
-)
+_balance = balance.ConnectionTable() if bool_env("GUNICORN_BALANCE", True) else None
 
 _log_format = (os.environ.get("LOG_FORMAT") or "text").lower()
 _log_level = (os.environ.get("LOG_LEVEL") or "INFO").upper()
-_access_log = os.environ.get("GUNICORN_ACCESS_LOG", "") in ("1", "true", "yes")
+_access_log = bool_env("GUNICORN_ACCESS_LOG", False)
 loglevel = _log_level.lower()
 logconfig_dict = dict_config(_log_format, _log_level, _access_log)
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)s %({x-request-id}o)s'

@@ -21,7 +21,7 @@ class ConfigError(ValueError):
     """Raised when an environment variable holds a value the service cannot run with."""
 
 
-def _int_env(name: str, default: int) -> int:
+def int_env(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -31,7 +31,7 @@ def _int_env(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
-def _bool_env(name: str, default: bool) -> bool:
+def bool_env(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -107,15 +107,15 @@ class Settings:
             # var/broker, shared by the web process, the worker and beat; no server needed.
             broker_url=os.environ.get("CELERY_BROKER_URL", f"filesystem://{var.resolve()}/broker"),
             secret_key=os.environ.get("SECRET_KEY", "dev-only-insecure-secret"),
-            idempotency_retention_hours=_int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
-            player_token_ttl_seconds=_int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
-            db_pool_size=_int_env("DB_POOL_SIZE", 10),
-            cashier_fast_path=_bool_env("CASHIER_FAST_PATH", True),
+            idempotency_retention_hours=int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
+            player_token_ttl_seconds=int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
+            db_pool_size=int_env("DB_POOL_SIZE", 10),
+            cashier_fast_path=bool_env("CASHIER_FAST_PATH", True),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
             log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),
             metrics_token=os.environ.get("METRICS_TOKEN") or None,
-            metrics_db_cache_seconds=_int_env("METRICS_DB_CACHE_SECONDS", 10),
-            ratelimit_enabled=_bool_env("RATELIMIT_ENABLED", True),
+            metrics_db_cache_seconds=int_env("METRICS_DB_CACHE_SECONDS", 10),
+            ratelimit_enabled=bool_env("RATELIMIT_ENABLED", True),
             ratelimit_storage_uri=os.environ.get("RATELIMIT_STORAGE_URI") or "memory://",
             ratelimit_operator=_rate_limit("RATELIMIT_OPERATOR", "300000 per minute"),
             ratelimit_player=_rate_limit("RATELIMIT_PLAYER", "30000 per minute"),

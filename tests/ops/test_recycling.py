@@ -62,7 +62,9 @@ def test_recycled_workers_keep_serving(
     print(f"preload={preload}: 160 requests with recycling in {elapsed:.1f} s")
 
 
-@pytest.mark.parametrize(("setting", "preloaded"), [(None, True), ("0", False), ("1", True)])
+@pytest.mark.parametrize(
+    ("setting", "preloaded"), [(None, True), ("0", False), ("off", False), ("1", True)]
+)
 def test_preloading_is_on_by_default_and_the_master_freezes_before_forking(
     tmp_path: Path, setting: str | None, preloaded: bool
 ) -> None:
