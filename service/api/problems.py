@@ -213,15 +213,20 @@ def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], An
         by_status[error.status].append(error)
 
     def decorator(view: Any) -> Any:
+        documented = view
         for status, classes in sorted(by_status.items()):
             codes = ", ".join(f"`{cls.code}`" for cls in classes)
-            view = blp.alt_response(
+            documented = blp.alt_response(
                 status,
                 schema=ProblemSchema,
                 content_type=PROBLEM_JSON,
                 description=f"Problem details; `code` is one of {codes}.",
                 examples=problem_examples(classes),
-            )(view)
+            )(documented)
+        # Each alt_response wraps the view in a function that only forwards the call (through
+        # Flask's ensure_sync, which inspects it every time); only their documentation is
+        # needed, so the view keeps it and runs unwrapped.
+        view._apidoc = documented._apidoc
         return view
 
     return decorator
