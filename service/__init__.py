@@ -14,7 +14,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from flask import Flask
 
     from service import observability
-    from service.api import cashier, init_api
+    from service.api import cashier, init_api, matchpath
     from service.api.json_provider import FastJSONProvider
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
@@ -34,6 +34,8 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     observability.init_app(app)
     api = init_api(app)
     ratelimit.document(api)
-    cashier.install(app)  # after the rate limiter is registered: it counts requests too
+    # The fast paths go in after the rate limiter is registered: they count requests too.
+    cashier.install(app)
+    matchpath.install(app)
     tasks.connect(logging_setup=False)  # requests' ids travel into the tasks they publish
     return app

@@ -71,6 +71,7 @@ class Settings:
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
     cashier_fast_path: bool = True
+    match_fast_path: bool = True
     # Operations (issue 6): logs, metrics and rate limits.
     log_format: str = "text"
     log_level: str = "INFO"
@@ -111,6 +112,7 @@ class Settings:
             player_token_ttl_seconds=int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
             db_pool_size=int_env("DB_POOL_SIZE", 10),
             cashier_fast_path=bool_env("CASHIER_FAST_PATH", True),
+            match_fast_path=bool_env("MATCH_FAST_PATH", True),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
             log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),
             metrics_token=os.environ.get("METRICS_TOKEN") or None,

@@ -26,20 +26,15 @@ here are counted, logged and rate limited like any other (:mod:`service.observab
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import re
-import time
-from collections.abc import Callable, Iterable
 from datetime import timedelta
-from http import HTTPStatus
 from typing import Any
 
 from flask import Flask
 
-from service.api.context import request_id
-from service.api.problems import PROBLEM_JSON
+from service.api.fastpath import Answer, FastPath, WsgiApp, bearer, read_json_body
 from service.api.schemas import MovementIn
 from service.clock import rfc3339, utcnow
 from service.db.driver import fetch_one_autocommit
@@ -52,71 +47,40 @@ from service.usecases.auth import API_KEY_PREFIX, hash_api_key
 log = logging.getLogger(__name__)
 
 ROUTE = re.compile(r"/v1/players/([A-Za-z0-9_-]{1,64})/(deposits|withdrawals)")
+RULES = {kind: f"/v1/players/<player_id>/{kind}" for kind in ("deposits", "withdrawals")}
 KINDS = {"deposits": "deposit", "withdrawals": "withdrawal"}
-MAX_BODY = 16 * 1024
 CALL = (
     "SELECT outcome, status, body FROM cashier_post(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
     " %s, %s, %s, %s)"
 )
 
-StartResponse = Callable[..., Any]
-Answer = tuple[int, bytes, bool]  # status, body, replayed
 
+class CashierFastPath(FastPath):
+    """Deposits and withdrawals in one database call (see the module docs)."""
 
-class CashierFastPath:
-    """WSGI middleware in front of the Flask application ``app`` (see the module docs)."""
-
-    def __init__(self, app: Flask, wsgi_app: Callable[[dict[str, Any], StartResponse], Any]):
-        self.app = app
-        self.wsgi_app = wsgi_app
+    def __init__(self, app: Flask, wsgi_app: WsgiApp) -> None:
+        super().__init__(app, wsgi_app)
         self.engine = app.extensions["gin"]["engine"]
         self.schema = MovementIn()
         self.retention_seconds = int(
             timedelta(hours=app.config["IDEMPOTENCY_RETENTION_HOURS"]).total_seconds()
         )
 
-    def __call__(self, env: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        match = ROUTE.fullmatch(env.get("PATH_INFO", ""))
-        if match is None or env.get("REQUEST_METHOD") != "POST":
-            return self.wsgi_app(env, start_response)  # type: ignore[no-any-return]
-        started = time.perf_counter()
-        route = f"/v1/players/<player_id>/{match.group(2)}"
-        metrics.IN_PROGRESS.labels(route).inc()
-        try:
-            answered = self._answer(env, match.group(1), KINDS[match.group(2)])
-        finally:
-            metrics.IN_PROGRESS.labels(route).dec()
-        if answered is None:  # Flask counts it in progress itself
-            return self.wsgi_app(env, start_response)  # type: ignore[no-any-return]
-        (status, body, replayed), rid, window = answered
-        headers = [
-            ("Content-Type", PROBLEM_JSON if status >= 400 else "application/json"),
-            ("Content-Length", str(len(body))),
-            ("X-Request-Id", rid),
-        ]
-        if replayed:
-            headers.append(("Idempotent-Replayed", "true"))
-        if window is not None:
-            headers.extend(window.headers().items())
-        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
-        metrics.observe(
-            route, "POST", env["PATH_INFO"], status, time.perf_counter() - started,
-            env.get("REMOTE_ADDR"), rid,
-        )
-        return [body]
+    def route(self, env: dict[str, Any]) -> tuple[str, re.Match[str]] | None:
+        found = ROUTE.fullmatch(env.get("PATH_INFO", ""))
+        if found is None or env.get("REQUEST_METHOD") != "POST":
+            return None
+        return RULES[found.group(2)], found
 
-    def _answer(
-        self, env: dict[str, Any], player_id: str, kind: str
-    ) -> tuple[Answer, str, ratelimit.Window | None] | None:
-        """The answer, or ``None`` to hand the request to Flask (the body left readable)."""
-        body = _read_body(env)
-        scheme, _, credential = env.get("HTTP_AUTHORIZATION", "").partition(" ")
-        credential = credential.strip()
+    def answer(self, env: dict[str, Any], found: re.Match[str]) -> Answer | None:
+        player_id, kind = found.group(1), KINDS[found.group(2)]
+        body = read_json_body(env)
+        credential = bearer(env)
         try:
             if (
                 body is None
                 or env.get("QUERY_STRING")
-                or scheme.lower() != "bearer"
+                or credential is None
                 or not credential.startswith(API_KEY_PREFIX)
             ):
                 raise ValueError("not a plain request")
@@ -127,15 +91,9 @@ class CashierFastPath:
             metrics.CASHIER_FAST_PATH.labels("declined").inc()
             return None
         key_hash = hash_api_key(credential)
-        window = None
-        limiter = self.app.extensions.get("gin_limiter")
-        if limiter is not None:
-            caller = ratelimit.operator_key(key_hash)
-            window = limiter.count(caller)
-            env[ratelimit.COUNTED] = (caller, window)  # Flask must not count it again
-            if window is not None and not window.allowed:
-                metrics.CASHIER_FAST_PATH.labels("declined").inc()
-                return None  # Flask answers the 429
+        if not self.within_limit(env, ratelimit.operator_key(key_hash)):
+            metrics.CASHIER_FAST_PATH.labels("declined").inc()
+            return None  # Flask answers the 429
         amount = movement["amount"]["amount"]
         currency = movement["amount"]["currency"]
         reference = movement["external_reference"]
@@ -158,8 +116,7 @@ class CashierFastPath:
         metrics.CASHIER_FAST_PATH.labels(outcome).inc()
         if outcome == "fallback":
             return None
-        rid = request_id(env.get("HTTP_X_REQUEST_ID", ""))
-        return (status, text.encode(), outcome == "replay"), rid, window
+        return Answer(status, text.encode(), replayed=outcome == "replay")
 
     def _call(self, params: tuple[Any, ...]) -> tuple[str, int | None, str]:
         """One autocommit call of ``cashier_post()`` on a pooled connection."""
@@ -168,26 +125,9 @@ class CashierFastPath:
         return row[0], row[1], row[2]
 
 
-def _read_body(env: dict[str, Any]) -> bytes | None:
-    """The JSON body, put back for Flask to read again; ``None`` if it is not a plain one."""
-    mimetype = env.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
-    try:
-        length = int(env.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None
-    if mimetype != "application/json" or not 0 < length <= MAX_BODY:
-        return None
-    body: bytes = env["wsgi.input"].read(length)
-    env["wsgi.input"] = io.BytesIO(body)
-    if len(body) != length or b"\\u0000" in body:
-        return None
-    return body
-
-
 def install(app: Flask) -> None:
     """Put the fast path in front of ``app`` when it runs on PostgreSQL and is not disabled."""
     if app.config.get("CASHIER_FAST_PATH", True) and (
         app.extensions["gin"]["engine"].dialect.name == "postgresql"
     ):
         app.wsgi_app = CashierFastPath(app, app.wsgi_app)  # type: ignore[method-assign]
-

@@ -24,7 +24,15 @@ class FastJSONProvider(DefaultJSONProvider):
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
         obj = self._prepare_response_obj(args, kwargs)
-        if (self._app.debug and self.compact is None) or self.compact is False:
+        if self.indents:
             return super().response(*args, **kwargs)  # indented for people
-        body = jsoncodec.dumps_bytes(obj, default=self.default) + b"\n"
-        return self._app.response_class(body, mimetype=self.mimetype)
+        return self._app.response_class(self.body(obj), mimetype=self.mimetype)
+
+    @property
+    def indents(self) -> bool:
+        """Whether responses are indented for people (debug mode), not sent compact."""
+        return bool(self._app.debug and self.compact is None) or self.compact is False
+
+    def body(self, obj: Any) -> bytes:
+        """The body :meth:`response` sends for ``obj`` (compact, newline-terminated)."""
+        return jsoncodec.dumps_bytes(obj, default=self.default) + b"\n"

@@ -77,24 +77,45 @@ def _expected_version(body: dict[str, Any]) -> int | None:
     return None
 
 
+def finished(view: dict[str, Any]) -> bool:
+    """Whether the match in ``view`` has ended (it then has an outbox event to publish)."""
+    return view["status"] in ("finished", "void")
+
+
+def kick_relay() -> None:
+    """Ask a worker to publish a finished match's outbox event now (best effort: beat's sweep
+    publishes it anyway if the broker is unreachable). Call it after the transaction that
+    wrote the event committed."""
+    try:
+        from worker.celery_app import app as celery_app
+
+        celery_app.send_task("outbox.relay", retry=False)
+    except Exception as exc:  # the broker is down: the sweep will do it
+        log.warning("could not kick the outbox relay: %s", exc)
+
+
 def _kick_relay(view: dict[str, Any]) -> None:
-    """A finished match has an outbox event: ask a worker to publish it as soon as this
-    request's transaction has committed (best effort; beat's sweep publishes it anyway if the
-    broker is unreachable). Deferred to the end of the request because with an
+    """:func:`kick_relay` for a finished match, at the end of the request: with an
     ``Idempotency-Key`` the action commits only after the view returns."""
-    if view["status"] not in ("finished", "void"):
+    if not finished(view):
         return
 
     @after_this_request
     def kick(response: Response) -> Response:
         if response.status_code < 300:
-            try:
-                from worker.celery_app import app as celery_app
-
-                celery_app.send_task("outbox.relay", retry=False)
-            except Exception as exc:  # the broker is down: the sweep will do it
-                log.warning("could not kick the outbox relay: %s", exc)
+            kick_relay()
         return response
+
+
+def action_text(body: dict[str, Any]) -> str:
+    """An action's text form (``"DISCARD TD"``, ``"KNOCK 5C | 2H 3H 4H"``) from its
+    :class:`ActionIn` fields."""
+    text: str = body["action"]
+    if "card" in body:
+        text += f" {body['card']}"
+    for meld in body.get("melds") or []:
+        text += " | " + " ".join(meld)
+    return text
 
 
 @blp.route("/matches/<match_id>/actions", methods=["POST"])
@@ -118,12 +139,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     if expected is None:
         message = "expected_version (or If-Match) is required for an action."
         raise ValidationFailed(message, errors=[FieldError("expected_version", message)])
-    text = body["action"]
-    if "card" in body:
-        text += f" {body['card']}"
-    for meld in body.get("melds") or []:
-        text += " | " + " ".join(meld)
-    view = play.act(session, principal(), match_id, text, expected, utcnow())
+    view = play.act(session, principal(), match_id, action_text(body), expected, utcnow())
     _kick_relay(view)
     return jsonify(view)
 

@@ -73,6 +73,14 @@ CASHIER_FAST_PATH = Counter(
     "declined (handed over before the database) or error (database error, handed over).",
     ["outcome"],
 )
+MATCH_FAST_PATH = Counter(
+    "gin_match_fast_path",
+    "Match views and actions seen by the path without Flask (service.api.matchpath), by "
+    "outcome: answered, declined (handed to the ordinary path before the use case: not a "
+    "plain request, or over the rate limit), refused (the use case refused it: the ordinary "
+    "path answers the problem) or error (handed over after an unexpected error).",
+    ["outcome"],
+)
 TASK_DURATION = Histogram(
     "gin_task_duration_seconds",
     "Celery task run time by task name and final state (settlement latency is "
@@ -117,13 +125,17 @@ def _finish(response: Response) -> Response:
         and response.headers.get("Idempotent-Replayed") != "true"
     ):
         body = request.get_json(silent=True)
-        action = body.get("action") if isinstance(body, dict) else None
-        ACTIONS_APPLIED.labels(action if action in ACTIONS else "OTHER").inc()
+        count_action(body.get("action") if isinstance(body, dict) else None)
     observe(
         g.obs_route, method, request.path, status, time.perf_counter() - started,
         request.remote_addr, g.get("request_id"),
     )
     return response
+
+
+def count_action(action: Any) -> None:
+    """One match action applied (its name as the request sent it)."""
+    ACTIONS_APPLIED.labels(action if action in ACTIONS else "OTHER").inc()
 
 
 def observe(

@@ -59,23 +59,29 @@ def caller_key() -> str:
     cached = g.get("ratelimit_caller")
     if cached is not None:
         return str(cached)
-    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    key = caller_for(
+        request.headers.get("Authorization", ""), request.remote_addr,
+        current_app.config["SECRET_KEY"],
+    )
+    g.ratelimit_caller = key
+    return key
+
+
+def caller_for(authorization: str, remote_addr: str | None, secret_key: str) -> str:
+    """:func:`caller_key` of a request with this ``Authorization`` header and address."""
+    scheme, _, credential = authorization.partition(" ")
     credential = credential.strip()
-    key = f"ip:{request.remote_addr or 'unknown'}"
     if scheme.lower() == "bearer" and credential:
         if credential.startswith(API_KEY_PREFIX):
-            key = operator_key(hashlib.sha256(credential.encode()).hexdigest())
-        elif credential.startswith(PLAYER_TOKEN_PREFIX):
+            return operator_key(hashlib.sha256(credential.encode()).hexdigest())
+        if credential.startswith(PLAYER_TOKEN_PREFIX):
             try:
-                who = verify_player_token(
-                    credential, current_app.config["SECRET_KEY"], utcnow()
-                )
+                who = verify_player_token(credential, secret_key, utcnow())
             except Exception:  # forged, malformed or expired: limited by address
                 pass
             else:
-                key = f"ply:{who.player_id}"
-    g.ratelimit_caller = key
-    return key
+                return f"ply:{who.player_id}"
+    return f"ip:{remote_addr or 'unknown'}"
 
 
 def operator_key(key_hash: str) -> str:
