@@ -105,7 +105,8 @@ def test_a_whole_match_reads_alike_on_both_paths(api: ApiClient, slow: Any) -> N
             break
         mover, mine = views[view["hand"]["to_act"]]
         with Took(answered=1):
-            acted = mover.post(f"{path}/actions", action_body(decide(mine["hand"]), mine["version"]))
+            acted = mover.post(f"{path}/actions",
+                               action_body(decide(mine["hand"]), mine["version"]))
         assert acted.status_code == 200, acted.get_json()
         same_answer(acted, both(mover, slow)[1].get(path))
         actions += 1
