@@ -467,6 +467,19 @@ class Hand:
 
     # --- serialisation -------------------------------------------------------------
 
+    def copy(self) -> Hand:
+        """An independent copy: actions applied to either leave the other as it was. (The
+        immutable parts are shared: cards, ruleset, terms, outcome, and the log's entries,
+        which are complete before they are appended.)"""
+        hand = Hand.__new__(Hand)
+        for name in Hand.__slots__:
+            setattr(hand, name, getattr(self, name))
+        hand.hands = list(self.hands)
+        hand.stock = list(self.stock)
+        hand.discard = list(self.discard)
+        hand.log = list(self.log)
+        return hand
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready) holding the whole state, secrets included."""
         return {

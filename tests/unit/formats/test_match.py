@@ -129,3 +129,35 @@ def test_deal_only_when_awaiting() -> None:
     with pytest.raises(IllegalAction):
         match.deal(random_deck(random.Random(2)))
     assert match.hand_number == 1
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_copy_is_independent_of_its_original(fmt: Format, seed: int) -> None:
+    """Played on from any point, a copy ends where a restored state would, and its original
+    stays as it was (service.usecases.play keeps decoded states and plays on copies)."""
+    rng = random.Random(seed)
+    match = Match(SETTINGS[fmt], rng.randrange(2))
+    steps = 0
+    while not match.over:
+        before = json.dumps(match.to_dict())
+        copy = match.copy()
+        assert json.dumps(copy.to_dict()) == before
+        restored = Match.from_dict(json.loads(before))
+        moves = random.Random(steps)
+        for played in (copy, restored):  # the same moves, from the same point
+            moves.seed(steps)
+            if played.status is MatchStatus.AWAITING_DEAL:
+                played.deal(random_deck(moves))
+            else:
+                assert played.hand is not None
+                if moves.random() < 0.01:
+                    played.timeout(10**9, at="t")
+                else:
+                    played.apply(played.hand.to_act,
+                                 choose(moves, played.hand.legal_actions(), knock_rate=0.9))
+        assert copy == restored
+        assert json.dumps(match.to_dict()) == before  # untouched by the copy's play
+        match = copy
+        steps += 1
+        assert steps < 5000
