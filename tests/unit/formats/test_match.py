@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.formats import (
@@ -132,14 +132,16 @@ def test_deal_only_when_awaiting() -> None:
 
 
 @pytest.mark.parametrize("fmt", list(Format))
+@settings(max_examples=min(settings.default.max_examples, 40))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_copy_is_independent_of_its_original(fmt: Format, seed: int) -> None:
     """Played on from any point, a copy ends where a restored state would, and its original
-    stays as it was (service.usecases.play keeps decoded states and plays on copies)."""
+    stays as it was (service.usecases.play keeps decoded states and plays on copies). The
+    first 150 steps of a match: a few hands, their ends and the next deals."""
     rng = random.Random(seed)
     match = Match(SETTINGS[fmt], rng.randrange(2))
     steps = 0
-    while not match.over:
+    while not match.over and steps < 150:
         before = json.dumps(match.to_dict())
         copy = match.copy()
         assert json.dumps(copy.to_dict()) == before
@@ -160,4 +162,3 @@ def test_a_copy_is_independent_of_its_original(fmt: Format, seed: int) -> None:
         assert json.dumps(match.to_dict()) == before  # untouched by the copy's play
         match = copy
         steps += 1
-        assert steps < 5000
