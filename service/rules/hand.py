@@ -408,10 +408,11 @@ class Hand:
     def _public_log(self, seat: int | None) -> list[dict[str, Any]]:
         """The log as ``seat`` may see it: the card of the opponent's draw from the stock is
         hidden until the hand ends. (Copies: most entries have nothing to hide.)"""
+        hide = self.phase is not Phase.ENDED
         out = []
         for entry in self.log:
             entry = dict(entry)
-            if entry.pop("private", False) and entry["seat"] != seat and not self.ended:
+            if entry.pop("private", False) and hide and entry["seat"] != seat:
                 entry.pop("card", None)
             out.append(entry)
         return out
