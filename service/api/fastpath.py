@@ -6,7 +6,7 @@ the ordinary path owns every refusal and every uncommon case. A request it answe
 Flask's hooks would give it, so a client cannot tell which path answered:
 
 - the ``X-Request-Id`` header, and the request id on every log line written meanwhile (and in
-  the headers of the tasks it queues);
+  the headers of the tasks it queues); a request handed to Flask keeps the same id;
 - the rate limit, counted once: the caller's window travels in the environ
   (:data:`service.observability.ratelimit.COUNTED`) to Flask if the request is handed over,
   and a caller over its limit is handed over for Flask to answer the 429;
@@ -79,7 +79,8 @@ class FastPath:
         finally:
             request_id_var.reset(token)
             metrics.IN_PROGRESS.labels(rule).dec()
-        if answer is None:  # Flask counts it in progress itself
+        if answer is None:  # Flask counts it in progress itself, under the same request id
+            env["HTTP_X_REQUEST_ID"] = rid
             return self.wsgi_app(env, start_response)
         headers = [
             ("Content-Type", PROBLEM_JSON if answer.status >= 400 else "application/json"),

@@ -249,3 +249,9 @@ def test_the_request_id_is_the_use_cases_too(
     assert [(r.method, r.route, r.status) for r in lines] == [  # type: ignore[attr-defined]
         ("GET", "/v1/matches/<match_id>", 200)
     ]
+    # Refused and handed to Flask: both attempts, and the answer, carry one id.
+    seen.clear()
+    with Took(refused=1):
+        missing = mover.get("/v1/matches/mch_none")
+    assert missing.status_code == 404
+    assert seen == [missing.headers["X-Request-Id"]] * 2
