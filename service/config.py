@@ -72,6 +72,7 @@ class Settings:
     db_pool_size: int = 10
     cashier_fast_path: bool = True
     match_fast_path: bool = True
+    match_states_kept: int = 1024
     # Operations (issue 6): logs, metrics and rate limits.
     log_format: str = "text"
     log_level: str = "INFO"
@@ -94,6 +95,10 @@ class Settings:
                 "IDEMPOTENCY_RETENTION_HOURS must be at least "
                 f"{MIN_IDEMPOTENCY_RETENTION_HOURS}, got {self.idempotency_retention_hours!r}"
             )
+        if self.match_states_kept < 0:
+            raise ConfigError(
+                f"MATCH_STATES_KEPT must be 0 or more, got {self.match_states_kept!r}"
+            )
         if self.player_token_ttl_seconds <= 0:
             raise ConfigError(
                 f"PLAYER_TOKEN_TTL_SECONDS must be positive, got {self.player_token_ttl_seconds!r}"
@@ -113,6 +118,7 @@ class Settings:
             db_pool_size=int_env("DB_POOL_SIZE", 10),
             cashier_fast_path=bool_env("CASHIER_FAST_PATH", True),
             match_fast_path=bool_env("MATCH_FAST_PATH", True),
+            match_states_kept=int_env("MATCH_STATES_KEPT", 1024),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
             log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),
             metrics_token=os.environ.get("METRICS_TOKEN") or None,

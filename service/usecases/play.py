@@ -139,7 +139,8 @@ def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
 
 # --- decoded states --------------------------------------------------------------------
 
-#: How many matches' decoded states a process keeps per database.
+#: How many matches' decoded states a process keeps per database, unless the app sets it
+#: (``MATCH_STATES_KEPT``). A decoded mid-match state takes about 25-30 KB.
 DECODED_STATES = 1024
 
 
@@ -169,6 +170,8 @@ class DecodedStates:
             return found
 
     def put(self, match_id: str, version: int, match: Match) -> None:
+        if self._size <= 0:
+            return
         with self._lock:
             self._items[match_id] = (version, match)
             self._items.move_to_end(match_id)
@@ -188,6 +191,12 @@ def decoded_states(session: Session) -> DecodedStates:
         with _DECODED_LOCK:
             found = _DECODED.setdefault(bind, DecodedStates())
     return found
+
+
+def keep_decoded_states(engine: Engine, size: int) -> None:
+    """Keep up to ``size`` decoded states for ``engine``'s database (0: none)."""
+    with _DECODED_LOCK:
+        _DECODED[engine] = DecodedStates(size)
 
 
 # --- writing ---------------------------------------------------------------------------

@@ -16,10 +16,11 @@ import pytest
 
 from service.bots import decide
 from service.clock import utcnow
+from service.config import ConfigError, Settings
 from service.formats import Match
 from service.usecases import play
 from tests.api.play_clients import action_body, join, open_table, player_client
-from tests.conftest import ApiClient, make_test_app
+from tests.conftest import ApiClient, make_test_app, new_operator
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +84,20 @@ def test_a_process_decodes_a_state_once_and_plays_on(api: ApiClient, decodes: li
     assert decodes == []
 
 
+def test_match_states_kept_0_keeps_none(database_url: str, decodes: list[int]) -> None:
+    application = make_test_app(database_url, MATCH_STATES_KEPT=0)
+    try:
+        api = ApiClient(application.test_client(), new_operator(application)[1])
+        clients, match_id = seated(api)
+        step(clients, match_id)
+        decodes.clear()
+        for _ in range(5):
+            step(clients, match_id)
+        assert len(decodes) == 5 * 3  # each turn: two reads, and the action reads the row
+    finally:
+        application.extensions["gin"]["engine"].dispose()
+
+
 def test_changes_made_elsewhere_are_seen_at_once(
     api: ApiClient, other: Any, decodes: list[int]
 ) -> None:
@@ -123,3 +138,11 @@ def test_a_refused_action_leaves_the_kept_state_alone(api: ApiClient, other: Any
     now = clients[to_act].get(path).get_json()
     assert now["version"] == before["version"] + 1
     assert now == ApiClient(other.test_client(), clients[to_act].token).get(path).get_json()
+
+
+def test_match_states_kept_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MATCH_STATES_KEPT", "12")
+    assert Settings.from_env().match_states_kept == 12
+    monkeypatch.setenv("MATCH_STATES_KEPT", "-1")
+    with pytest.raises(ConfigError, match="MATCH_STATES_KEPT"):
+        Settings.from_env()
