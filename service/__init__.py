@@ -18,7 +18,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from service.api.json_provider import FastJSONProvider
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
-    from service.observability import ratelimit, tasks
+    from service.observability import metrics, ratelimit, tasks
     from service.usecases.play import keep_decoded_states
 
     app = Flask(__name__)
@@ -30,7 +30,8 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
 
     engine = make_engine(app.config["DATABASE_URL"], pool_size=app.config["DB_POOL_SIZE"])
     app.extensions["gin"] = {"engine": engine, "sessionmaker": make_sessionmaker(engine)}
-    keep_decoded_states(engine, int(app.config["MATCH_STATES_KEPT"]))
+    keep_decoded_states(engine, int(app.config["MATCH_STATES_KEPT"]),
+                        on_read=metrics.count_state_read)
     # Metrics, request logs and rate limits first: their before_request hooks then run before
     # the API's (the timer starts and the limit is checked before authentication).
     observability.init_app(app)

@@ -81,6 +81,13 @@ MATCH_FAST_PATH = Counter(
     "path answers the problem) or error (handed over after an unexpected error).",
     ["outcome"],
 )
+MATCH_STATE_READS = Counter(
+    "gin_match_state_reads",
+    "Reads of a started match's row for a view or an action, by whether this process held "
+    "the row's state decoded (kept: the database left it out) or fetched it (fetched). "
+    "Requests of one match that come back to the same process keep it.",
+    ["state"],
+)
 TASK_DURATION = Histogram(
     "gin_task_duration_seconds",
     "Celery task run time by task name and final state (settlement latency is "
@@ -136,6 +143,10 @@ def _finish(response: Response) -> Response:
 def count_action(action: Any) -> None:
     """One match action applied (its name as the request sent it)."""
     ACTIONS_APPLIED.labels(action if action in ACTIONS else "OTHER").inc()
+
+
+def count_state_read(kept: bool) -> None:
+    MATCH_STATE_READS.labels("kept" if kept else "fetched").inc()
 
 
 def observe(

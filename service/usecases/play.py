@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -157,10 +158,15 @@ class DecodedStates:
     recently used go first. Nothing depends on a state being here: any process serves any
     request."""
 
-    def __init__(self, size: int = DECODED_STATES) -> None:
+    def __init__(
+        self, size: int = DECODED_STATES, on_read: Callable[[bool], None] | None = None
+    ) -> None:
         self._size = size
         self._lock = threading.Lock()
         self._items: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+        #: Told of each read of a started match: ``True`` when its state was kept here,
+        #: ``False`` when it was fetched (the API counts them: ``gin_match_state_reads``).
+        self.on_read = on_read
 
     def get(self, match_id: str) -> tuple[int, Match] | None:
         with self._lock:
@@ -193,10 +199,13 @@ def decoded_states(session: Session) -> DecodedStates:
     return found
 
 
-def keep_decoded_states(engine: Engine, size: int) -> None:
-    """Keep up to ``size`` decoded states for ``engine``'s database (0: none)."""
+def keep_decoded_states(
+    engine: Engine, size: int, on_read: Callable[[bool], None] | None = None
+) -> None:
+    """Keep up to ``size`` decoded states for ``engine``'s database (0: none); ``on_read``
+    is told of each read whether the state was kept (see :class:`DecodedStates`)."""
     with _DECODED_LOCK:
-        _DECODED[engine] = DecodedStates(size)
+        _DECODED[engine] = DecodedStates(size, on_read)
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -399,8 +408,11 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
     row = None if found is None else MatchRecord(**found._mapping)
     ctx = _authorised(row, principal, match_id)
     ctx.states = None if in_shared_transaction(session) else states
+    kept = False
     if known is not None and known[0] == ctx.row.version:
-        ctx.decoded = known[1]
+        ctx.decoded, kept = known[1], True
+    if states.on_read is not None and (kept or ctx.row.state is not None):
+        states.on_read(kept)
     return ctx
 
 

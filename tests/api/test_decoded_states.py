@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from service.bots import decide
 from service.clock import utcnow
@@ -73,15 +74,26 @@ def step(clients: dict[int, ApiClient], match_id: str) -> dict[str, Any]:
     return dict(acted.get_json())
 
 
+def reads() -> dict[str, float]:
+    return {
+        state: REGISTRY.get_sample_value("gin_match_state_reads_total", {"state": state}) or 0.0
+        for state in ("kept", "fetched")
+    }
+
+
 def test_a_process_decodes_a_state_once_and_plays_on(api: ApiClient, decodes: list[int]) -> None:
     clients, match_id = seated(api)
     first = step(clients, match_id)
     decodes.clear()
+    before = reads()
     for _ in range(20):  # reads by both players and an action each turn
         after = step(clients, match_id)
     assert after["hand_number"] == first["hand_number"]
     assert after["version"] == first["version"] + 20
     assert decodes == []
+    counted = reads()
+    assert counted["kept"] - before["kept"] == 20 * 3
+    assert counted["fetched"] == before["fetched"]
 
 
 def test_match_states_kept_0_keeps_none(database_url: str, decodes: list[int]) -> None:
@@ -91,9 +103,11 @@ def test_match_states_kept_0_keeps_none(database_url: str, decodes: list[int]) -
         clients, match_id = seated(api)
         step(clients, match_id)
         decodes.clear()
+        before = reads()
         for _ in range(5):
             step(clients, match_id)
         assert len(decodes) == 5 * 3  # each turn: two reads, and the action reads the row
+        assert reads()["fetched"] - before["fetched"] == 5 * 3
     finally:
         application.extensions["gin"]["engine"].dispose()
 
