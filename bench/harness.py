@@ -44,8 +44,9 @@ class Http:
 
     async def request(
         self, method: str, path: str, token: str | None = None, body: Any = None,
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None, *, text: bool = False,
     ) -> tuple[int, Any]:
+        """``(status, body)``: the body decoded from JSON, or as text with ``text``."""
         payload = json.dumps(body).encode() if body is not None else b""
         head = [f"{method} {path} HTTP/1.1", "Host: bench",
                 f"Connection: {'keep-alive' if self.keep_alive else 'close'}"]
@@ -70,6 +71,8 @@ class Http:
         data = await self._reader.readexactly(length) if length else b""
         if not self.keep_alive or fields.get("connection", "").lower() == "close":
             await self.close()
+        if text:
+            return status, data.decode()
         return status, json.loads(data) if data else None
 
     async def close(self) -> None:

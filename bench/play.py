@@ -12,8 +12,9 @@ one. The same number of connections drive ``GET /healthz`` as the baseline, alte
 the play phases for a few rounds. Prints requests per second and p50/p99 for the baseline, the
 reads and the actions of each round with the gunicorn and PostgreSQL CPU per request (from
 /proc), each client's mean action latency (their spread shows how evenly the workers share the
-clients' connections), each round's ratio actions / baseline and their median, and each kind of
-action's latency with its count among the slowest 1%.
+clients' connections), each round's ratio actions / baseline and their median, how many
+match reads found the state kept by the worker that served them, and each kind of action's
+latency with its count among the slowest 1%.
 Drops the database.
 Clients keep their connection open (keep-alive) unless ``--close`` is given.
 
@@ -155,6 +156,18 @@ def by_kind(acts: list[float], kinds: list[str]) -> None:
               f"{slowest[kind]} of the slowest 1%")
 
 
+async def state_reads(port: int) -> dict[str, float]:
+    """``gin_match_state_reads_total`` by state, summed over the workers (GET /metrics)."""
+    http = Http(port, keep_alive=False)
+    _, body = await http.request("GET", "/metrics", text=True)
+    found = dict.fromkeys(("kept", "fetched"), 0.0)
+    for line in body.splitlines():
+        for state in found:
+            if line.startswith(f'gin_match_state_reads_total{{state="{state}"}}'):
+                found[state] += float(line.split()[-1])
+    return found
+
+
 def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
     """Seated matches with both players' tokens (through the use cases: not timed)."""
     sys.path.insert(0, str(ROOT))
@@ -244,6 +257,13 @@ def main() -> int:
                 latencies += result["acts"]
                 kinds += result["kinds"]
                 finished += result["finished"]
+            reads = asyncio.run(state_reads(port))
+            total = sum(reads.values())
+            if total:
+                # Each worker keeps the states it decoded: a match whose requests come back to
+                # the same worker (a keep-alive connection) is read without its state.
+                print(f"match reads that found the state kept by their worker: "
+                      f"{reads['kept'] / total:.0%} of {total:.0f}")
             print(f"matches finished: {finished}; actions by kind, all rounds:")
             by_kind(latencies, kinds)
             print(summary("actions/healthz", ratios, latencies,
