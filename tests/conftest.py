@@ -34,7 +34,7 @@ if "GIN_VAR_DIR" not in os.environ:
 # ``test_<random>`` created on that server for this run and dropped afterwards.
 
 import secrets  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Callable, Iterable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -127,11 +127,49 @@ def make_test_app(url: str, **overrides: Any) -> Any:
     )
 
 
+@contextmanager
+def serving(url: str, **overrides: Any) -> Iterator[Any]:
+    """A test app (:func:`make_test_app`) whose connections are closed afterwards."""
+    application = make_test_app(url, **overrides)
+    try:
+        yield application
+    finally:
+        application.extensions["gin"]["engine"].dispose()
+
+
 @pytest.fixture(scope="session")
 def app(database_url: str) -> Iterator[Any]:
-    application = make_test_app(database_url)
-    yield application
-    application.extensions["gin"]["engine"].dispose()
+    with serving(database_url) as application:
+        yield application
+
+
+def counter_values(metric: str, label: str, values: Iterable[str]) -> dict[str, float]:
+    """A Prometheus counter's samples (``<metric>_total``) by the values of one label."""
+    from prometheus_client import REGISTRY
+
+    return {
+        value: REGISTRY.get_sample_value(f"{metric}_total", {label: value}) or 0.0
+        for value in values
+    }
+
+
+class CounterMoved:
+    """Asserts how far each value of a counter's label moved inside the ``with`` block:
+    ``expected`` names the values that moved and by how much (the rest stay put)."""
+
+    def __init__(self, metric: str, label: str, values: Iterable[str], **expected: int) -> None:
+        self.metric, self.label, self.values = metric, label, tuple(values)
+        self.expected = expected
+
+    def __enter__(self) -> CounterMoved:
+        self.before = counter_values(self.metric, self.label, self.values)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            after = counter_values(self.metric, self.label, self.values)
+            moved = {k: int(after[k] - self.before[k]) for k in after if after[k] != self.before[k]}
+            assert moved == self.expected
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from service.bots import decide
 from service.clock import utcnow
@@ -21,14 +20,13 @@ from service.config import ConfigError, Settings
 from service.formats import Match
 from service.usecases import play
 from tests.api.play_clients import action_body, join, open_table, player_client
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, counter_values, new_operator, serving
 
 
 @pytest.fixture(scope="module")
 def other(database_url: str) -> Iterator[Any]:
-    application = make_test_app(database_url)
-    yield application
-    application.extensions["gin"]["engine"].dispose()
+    with serving(database_url) as application:
+        yield application
 
 
 @pytest.fixture
@@ -75,10 +73,7 @@ def step(clients: dict[int, ApiClient], match_id: str) -> dict[str, Any]:
 
 
 def reads() -> dict[str, float]:
-    return {
-        state: REGISTRY.get_sample_value("gin_match_state_reads_total", {"state": state}) or 0.0
-        for state in ("kept", "fetched")
-    }
+    return counter_values("gin_match_state_reads", "state", ("kept", "fetched"))
 
 
 def test_a_process_decodes_a_state_once_and_plays_on(api: ApiClient, decodes: list[int]) -> None:
@@ -97,8 +92,7 @@ def test_a_process_decodes_a_state_once_and_plays_on(api: ApiClient, decodes: li
 
 
 def test_match_states_kept_0_keeps_none(database_url: str, decodes: list[int]) -> None:
-    application = make_test_app(database_url, MATCH_STATES_KEPT=0)
-    try:
+    with serving(database_url, MATCH_STATES_KEPT=0) as application:
         api = ApiClient(application.test_client(), new_operator(application)[1])
         clients, match_id = seated(api)
         step(clients, match_id)
@@ -106,10 +100,8 @@ def test_match_states_kept_0_keeps_none(database_url: str, decodes: list[int]) -
         before = reads()
         for _ in range(5):
             step(clients, match_id)
-        assert len(decodes) == 5 * 3  # each turn: two reads, and the action reads the row
-        assert reads()["fetched"] - before["fetched"] == 5 * 3
-    finally:
-        application.extensions["gin"]["engine"].dispose()
+    assert len(decodes) == 5 * 3  # each turn: two reads, and the action reads the row
+    assert reads()["fetched"] - before["fetched"] == 5 * 3
 
 
 def test_changes_made_elsewhere_are_seen_at_once(

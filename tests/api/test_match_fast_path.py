@@ -9,12 +9,12 @@ exercise was the one taken.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from service.api.fastpath import installed
 from service.api.matchpath import MatchFastPath
@@ -23,7 +23,7 @@ from service.observability.logs import current_request_id
 from service.usecases import play
 from tests.api.play_clients import action_body, join, open_table, player_client
 from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, CounterMoved, new_operator, serving
 
 OUTCOMES = ("answered", "declined", "refused", "error")
 #: Headers whose values differ between any two answers (the rate limit's count goes on).
@@ -32,34 +32,13 @@ VARYING = {"X-Request-Id", "RateLimit-Remaining", "RateLimit-Reset"}
 
 @pytest.fixture(scope="module")
 def slow(database_url: str) -> Iterator[Any]:
-    application = make_test_app(database_url, MATCH_FAST_PATH=False)
-    assert not any(isinstance(p, MatchFastPath) for p in installed(application))
-    yield application
-    application.extensions["gin"]["engine"].dispose()
+    with serving(database_url, MATCH_FAST_PATH=False) as application:
+        assert not any(isinstance(p, MatchFastPath) for p in installed(application))
+        yield application
 
 
-def outcomes() -> dict[str, float]:
-    return {
-        name: REGISTRY.get_sample_value("gin_match_fast_path_total", {"outcome": name}) or 0.0
-        for name in OUTCOMES
-    }
-
-
-class Took:
-    """Asserts how many requests each outcome counted inside the ``with`` block."""
-
-    def __init__(self, **expected: int) -> None:
-        self.expected = expected
-
-    def __enter__(self) -> Took:
-        self.before = outcomes()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None:
-            after = outcomes()
-            moved = {k: int(after[k] - self.before[k]) for k in after if after[k] != self.before[k]}
-            assert moved == self.expected
+#: Asserts how many requests each outcome counted inside the ``with`` block.
+Took = functools.partial(CounterMoved, "gin_match_fast_path", "outcome", OUTCOMES)
 
 
 def both(client: ApiClient, slow: Any) -> tuple[ApiClient, ApiClient]:
@@ -211,19 +190,16 @@ def test_uncommon_requests_go_the_ordinary_way(
 
 def test_rate_limits_count_each_request_once(database_url: str) -> None:
     """A request the fast path answers, or counts and hands over, costs one request."""
-    limited = make_test_app(database_url, RATELIMIT_PLAYER="50 per minute")
-    try:
+    with serving(database_url, RATELIMIT_PLAYER="50 per minute") as limited:
         operator = ApiClient(limited.test_client(), new_operator(limited)[1])
         (mover, _), match_id = seated(operator)
         path = f"/v1/matches/{match_id}"
         with Took(answered=2, refused=1):
             answers = [mover.get(path), mover.get(path), mover.get("/v1/matches/mch_none")]
-        assert [a.status_code for a in answers] == [200, 200, 404]
-        remaining = [int(a.headers["RateLimit-Remaining"]) for a in answers]
-        assert remaining == [remaining[0], remaining[0] - 1, remaining[0] - 2]
-        assert {a.headers["RateLimit-Limit"] for a in answers} == {"50"}
-    finally:
-        limited.extensions["gin"]["engine"].dispose()
+    assert [a.status_code for a in answers] == [200, 200, 404]
+    remaining = [int(a.headers["RateLimit-Remaining"]) for a in answers]
+    assert remaining == [remaining[0], remaining[0] - 1, remaining[0] - 2]
+    assert {a.headers["RateLimit-Limit"] for a in answers} == {"50"}
 
 
 def test_the_request_id_is_the_use_cases_too(

@@ -9,6 +9,7 @@ path it means to exercise was the one taken.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import threading
@@ -16,7 +17,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 from service.api.cashier import CashierFastPath
@@ -24,7 +24,7 @@ from service.api.fastpath import installed
 from service.ledger import store
 from service.usecases.idempotency import lock_id
 from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, CounterMoved, counter_values, make_test_app, new_operator
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("TEST_DATABASE_URL"), reason="the fast path exists on PostgreSQL only"
@@ -52,28 +52,15 @@ def clients(apps: tuple[Any, Any]) -> tuple[ApiClient, ApiClient]:
     return ApiClient(fast.test_client(), key), ApiClient(slow.test_client(), key)
 
 
+OUTCOMES = ("posted", "replay", "fallback", "declined", "error")
+
+
 def outcomes() -> dict[str, float]:
-    return {
-        name: REGISTRY.get_sample_value("gin_cashier_fast_path_total", {"outcome": name}) or 0.0
-        for name in ("posted", "replay", "fallback", "declined", "error")
-    }
+    return counter_values("gin_cashier_fast_path", "outcome", OUTCOMES)
 
 
-class Took:
-    """Asserts how many requests each outcome counted inside the ``with`` block."""
-
-    def __init__(self, **expected: int) -> None:
-        self.expected = expected
-
-    def __enter__(self) -> Took:
-        self.before = outcomes()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None:
-            after = outcomes()
-            moved = {k: int(after[k] - self.before[k]) for k in after if after[k] != self.before[k]}
-            assert moved == self.expected
+#: Asserts how many requests each outcome counted inside the ``with`` block.
+Took = functools.partial(CounterMoved, "gin_cashier_fast_path", "outcome", OUTCOMES)
 
 
 def money(amount: Any, currency: str = "EUR") -> dict[str, Any]:
