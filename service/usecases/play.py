@@ -141,7 +141,8 @@ def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
 # --- decoded states --------------------------------------------------------------------
 
 #: How many matches' decoded states a process keeps per database, unless the app sets it
-#: (``MATCH_STATES_KEPT``). A decoded mid-match state takes about 25-30 KB.
+#: (``MATCH_STATES_KEPT``). A decoded match state six hands in (123 actions in its hand)
+#: took 26.5 KB (tracemalloc).
 DECODED_STATES = 1024
 
 
@@ -614,7 +615,8 @@ def _act_unlocked(
             f"The match is at version {current.version if current else '?'}, not "
             f"{expected_version}; read it again."
         )
-    decoded_states(session).put(match_id, row.version, match)  # committed: keep it
+    if ctx.states is not None:  # committed: keep it
+        ctx.states.put(match_id, row.version, match)
     return _view(ctx, match)
 
 
