@@ -218,48 +218,129 @@ def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funde
     engine.dispose()
 
 
-@pytest.mark.skipif(
+POSTGRES_ONLY = pytest.mark.skipif(
     "not __import__('os').environ.get('TEST_DATABASE_URL')",
-    reason="deferred constraint triggers exist on PostgreSQL only",
+    reason="the transaction-level ledger guards are PostgreSQL triggers",
 )
-def test_postgres_refuses_to_commit_an_unbalanced_transaction(funded: Funded) -> None:
+
+
+def _fee_accounts(connection: Any, operator_id: str, *keys: str) -> list[int]:
+    """Fresh, empty house-fee accounts (a kind with no player) named ``keys``."""
     from datetime import UTC, datetime
 
     from service.ledger.chain import GENESIS
 
+    ids = []
+    for key in keys:
+        ids.append(connection.execute(
+            text(
+                "INSERT INTO ledger_accounts (key, operator_id, kind, currency, balance,"
+                " entry_count, last_hash, created_at) VALUES (:key, :op, 'house_fee', 'EUR', 0,"
+                " 0, :g, :now) RETURNING id"
+            ),
+            {"key": key, "op": operator_id, "g": GENESIS, "now": datetime.now(UTC)},
+        ).scalar_one())
+    return ids
+
+
+def _journal(connection: Any, operator_id: str, txn: str, declared: int) -> None:
+    from datetime import UTC, datetime
+
+    connection.execute(
+        text(
+            "INSERT INTO ledger_transactions (id, operator_id, kind, fingerprint, currency,"
+            " amount, entry_count, created_at) VALUES (:t, :op, 'capture', 'f', 'EUR', 5, :n,"
+            " :now)"
+        ),
+        {"t": txn, "op": operator_id, "n": declared, "now": datetime.now(UTC)},
+    )
+
+
+def _first_entry(connection: Any, txn: str, entry: str, account_id: int, amount: int) -> None:
+    from datetime import UTC, datetime
+
+    from service.ledger.chain import GENESIS
+
+    connection.execute(
+        text(
+            "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version,"
+            " currency, amount, balance_after, kind, created_at, prev_hash, hash)"
+            " VALUES (:e, :t, :a, 1, 'EUR', :x, :x, 'capture', :now, :g, :e)"
+        ),
+        {"e": entry, "t": txn, "a": account_id, "x": amount, "g": GENESIS,
+         "now": datetime.now(UTC)},
+    )
+
+
+@POSTGRES_ONLY
+def test_postgres_refuses_to_commit_a_transaction_short_of_its_entries(funded: Funded) -> None:
     engine = make_engine(funded.url)
-    with (
-        pytest.raises(Exception, match=r"unbalanced|entries, declared"),
-        engine.begin() as connection,
-    ):
-        connection.execute(
+    with pytest.raises(Exception, match=r"has 1 entries, declared 2"), engine.begin() as c:
+        (one,) = _fee_accounts(c, funded.operator_id, "fee-x")
+        _journal(c, funded.operator_id, "txn_x", 2)
+        _first_entry(c, "txn_x", "ent_x", one, 5)
+    engine.dispose()
+
+
+@POSTGRES_ONLY
+def test_postgres_refuses_to_commit_a_transaction_without_entries(funded: Funded) -> None:
+    engine = make_engine(funded.url)
+    with pytest.raises(Exception, match=r"has 0 entries, declared 2"), engine.begin() as c:
+        _journal(c, funded.operator_id, "txn_empty", 2)
+    with engine.connect() as connection:
+        assert connection.execute(
+            text("SELECT count(*) FROM ledger_transactions WHERE id = 'txn_empty'")
+        ).scalar_one() == 0
+    engine.dispose()
+
+
+@POSTGRES_ONLY
+def test_postgres_refuses_to_commit_entries_that_do_not_sum_to_zero(funded: Funded) -> None:
+    engine = make_engine(funded.url)
+    with pytest.raises(Exception, match=r"unbalanced in EUR: 8"), engine.begin() as c:
+        one, two = _fee_accounts(c, funded.operator_id, "fee-a", "fee-b")
+        _journal(c, funded.operator_id, "txn_odd", 2)
+        _first_entry(c, "txn_odd", "ent_a", one, 5)
+        _first_entry(c, "txn_odd", "ent_b", two, 3)
+    engine.dispose()
+
+
+@POSTGRES_ONLY
+def test_postgres_refuses_an_entry_added_to_a_committed_transaction(funded: Funded) -> None:
+    """The forged entry continues its account's chain correctly; only its transaction, a
+    committed deposit that already holds its two entries, gives it away."""
+    engine = make_engine(funded.url)
+    with engine.connect() as connection:
+        account_id, version, balance, head = connection.execute(
             text(
-                "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref,"
-                " currency,"
-                " balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
-                " 'house_fee', NULL, NULL, 'EUR', 0, 0, :g, :now)"
+                "SELECT id, entry_count, balance, last_hash FROM ledger_accounts "
+                "WHERE player_id = :p AND kind = 'player_available'"
             ),
-            {"op": funded.operator_id, "g": GENESIS, "now": datetime.now(UTC), "key": "fee-x"},
-        )
-        account_id = connection.execute(
-            text("SELECT id FROM ledger_accounts WHERE key = 'fee-x'")
+            {"p": funded.player_id},
+        ).one()
+        txn = connection.execute(
+            text("SELECT id FROM ledger_transactions WHERE player_id = :p"), {"p": funded.player_id}
         ).scalar_one()
-        connection.execute(
+    with pytest.raises(Exception, match=r"has 2 entries, declared 2"), engine.begin() as c:
+        c.execute(
             text(
-                "INSERT INTO ledger_transactions (id, operator_id, kind, fingerprint, currency,"
-                " amount, entry_count, created_at)"
-                " VALUES ('txn_x', :op, 'capture', 'f', 'EUR', 5, 2, :now)"
+                "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, "
+                "currency, amount, balance_after, kind, created_at, prev_hash, hash) VALUES "
+                "('ent_extra', :t, :a, :v, 'EUR', 5, :b, 'deposit', :now, :h, 'x')"
             ),
-            {"op": funded.operator_id, "now": datetime.now(UTC)},
+            {"t": txn, "a": account_id, "v": version + 1, "b": balance + 5, "now": utcnow(),
+             "h": head},
         )
-        connection.execute(
-            text(
-                "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version,"
-                " currency, amount, balance_after, kind, created_at, prev_hash, hash)"
-                " VALUES ('ent_x', 'txn_x', :a, 1, 'EUR', 5, 5, 'capture', :now, :g, 'h')"
-            ),
-            {"a": account_id, "g": GENESIS, "now": datetime.now(UTC)},
-        )
+    assert verify(funded) == []
+    engine.dispose()
+
+
+@POSTGRES_ONLY
+def test_postgres_refuses_an_entry_of_no_journal_transaction(funded: Funded) -> None:
+    engine = make_engine(funded.url)
+    with pytest.raises(Exception, match=r"names no journal transaction"), engine.begin() as c:
+        (one,) = _fee_accounts(c, funded.operator_id, "fee-c")
+        _first_entry(c, "txn_missing", "ent_c", one, 5)
     engine.dispose()
 
 
