@@ -24,3 +24,35 @@ def test_tasks_published_on_the_embedded_broker_land_in_its_folder_without_warni
             app.send_task("bench.noop", args=[n])
     assert len(list((tmp_path / "broker" / "queue").iterdir())) == 2
     assert [r.getMessage() for r in caplog.records if r.name.startswith("kombu")] == []
+
+
+PREPARED = """
+import sys
+import service.wsgi
+from worker.celery_app import app
+assert app._pool is None, "preparing opened a connection pool"
+from service.api.matches import kick_relay
+before = set(sys.modules)
+kick_relay()
+print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("celery", "kombu")))
+print(len(list(__import__("pathlib").Path("broker/queue").iterdir())))
+"""
+
+
+def test_the_wsgi_module_readies_task_publishing_without_connecting(tmp_path: Path) -> None:
+    """gunicorn's master imports ``service.wsgi`` before it forks: a worker's first finished
+    match then publishes its task without importing Celery or its transport."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(CELERY_BROKER_URL=f"filesystem://{tmp_path}/broker",
+               DATABASE_URL=f"sqlite:///{tmp_path}/gin.sqlite",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", PREPARED], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported, published = done.stdout.split("\n")[:2]
+    assert imported == "[]"
+    assert published == "1"
