@@ -344,6 +344,44 @@ def test_postgres_refuses_an_entry_of_no_journal_transaction(funded: Funded) -> 
     engine.dispose()
 
 
+@POSTGRES_ONLY
+def test_the_ledger_checks_do_not_grow_with_an_accounts_history(
+    fresh_database_url: str,
+) -> None:
+    """The entry and account-head checks find the account's newest entry with one index probe
+    however long its history, even with the plans a connection cached while the table was
+    small (0001's scanned every entry of the account, filtering on the version)."""
+    import re
+
+    from sqlalchemy import event
+
+    from tests.conftest import ApiClient, new_operator, serving
+
+    plans: list[str] = []
+    with serving(fresh_database_url, DB_POOL_SIZE=1) as app:  # one connection, plans kept
+
+        @event.listens_for(app.extensions["gin"]["engine"], "connect")
+        def explain_every_statement(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.add_notice_handler(lambda d: plans.append(d.message_primary))
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("LOAD 'auto_explain'")
+                for setting in ("log_min_duration = 0", "log_nested_statements = on",
+                                "log_analyze = on", "log_timing = off", "log_level = notice"):
+                    cursor.execute(f"SET auto_explain.{setting}")
+            dbapi_connection.commit()
+
+        api = ApiClient(app.test_client(), new_operator(app)[1])
+        player = api.new_player()["id"]
+        for amount in range(100, 160):
+            assert api.deposit(player, amount).status_code == 201
+        plans.clear()
+        assert api.deposit(player, 1).status_code == 201
+    on_entries = [p for p in plans if re.search(r"\bon ledger_entries\b", p)]
+    assert len(on_entries) >= 3, plans  # the entry checks (two) and the head checks ran
+    filtered = [int(n) for p in on_entries for n in re.findall(r"Rows Removed by Filter: (\d+)", p)]
+    assert max(filtered, default=0) < 5, on_entries
+
+
 # Tamper evidence: rows edited, deleted or inserted behind the service's back.
 
 
