@@ -28,6 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql import text
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -180,6 +181,11 @@ class LedgerTransaction(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+#: The entries ``ix_ledger_entries_deposits`` holds: money deposited into an account (a deposit's
+#: other entry, on the operator's clearing account, is negative).
+DEPOSITS_INTO_ACCOUNT = "kind = 'deposit' AND amount > 0"
+
+
 class LedgerEntry(Base):
     __tablename__ = "ledger_entries"
     __table_args__ = (
@@ -187,6 +193,11 @@ class LedgerEntry(Base):
         CheckConstraint("amount <> 0", name="amount_non_zero"),
         CheckConstraint("account_version >= 1", name="account_version_positive"),
         Index(None, "account_id", "seq"),
+        # A player's deposits in a period (deposit limits), a range however long the history.
+        Index(
+            "ix_ledger_entries_deposits", "account_id", "created_at",
+            postgresql_where=text(DEPOSITS_INTO_ACCOUNT), sqlite_where=text(DEPOSITS_INTO_ACCOUNT),
+        ),
     )
 
     seq: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

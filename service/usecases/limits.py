@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from service.db import transaction
@@ -139,6 +139,18 @@ _LIMITS = select(_LIMITS_TABLE).where(
 )
 
 
+def deposited_since(account_id: int, since: datetime) -> Select[tuple[int]]:
+    """The sum deposited into the account ``account_id`` after ``since``. Its conditions say
+    what ``ix_ledger_entries_deposits`` holds, so it reads that period's deposits alone, not
+    the account's whole history."""
+    return select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
+        LedgerEntry.account_id == account_id,
+        LedgerEntry.kind == TransactionKind.DEPOSIT.value,
+        LedgerEntry.amount > 0,
+        LedgerEntry.created_at > since,
+    )
+
+
 def check_deposit_allowed(
     session: Session,
     player: Player,
@@ -165,16 +177,9 @@ def check_deposit_allowed(
             continue
         deposited = 0
         if available is not None:
-            deposited = (
-                session.scalar(
-                    select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
-                        LedgerEntry.account_id == available.id,
-                        LedgerEntry.kind == TransactionKind.DEPOSIT.value,
-                        LedgerEntry.created_at > now - PERIODS[limit.period],
-                    )
-                )
-                or 0
-            )
+            deposited = session.scalar(
+                deposited_since(available.id, now - PERIODS[limit.period])
+            ) or 0
         if deposited + amount > cap:
             raise DepositLimitExceeded(
                 f"The {limit.period} deposit limit is {cap} {currency}; "

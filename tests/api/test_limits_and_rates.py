@@ -133,3 +133,25 @@ def test_rates_are_decimal_strings(api: ApiClient) -> None:
     assert_problem(
         api.put("/v1/exchange-rates/EUR/XXX", {"rate": "1"}), 422, "unsupported_currency"
     )
+
+
+def test_the_period_sum_reads_the_deposits_index_alone(app: Any, api: ApiClient) -> None:
+    """The sum of a period's deposits is answered by ix_ledger_entries_deposits (a range of
+    that period's deposits), not by reading every entry of the account: its conditions imply
+    the partial index's predicate. Sequential scans are ruled out so that a small table's
+    plan shows which index the query can use."""
+    from sqlalchemy import text
+
+    pid = api.new_player()["id"]
+    assert api.deposit(pid, 500).status_code == 201
+    engine = app.extensions["gin"]["engine"]
+    stmt = limits.deposited_since(1, utcnow() - timedelta(days=1))
+    compiled = stmt.compile(engine, compile_kwargs={"literal_binds": True})
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SET LOCAL enable_seqscan = off"))
+            plan = "\n".join(connection.execute(text(f"EXPLAIN {compiled}")).scalars())
+        else:
+            rows = connection.execute(text(f"EXPLAIN QUERY PLAN {compiled}")).all()
+            plan = "\n".join(str(row[-1]) for row in rows)
+    assert "ix_ledger_entries_deposits" in plan, plan

@@ -1,0 +1,46 @@
+"""A player's deposits in a period read by range (deposit limits, issue 3).
+
+A deposit to a player with deposit limits sums the player's deposits of the last day, week
+and month (``service.usecases.limits``). The only index on the entries' account,
+``(account_id, seq)``, made each sum read every entry of the account and filter on kind and
+time: a deposit got slower with every movement in the player's history. The partial index
+``(account_id, created_at) WHERE kind = 'deposit' AND amount > 0`` holds one entry per deposit
+(the available account's; the clearing account's entry is negative) and answers each sum with
+a range scan of that period's deposits alone.
+
+On PostgreSQL the index is built ``CONCURRENTLY``, so a live ledger keeps taking writes.
+
+Revision ID: 0009
+Revises: 0008
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0009"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+NAME = "ix_ledger_entries_deposits"
+PREDICATE = "kind = 'deposit' AND amount > 0"  # service.db.models.DEPOSITS_INTO_ACCOUNT
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        with op.get_context().autocommit_block():
+            op.create_index(NAME, "ledger_entries", ["account_id", "created_at"],
+                            postgresql_where=sa.text(PREDICATE), postgresql_concurrently=True)
+    else:
+        op.create_index(NAME, "ledger_entries", ["account_id", "created_at"],
+                        sqlite_where=sa.text(PREDICATE))
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        with op.get_context().autocommit_block():
+            op.drop_index(NAME, "ledger_entries", postgresql_concurrently=True)
+    else:
+        op.drop_index(NAME, "ledger_entries")
