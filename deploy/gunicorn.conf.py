@@ -9,7 +9,9 @@
   OpenAPI document, which under load took that CPU from the workers serving requests.
   Nothing connects at import (``service.create_app``); each worker still empties its
   inherited connection pool after the fork (``post_fork``), so no database connection is
-  ever shared between processes. New code needs a new master (a deploy restarts the
+  ever shared between processes. Importing ``service.wsgi`` also readies task publishing
+  (Celery imported and set up, no broker connection: ``worker.celery_app.prepare_publishing``),
+  which a worker otherwise paid for on its first finished match (about 100 ms of CPU). New code needs a new master (a deploy restarts the
   container; a SIGHUP reloads the configuration only). The master moves what it imported
   out of the garbage collector's reach before each fork (``gc.freeze``): a worker's full
   collection otherwise walked those ~280,000 objects every time, about 60 ms during which

@@ -186,36 +186,44 @@ def test_database_refuses_a_negative_available_balance(funded: Funded) -> None:
     engine.dispose()
 
 
-def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funded) -> None:
-    engine = make_engine(funded.url)
+def _append_to_available(f: Funded, match: str, amount: int, balance_after_delta: int) -> None:
+    """Insert by hand an entry of ``amount`` on the player's available account, in the
+    player's first (committed) deposit, that claims the balance moved by
+    ``balance_after_delta``; expect the database to refuse it with ``match``."""
+    engine = make_engine(f.url)
     with engine.connect() as connection:
         account_id, version, balance, head = connection.execute(
             text(
                 "SELECT id, entry_count, balance, last_hash FROM ledger_accounts "
                 "WHERE player_id = :p AND kind = 'player_available'"
             ),
-            {"p": funded.player_id},
+            {"p": f.player_id},
         ).one()
         txn = connection.execute(
-            text("SELECT id FROM ledger_transactions WHERE player_id = :p"), {"p": funded.player_id}
+            text("SELECT id FROM ledger_transactions WHERE player_id = :p"), {"p": f.player_id}
         ).scalar_one()
-    with pytest.raises(Exception, match="continue"), engine.begin() as connection:
+    with pytest.raises(Exception, match=match), engine.begin() as connection:
         connection.execute(
             text(
                 "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, "
                 "currency, amount, balance_after, kind, created_at, prev_hash, hash) VALUES "
-                "('ent_forged', :t, :a, :v, 'EUR', 5, :b, 'deposit', :now, :h, :h)"
+                "('ent_forged', :t, :a, :v, 'EUR', :x, :b, 'deposit', :now, :h, :h)"
             ),
             {
                 "t": txn,
                 "a": account_id,
                 "v": version + 1,
-                "b": balance + 500,
+                "x": amount,
+                "b": balance + balance_after_delta,
                 "now": utcnow().replace(tzinfo=None),
                 "h": head,
             },
         )
     engine.dispose()
+
+
+def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funded) -> None:
+    _append_to_available(funded, "continue", 5, 500)
 
 
 POSTGRES_ONLY = pytest.mark.skipif(
@@ -309,30 +317,8 @@ def test_postgres_refuses_to_commit_entries_that_do_not_sum_to_zero(funded: Fund
 def test_postgres_refuses_an_entry_added_to_a_committed_transaction(funded: Funded) -> None:
     """The forged entry continues its account's chain correctly; only its transaction, a
     committed deposit that already holds its two entries, gives it away."""
-    engine = make_engine(funded.url)
-    with engine.connect() as connection:
-        account_id, version, balance, head = connection.execute(
-            text(
-                "SELECT id, entry_count, balance, last_hash FROM ledger_accounts "
-                "WHERE player_id = :p AND kind = 'player_available'"
-            ),
-            {"p": funded.player_id},
-        ).one()
-        txn = connection.execute(
-            text("SELECT id FROM ledger_transactions WHERE player_id = :p"), {"p": funded.player_id}
-        ).scalar_one()
-    with pytest.raises(Exception, match=r"has 2 entries, declared 2"), engine.begin() as c:
-        c.execute(
-            text(
-                "INSERT INTO ledger_entries (id, transaction_id, account_id, account_version, "
-                "currency, amount, balance_after, kind, created_at, prev_hash, hash) VALUES "
-                "('ent_extra', :t, :a, :v, 'EUR', 5, :b, 'deposit', :now, :h, 'x')"
-            ),
-            {"t": txn, "a": account_id, "v": version + 1, "b": balance + 5, "now": utcnow(),
-             "h": head},
-        )
+    _append_to_available(funded, r"has 2 entries, declared 2", 5, 5)
     assert verify(funded) == []
-    engine.dispose()
 
 
 @POSTGRES_ONLY
