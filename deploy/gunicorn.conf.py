@@ -11,8 +11,9 @@
   inherited connection pool after the fork (``post_fork``), so no database connection is
   ever shared between processes. Importing ``service.wsgi`` also readies task publishing
   (Celery imported and set up, no broker connection: ``worker.celery_app.prepare_publishing``),
-  which a worker otherwise paid for on its first finished match (about 100 ms of CPU). New code needs a new master (a deploy restarts the
-  container; a SIGHUP reloads the configuration only). The master moves what it imported
+  which a worker otherwise paid for on its first finished match (about 100 ms of CPU). New
+  code needs a new master (a deploy restarts the container; a SIGHUP reloads the
+  configuration only). The master moves what it imported
   out of the garbage collector's reach before each fork (``gc.freeze``): a worker's full
   collection otherwise walked those ~280,000 objects every time, about 60 ms during which
   none of its threads ran (in-process, 5.8% of the CPU of 952 match requests went to the

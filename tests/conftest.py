@@ -143,6 +143,50 @@ def app(database_url: str) -> Iterator[Any]:
         yield application
 
 
+
+def plan_of(engine: Any, statement: Any) -> str:
+    """The plan the database picks for ``statement`` (literal values bound in), as text. On
+    PostgreSQL sequential scans are ruled out, so that a small table's plan shows which
+    index the query can use."""
+    compiled = statement.compile(engine, compile_kwargs={"literal_binds": True})
+    with engine.connect() as connection:  # driver SQL: a literal's ":" is no parameter
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            return "\n".join(connection.exec_driver_sql(f"EXPLAIN {compiled}").scalars())
+        rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
+        return "\n".join(str(row[-1]) for row in rows)
+
+@contextmanager
+def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
+    """PostgreSQL: the plan of every statement that ``app`` runs inside the block, nested ones
+    included (triggers, functions), with the rows each node read (auto_explain, sent to the
+    client as notices); ``settings`` (``"enable_seqscan = off"``) apply to those connections.
+    The pool is emptied on entry and exit: the block's connections are its own, and keep the
+    plans they cache from one request to the next."""
+    from sqlalchemy import event
+
+    engine = app.extensions["gin"]["engine"]
+    plans: list[str] = []
+
+    def explain_every_statement(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.add_notice_handler(lambda d: plans.append(d.message_primary))
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("LOAD 'auto_explain'")
+            for setting in ("log_min_duration = 0", "log_nested_statements = on",
+                            "log_analyze = on", "log_timing = off", "log_level = notice"):
+                cursor.execute(f"SET auto_explain.{setting}")
+            for setting in settings:
+                cursor.execute(f"SET {setting}")
+        dbapi_connection.commit()
+
+    engine.dispose()
+    event.listen(engine, "connect", explain_every_statement)
+    try:
+        yield plans
+    finally:
+        event.remove(engine, "connect", explain_every_statement)
+        engine.dispose()
+
 def counter_values(metric: str, label: str, values: Iterable[str]) -> dict[str, float]:
     """A Prometheus counter's samples (``<metric>_total``) by the values of one label."""
     from prometheus_client import REGISTRY

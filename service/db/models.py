@@ -133,6 +133,14 @@ class ExchangeRate(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+#: The accounts ``ix_ledger_accounts_open_escrows`` holds: match escrows that may hold money.
+OPEN_ESCROW = "kind = 'player_escrow' AND closed_at IS NULL"
+
+#: The entries ``ix_ledger_entries_deposits`` holds: money deposited into an account (a deposit's
+#: other entry, on the operator's clearing account, is negative).
+DEPOSITS_INTO_ACCOUNT = "kind = 'deposit' AND amount > 0"
+
+
 class LedgerAccount(Base):
     __tablename__ = "ledger_accounts"
     __table_args__ = (
@@ -143,6 +151,11 @@ class LedgerAccount(Base):
         CheckConstraint("kind = 'operator_clearing' OR balance >= 0", name="balance_non_negative"),
         CheckConstraint("entry_count >= 0", name="entry_count_non_negative"),
         Index(None, "player_id", "currency"),
+        # What a player holds: the open escrow accounts only, not one per match ever played.
+        Index(
+            "ix_ledger_accounts_open_escrows", "player_id", "currency",
+            postgresql_where=text(OPEN_ESCROW), sqlite_where=text(OPEN_ESCROW),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -156,6 +169,10 @@ class LedgerAccount(Base):
     entry_count: Mapped[int] = mapped_column(BigInteger, default=0)
     last_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: When a match escrow's balance last came back to zero (settled, released); ``None`` while
+    #: it holds money, and for every other kind. Only an empty escrow can be closed (a CHECK
+    #: on PostgreSQL, a trigger on SQLite; migration 0010); holding money reopens it.
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class LedgerTransaction(Base):
@@ -179,11 +196,6 @@ class LedgerTransaction(Base):
     amount: Mapped[int] = mapped_column(BigInteger)
     entry_count: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-
-
-#: The entries ``ix_ledger_entries_deposits`` holds: money deposited into an account (a deposit's
-#: other entry, on the operator's clearing account, is negative).
-DEPOSITS_INTO_ACCOUNT = "kind = 'deposit' AND amount > 0"
 
 
 class LedgerEntry(Base):

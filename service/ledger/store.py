@@ -24,7 +24,7 @@ from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
 from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ids import new_id
 from service.ledger.chain import GENESIS, EntryContent, entry_hash
-from service.ledger.postings import AccountRef, JournalTransaction
+from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
 
 
 def fingerprint(*parts: object) -> str:
@@ -212,6 +212,12 @@ def post(
                 "new_balance": balance_after,
                 "new_count": version,
                 "new_hash": digest,
+                # A match escrow is closed while empty (settled, released), open while it
+                # holds money: what a player holds is read from the open ones alone.
+                "new_closed_at": (
+                    now if account.kind == AccountKind.PLAYER_ESCROW.value and balance_after == 0
+                    else None
+                ),
             }
         )
     # All entries in one statement (on PostgreSQL a trigger checks, once per statement, that
@@ -226,6 +232,7 @@ def post(
             balance=bindparam("new_balance"),
             entry_count=bindparam("new_count"),
             last_hash=bindparam("new_hash"),
+            closed_at=bindparam("new_closed_at"),
         ),
         heads,
     )

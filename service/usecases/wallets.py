@@ -55,24 +55,37 @@ class Movement:
 
 
 _PLAYER_KINDS = (AccountKind.PLAYER_AVAILABLE.value, AccountKind.PLAYER_ESCROW.value)
-_WALLET_SUMS = (
-    select(LedgerAccount.kind, func.sum(LedgerAccount.balance))
+#: A wallet: the available account (by its key) and what the open match escrows hold (closed
+#: ones are empty; ix_ledger_accounts_open_escrows holds the open ones, so the sum does not
+#: grow with the matches a player has played).
+_WALLET = select(
+    select(LedgerAccount.balance)
+    .where(LedgerAccount.key == bindparam("available_key"))
+    .scalar_subquery()
+    .label("available"),
+    select(func.coalesce(func.sum(LedgerAccount.balance), 0))
     .where(
         LedgerAccount.player_id == bindparam("player_id"),
         LedgerAccount.currency == bindparam("currency"),
+        LedgerAccount.kind == AccountKind.PLAYER_ESCROW.value,
+        LedgerAccount.closed_at.is_(None),
     )
-    .group_by(LedgerAccount.kind)
+    .scalar_subquery()
+    .label("held"),
 )
 
 
 def _wallet(session: Session, player: Player, currency: str) -> WalletView:
-    rows = session.execute(_WALLET_SUMS, {"player_id": player.id, "currency": currency}).all()
-    sums = {kind: int(total) for kind, total in rows}
+    available_key = str(AccountRef.player_available(player.operator_id, player.id, currency))
+    available, held = session.execute(
+        _WALLET,
+        {"available_key": available_key, "player_id": player.id, "currency": currency},
+    ).one()
     return WalletView(
         player.id,
         currency,
-        sums.get(AccountKind.PLAYER_AVAILABLE.value, 0),
-        sums.get(AccountKind.PLAYER_ESCROW.value, 0),
+        int(available or 0),
+        int(held),
         display_rate(session, player, currency),
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, plan_of
 
 
 def money(amount: Any, currency: str = "EUR") -> dict[str, Any]:
@@ -168,3 +168,16 @@ def test_entry_history_newest_first_with_cursors(api: ApiClient) -> None:
     assert_problem(
         api.get(f"/v1/players/{pid}/entries?starting_after=ent_x"), 400, "invalid_cursor"
     )
+
+
+def test_what_a_player_holds_is_summed_from_the_open_escrows_alone(
+    app: Any, api: ApiClient
+) -> None:
+    """A wallet reads the available account by its key and sums the open match escrows
+    through ix_ledger_accounts_open_escrows, not one account per match ever played."""
+    from service.usecases.wallets import _WALLET
+
+    stmt = _WALLET.params(available_key="player_available:op_x:ply_x:-:EUR", player_id="ply_x",
+                          currency="EUR")
+    plan = plan_of(app.extensions["gin"]["engine"], stmt)
+    assert "ix_ledger_accounts_open_escrows" in plan, plan

@@ -228,7 +228,7 @@ def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funde
 
 POSTGRES_ONLY = pytest.mark.skipif(
     "not __import__('os').environ.get('TEST_DATABASE_URL')",
-    reason="the transaction-level ledger guards are PostgreSQL triggers",
+    reason="PostgreSQL only: its triggers, plans and cashier_post()",
 )
 
 
@@ -339,23 +339,9 @@ def test_the_ledger_checks_do_not_grow_with_an_accounts_history(
     small (0001's scanned every entry of the account, filtering on the version)."""
     import re
 
-    from sqlalchemy import event
+    from tests.conftest import ApiClient, nested_plans, new_operator, serving
 
-    from tests.conftest import ApiClient, new_operator, serving
-
-    plans: list[str] = []
-    with serving(fresh_database_url, DB_POOL_SIZE=1) as app:  # one connection, plans kept
-
-        @event.listens_for(app.extensions["gin"]["engine"], "connect")
-        def explain_every_statement(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.add_notice_handler(lambda d: plans.append(d.message_primary))
-            with dbapi_connection.cursor() as cursor:
-                cursor.execute("LOAD 'auto_explain'")
-                for setting in ("log_min_duration = 0", "log_nested_statements = on",
-                                "log_analyze = on", "log_timing = off", "log_level = notice"):
-                    cursor.execute(f"SET auto_explain.{setting}")
-            dbapi_connection.commit()
-
+    with serving(fresh_database_url, DB_POOL_SIZE=1) as app, nested_plans(app) as plans:
         api = ApiClient(app.test_client(), new_operator(app)[1])
         player = api.new_player()["id"]
         for amount in range(100, 160):
@@ -366,6 +352,99 @@ def test_the_ledger_checks_do_not_grow_with_an_accounts_history(
     assert len(on_entries) >= 3, plans  # the entry checks (two) and the head checks ran
     filtered = [int(n) for p in on_entries for n in re.findall(r"Rows Removed by Filter: (\d+)", p)]
     assert max(filtered, default=0) < 5, on_entries
+
+
+# What a player holds: the open match escrows (one escrow account per match ever played).
+
+
+def _escrows(f: Funded, player_id: str) -> dict[str, tuple[int, bool]]:
+    """The player's match escrows: match -> (balance, closed)."""
+    s = f.session()
+    try:
+        rows = s.execute(
+            select(LedgerAccount.match_ref, LedgerAccount.balance, LedgerAccount.closed_at)
+            .where(LedgerAccount.player_id == player_id, LedgerAccount.kind == "player_escrow")
+        ).all()
+    finally:
+        s.close()
+    return {match: (balance, closed is not None) for match, balance, closed in rows}
+
+
+def test_match_escrows_close_when_empty_and_reopen_when_they_hold_money(
+    shared_funded: Funded,
+) -> None:
+    f, s, now = shared_funded, shared_funded.session(), utcnow()
+    one, two = f.player_id, f.other_player_id
+    wallets.hold(s, f.operator_id, one, "mch_A", "EUR", 3000, "esc-1", now)
+    wallets.hold(s, f.operator_id, two, "mch_A", "EUR", 2000, "esc-2", now)
+    wallets.hold(s, f.operator_id, one, "mch_B", "EUR", 500, "esc-3", now)
+    assert _escrows(f, one) == {"mch_A": (3000, False), "mch_B": (500, False)}
+    assert wallet(f, one).held == 3500
+
+    wallets.release(s, f.operator_id, one, "mch_A", "EUR", 3000, "esc-4", now)
+    assert _escrows(f, one) == {"mch_A": (0, True), "mch_B": (500, False)}
+    assert (wallet(f, one).available, wallet(f, one).held) == (9500, 500)
+
+    wallets.hold(s, f.operator_id, one, "mch_A", "EUR", 1000, "esc-5", now)  # seated again
+    assert _escrows(f, one)["mch_A"] == (1000, False)
+    assert wallet(f, one).held == 1500
+
+    wallets.capture(s, f.operator_id, "mch_A", "EUR", {one: 1000, two: 2000}, {two: 2900}, 100,
+                    "esc-6", now)
+    assert _escrows(f, one) == {"mch_A": (0, True), "mch_B": (500, False)}
+    assert _escrows(f, two) == {"mch_A": (0, True)}
+    assert (wallet(f, one).available, wallet(f, one).held) == (8500, 500)
+    assert (wallet(f, two).available, wallet(f, two).held) == (10_900, 0)
+    assert verify(f) == []
+    s.close()
+
+
+def test_the_database_refuses_to_close_an_escrow_that_holds_money(funded: Funded) -> None:
+    s = funded.session()
+    wallets.hold(s, funded.operator_id, funded.player_id, "mch_A", "EUR", 3000, "h", utcnow())
+    s.close()
+    engine = make_engine(funded.url)
+    for kind in ("player_escrow", "player_available"):
+        with (
+            pytest.raises(Exception, match=r"closed_is_empty|only an empty match escrow"),
+            engine.begin() as connection,
+        ):
+            connection.execute(
+                text("UPDATE ledger_accounts SET closed_at = :now WHERE kind = :kind"),
+                {"now": utcnow(), "kind": kind},
+            )
+    engine.dispose()
+    assert _escrows(funded, funded.player_id) == {"mch_A": (3000, False)}
+
+
+@POSTGRES_ONLY
+def test_a_deposit_reads_the_open_escrows_alone(fresh_database_url: str) -> None:
+    """The fast path's wallet (``cashier_post()``) sums the player's open escrows, not one
+    row per match the player ever sat at."""
+    import re
+
+    from tests.conftest import ApiClient, nested_plans, new_operator, serving
+
+    with serving(fresh_database_url) as app:
+        operator_id, key = new_operator(app)
+        api = ApiClient(app.test_client(), key)
+        player = api.new_player()["id"]
+        assert api.deposit(player, 10_000).status_code == 201
+        s, now = app.extensions["gin"]["sessionmaker"](), utcnow()
+        for n in range(40):  # forty matches played and settled (here: seated, then released)
+            wallets.hold(s, operator_id, player, f"mch_{n}", "EUR", 100, f"h{n}", now)
+            wallets.release(s, operator_id, player, f"mch_{n}", "EUR", 100, f"r{n}", now)
+        wallets.hold(s, operator_id, player, "mch_live", "EUR", 700, "live", now)
+        s.close()
+        with nested_plans(app, "enable_seqscan = off") as plans:
+            answer = api.deposit(player, 5)
+        assert answer.status_code == 201
+        assert answer.get_json()["wallet"]["held"]["amount"] == 700
+    held = [p for p in plans if "player_escrow" in p and "Query Text: INSERT INTO idempotency" in p]
+    assert held, plans
+    assert "ix_ledger_accounts_open_escrows" in held[0], held[0]
+    filtered = [int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", held[0])]
+    assert max(filtered, default=0) < 5, held[0]
 
 
 # Tamper evidence: rows edited, deleted or inserted behind the service's back.
