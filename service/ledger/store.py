@@ -220,9 +220,8 @@ def post(
                 ),
             }
         )
-    # All entries in one statement (on PostgreSQL a trigger checks, once per statement, that
-    # each transaction it touches is complete and balanced), and before the heads (a trigger
-    # checks each account against its newest entry).
+    # All entries in one statement, before the heads (on PostgreSQL a trigger checks each
+    # account's head against its newest entry).
     session.execute(insert(LedgerEntry.__table__).values(entries))
     table = LedgerAccount.__table__
     session.execute(
