@@ -26,8 +26,12 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql import text
 
 from service.db.models import Base, BigId, UTCDateTime
+
+#: The matches ``ix_matches_unsettled`` holds: finished or void, no settlement yet.
+UNSETTLED = "status IN ('finished', 'void') AND settled_at IS NULL"
 
 TABLE_STATUSES = ("open", "playing", "finished", "cancelled")
 MATCH_STATUSES = ("waiting", "playing", "finished", "void", "cancelled")
@@ -90,6 +94,9 @@ class MatchRow(Base):
         ),
         CheckConstraint("version >= 0", name="version"),
         Index(None, "status", "deadline_at"),
+        # The settlement sweep's work: finished matches not settled yet, not every match ever.
+        Index("ix_matches_unsettled", "finished_at",
+              postgresql_where=text(UNSETTLED), sqlite_where=text(UNSETTLED)),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -110,6 +117,8 @@ class MatchRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: When the settlement was written (in its transaction); ``None`` until then.
+    settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class HandRow(Base):

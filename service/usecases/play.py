@@ -73,6 +73,7 @@ class MatchRecord:
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    settled_at: datetime | None = None  # written by the settlement alone, never by play
 
 
 AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Core one

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -90,6 +90,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     data = statement.to_dict()
     data["players"] = players
     data["display"] = _display(session, row, statement.net, now)
+    row.settled_at = now
     settlement = Settlement(
         id=new_id("stl"),
         match_id=row.id,
@@ -177,13 +178,24 @@ def list_settlements(
         )
 
 
+#: Finished or void matches without a settlement, oldest first. ``settled_at`` is written with
+#: the settlement, and the conditions are ``ix_matches_unsettled``'s: the sweep reads the
+#: matches still to settle, not every match ever played. The anti-join stays as a second
+#: check.
+UNSETTLED = (
+    select(MatchRow.id)
+    .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+    .where(
+        MatchRow.status.in_(SETTLED_STATUSES),
+        MatchRow.settled_at.is_(None),
+        Settlement.id.is_(None),
+    )
+    .order_by(MatchRow.finished_at)
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
 def unsettled_finished_matches(session: Session, limit: int = 100) -> list[str]:
     """Finished or void matches without a settlement (for the sweeper)."""
     with session.begin():
-        return list(session.scalars(
-            select(MatchRow.id)
-            .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
-            .where(MatchRow.status.in_(SETTLED_STATUSES), Settlement.id.is_(None))
-            .order_by(MatchRow.finished_at)
-            .limit(limit)
-        ))
+        return list(session.scalars(UNSETTLED, {"limit": limit}))

@@ -14,7 +14,7 @@ from service.ledger import store
 from service.usecases import settlement
 from tests.api.play_clients import play_match
 from tests.api.test_play import FORMATS, seated_match, wallet
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, plan_of
 
 
 def settle(app: Any, match_id: str) -> Settlement:
@@ -62,6 +62,10 @@ def test_settlement_pays_out_the_statement_once(
             .where(LedgerTransaction.match_ref == match_id, LedgerTransaction.kind == "capture")
         )
         assert count == 1
+        row = session.get(MatchRow, match_id)
+        assert row is not None and row.settled_at == first.created_at
+        session.rollback()  # the sweep's query owns its transaction
+        assert match_id not in settlement.unsettled_finished_matches(session, limit=10_000)
     finally:
         session.close()
 
@@ -153,3 +157,24 @@ def test_relay_keeps_events_when_the_broker_is_down(api: ApiClient, app: Any) ->
         assert [table["match_id"]] in sent
     finally:
         session.close()
+
+
+def test_the_sweep_finds_a_finished_match_without_settlement_by_its_index(
+    api: ApiClient, app: Any
+) -> None:
+    """A finished match not settled yet is found; on PostgreSQL the query reads
+    ix_matches_unsettled (the matches still to settle), not every finished match. (SQLite,
+    the embedded default, may prefer another index while it has no statistics.)"""
+    clients, table = seated_match(api, format="first_to_knock", stake=100)
+    match_id = table["match_id"]
+    assert play_match(clients, match_id)["status"] == "finished"
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        assert match_id in settlement.unsettled_finished_matches(session, limit=10_000)
+    finally:
+        session.close()
+    settle(app, match_id)
+    engine = app.extensions["gin"]["engine"]
+    if engine.dialect.name == "postgresql":
+        plan = plan_of(engine, settlement.UNSETTLED.params(limit=100))
+        assert "ix_matches_unsettled" in plan, plan
