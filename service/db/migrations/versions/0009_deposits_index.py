@@ -16,8 +16,7 @@ Revises: 0008
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from alembic import op
+from service.db.migrations.indexes import create_partial_index, drop_partial_index
 
 revision = "0009"
 down_revision = "0008"
@@ -29,18 +28,8 @@ PREDICATE = "kind = 'deposit' AND amount > 0"  # service.db.models.DEPOSITS_INTO
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        with op.get_context().autocommit_block():
-            op.create_index(NAME, "ledger_entries", ["account_id", "created_at"],
-                            postgresql_where=sa.text(PREDICATE), postgresql_concurrently=True)
-    else:
-        op.create_index(NAME, "ledger_entries", ["account_id", "created_at"],
-                        sqlite_where=sa.text(PREDICATE))
+    create_partial_index(NAME, "ledger_entries", ["account_id", "created_at"], PREDICATE)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        with op.get_context().autocommit_block():
-            op.drop_index(NAME, "ledger_entries", postgresql_concurrently=True)
-    else:
-        op.drop_index(NAME, "ledger_entries")
+    drop_partial_index(NAME, "ledger_entries")

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from service.db.migrations import earlier
+from service.db.migrations.indexes import create_partial_index, drop_partial_index
 
 revision = "0010"
 down_revision = "0009"
@@ -86,22 +87,15 @@ def upgrade() -> None:
     )
     if dialect == "postgresql":
         op.execute(_cashier_post(open_only=True))
-        with op.get_context().autocommit_block():
-            op.create_index(NAME, "ledger_accounts", ["player_id", "currency"],
-                            postgresql_where=sa.text(PREDICATE), postgresql_concurrently=True)
-    else:
-        op.create_index(NAME, "ledger_accounts", ["player_id", "currency"],
-                        sqlite_where=sa.text(PREDICATE))
+    create_partial_index(NAME, "ledger_accounts", ["player_id", "currency"], PREDICATE)
 
 
 def downgrade() -> None:
+    drop_partial_index(NAME, "ledger_accounts")
     if op.get_bind().dialect.name == "postgresql":
-        with op.get_context().autocommit_block():
-            op.drop_index(NAME, "ledger_accounts", postgresql_concurrently=True)
         op.execute(_cashier_post(open_only=False))
         op.drop_constraint(op.f(CHECK), "ledger_accounts", type_="check")
     else:
-        op.drop_index(NAME, "ledger_accounts")
         for event in ("insert", "update"):
             op.execute(f"DROP TRIGGER ledger_accounts_closed_is_empty_{event}")
     op.execute("ALTER TABLE ledger_accounts DROP COLUMN closed_at")  # SQLite 3.35+ too

@@ -17,6 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from service.db.migrations.indexes import create_partial_index, drop_partial_index
+
 revision = "0011"
 down_revision = "0010"
 branch_labels = None
@@ -33,18 +35,9 @@ def upgrade() -> None:
         " WHERE s.match_id = matches.id)"
         " WHERE EXISTS (SELECT 1 FROM settlements s WHERE s.match_id = matches.id)"
     )
-    if op.get_bind().dialect.name == "postgresql":
-        with op.get_context().autocommit_block():
-            op.create_index(NAME, "matches", ["finished_at"],
-                            postgresql_where=sa.text(PREDICATE), postgresql_concurrently=True)
-    else:
-        op.create_index(NAME, "matches", ["finished_at"], sqlite_where=sa.text(PREDICATE))
+    create_partial_index(NAME, "matches", ["finished_at"], PREDICATE)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        with op.get_context().autocommit_block():
-            op.drop_index(NAME, "matches", postgresql_concurrently=True)
-    else:
-        op.drop_index(NAME, "matches")
+    drop_partial_index(NAME, "matches")
     op.execute("ALTER TABLE matches DROP COLUMN settled_at")
