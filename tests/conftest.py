@@ -143,7 +143,6 @@ def app(database_url: str) -> Iterator[Any]:
         yield application
 
 
-
 def plan_of(engine: Any, statement: Any) -> str:
     """The plan the database picks for ``statement`` (literal values bound in), as text. On
     PostgreSQL sequential scans are ruled out, so that a small table's plan shows which
@@ -155,6 +154,7 @@ def plan_of(engine: Any, statement: Any) -> str:
             return "\n".join(connection.exec_driver_sql(f"EXPLAIN {compiled}").scalars())
         rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
         return "\n".join(str(row[-1]) for row in rows)
+
 
 @contextmanager
 def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
@@ -186,6 +186,7 @@ def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
     finally:
         event.remove(engine, "connect", explain_every_statement)
         engine.dispose()
+
 
 def counter_values(metric: str, label: str, values: Iterable[str]) -> dict[str, float]:
     """A Prometheus counter's samples (``<metric>_total``) by the values of one label."""

@@ -131,10 +131,9 @@ def prepare_publishing(celery: Celery = app) -> None:
     celery.finalize(auto=True)
     _ = celery.amqp.router
     _ = celery.events.Dispatcher  # send_task imports the events modules
-    connection = celery.connection_for_write()  # lazy: resolving it imports the transport
+    connection = celery.connection_for_write()
     try:
-        _ = connection.transport_cls
-        _ = type(connection.transport)
+        _ = connection.transport  # imports and builds the transport; connects nothing
     finally:
         connection.release()
     _ = celery.backend

@@ -40,11 +40,11 @@ PREDICATE = "kind = 'player_escrow' AND closed_at IS NULL"  # service.db.models.
 CHECK = "ck_ledger_accounts_closed_is_empty"
 CLOSED_IS_EMPTY = "closed_at IS NULL OR (kind = 'player_escrow' AND balance = 0)"
 
-SQLITE_GUARDS = [
+SQLITE_GUARDS = [  # CLOSED_IS_EMPTY, refused when false
     f"""
     CREATE TRIGGER ledger_accounts_closed_is_empty_{event.lower()} BEFORE {event}
-    ON ledger_accounts WHEN NOT ({CLOSED_IS_EMPTY.replace("closed_at", "NEW.closed_at")
-                                 .replace("kind", "NEW.kind").replace("balance", "NEW.balance")})
+    ON ledger_accounts
+    WHEN NEW.closed_at IS NOT NULL AND (NEW.kind <> 'player_escrow' OR NEW.balance <> 0)
     BEGIN SELECT RAISE(ABORT, 'only an empty match escrow can be closed'); END
     """
     for event in ("INSERT", "UPDATE")
