@@ -170,9 +170,7 @@ def test_entry_history_newest_first_with_cursors(api: ApiClient) -> None:
     )
 
 
-def test_what_a_player_holds_is_summed_from_the_open_escrows_alone(
-    app: Any, api: ApiClient
-) -> None:
+def test_what_a_player_holds_is_summed_from_the_open_escrows_alone(app: Any) -> None:
     """A wallet reads the available account by its key and sums the open match escrows
     through ix_ledger_accounts_open_escrows, not one account per match ever played."""
     from service.usecases.wallets import _WALLET
