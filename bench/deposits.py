@@ -58,6 +58,20 @@ async def deposits(port: int, key: str, players: list[str], concurrency: int, se
     return await closed_loop(port, concurrency, seconds, keep_alive, deposit)
 
 
+async def batch_sizes(port: int) -> str:
+    """How the deposits went to the database, from the server's ``gin_cashier_batch_size``."""
+    _, text = await Http(port, keep_alive=False).request("GET", "/metrics", text=True)
+    values = {name: float(value) for name, _, value in
+              (line.rpartition(" ") for line in text.splitlines() if not line.startswith("#"))}
+    calls = values.get("gin_cashier_batch_size_count", 0.0)
+    single = values.get('gin_cashier_batch_size_bucket{le="1.0"}', 0.0)
+    posted = values.get("gin_cashier_batch_size_sum", 0.0)
+    if not calls:
+        return "database calls: none seen in /metrics"
+    return (f"database calls: {calls:.0f} for {posted:.0f} requests, {posted / calls:.2f} per call;"
+            f" {(posted - single) / posted:.0%} of the requests went in a batch of two or more")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrency", type=int, default=16)
@@ -112,6 +126,7 @@ def main() -> int:
                 latencies += lat
             print(summary("deposits/healthz", ratios, latencies,
                           "target: ratio >= 0.25, deposit p99 < 50 ms"))
+            print(asyncio.run(batch_sizes(port)))
     return 0
 
 

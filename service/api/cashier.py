@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -37,7 +39,7 @@ from flask import Flask
 from service.api.fastpath import Answer, FastPath, WsgiApp, bearer, read_json_body
 from service.api.schemas import MovementIn
 from service.clock import rfc3339, utcnow
-from service.db.driver import fetch_one_autocommit
+from service.db.driver import fetch_all_autocommit, fetch_one_autocommit
 from service.ids import new_id
 from service.ledger.store import fingerprint
 from service.observability import metrics, ratelimit
@@ -53,6 +55,101 @@ CALL = (
     "SELECT outcome, status, body FROM cashier_post(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
     " %s, %s, %s, %s)"
 )
+BATCH_CALL = (
+    "SELECT outcome, status, body FROM cashier_post_batch(%s::text[], %s::text[], %s::text[],"
+    " %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[],"
+    " %s::timestamptz[], %s, %s::text[], %s::text[], %s::text[])"
+)
+#: The arguments of ``cashier_post()`` that are the same for every request of a batch.
+SHARED = 10  # p_retention_seconds
+
+Params = tuple[Any, ...]
+Row = tuple[str, int | None, str | None]
+
+
+class Batches:
+    """Calls of ``run`` that arrive while another is running, made as one (see the module
+    docs): the first caller runs its own request alone; whoever arrives meanwhile waits, and
+    when the running call ends, one of the waiting callers runs every waiting request (up to
+    ``limit``) in one call of ``run_many``. No caller waits for a timer: a batch is what
+    gathered while the previous one ran. A failed call fails each of its requests."""
+
+    def __init__(self, run_one: Callable[[Params], Row],
+                 run_many: Callable[[Sequence[Params]], list[Row]], limit: int) -> None:
+        self._run_one = run_one
+        self._run_many = run_many
+        self._limit = max(1, limit)
+        self._changed = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._running = False
+
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for the running call to end."""
+        with self._changed:
+            return len(self._waiting)
+
+    def run(self, params: Params) -> Row:
+        """``params``' answer, from a call of its own or of a batch."""
+        request = _Request(params)
+        with self._changed:
+            self._waiting.append(request)
+            while self._running and not request.done:
+                self._changed.wait()
+            if not request.done:  # nothing running: this caller runs what is waiting
+                self._running = True
+                self._waiting.remove(request)
+                batch = [request, *self._waiting[: self._limit - 1]]
+                del self._waiting[: self._limit - 1]
+        if not request.done:
+            metrics.CASHIER_BATCH_SIZE.observe(len(batch))
+            try:
+                if len(batch) == 1:
+                    rows = [self._run_one(request.params)]
+                else:
+                    rows = self._run_many([r.params for r in batch])
+                    if len(rows) != len(batch):
+                        raise RuntimeError(f"{len(rows)} answers for {len(batch)} requests")
+                error = None
+            except Exception as failure:  # every request of the batch fails with it
+                rows, error = [], failure
+            with self._changed:
+                for n, each in enumerate(batch):
+                    each.row = rows[n] if error is None else None
+                    each.error = error
+                    each.done = True
+                self._running = False
+                self._changed.notify_all()
+        if request.error is not None:
+            raise request.error
+        assert request.row is not None
+        return request.row
+
+
+class _Request:
+    __slots__ = ("params", "row", "error", "done")
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+        self.row: Row | None = None
+        self.error: Exception | None = None
+        self.done = False
+
+
+def call_params(kind: str, key_hash: str, key: str, path: str, payload: Any, player_id: str,
+                movement: dict[str, Any], retention_seconds: int) -> Params:
+    """``cashier_post()``'s arguments for a request: ``payload`` is its JSON body, ``movement``
+    the body as :class:`MovementIn` loaded it."""
+    amount = movement["amount"]["amount"]
+    currency = movement["amount"]["currency"]
+    reference = movement["external_reference"]
+    now = utcnow()
+    return (
+        kind, key_hash, key, idempotency.request_hash("POST", path, payload),
+        player_id, currency, amount, reference,
+        fingerprint(kind, player_id, currency, amount, reference),
+        now, retention_seconds, new_id("txn"), [new_id("ent"), new_id("ent")], rfc3339(now),
+    )
 
 
 class CashierFastPath(FastPath):
@@ -65,6 +162,7 @@ class CashierFastPath(FastPath):
         self.retention_seconds = int(
             timedelta(hours=app.config["IDEMPOTENCY_RETENTION_HOURS"]).total_seconds()
         )
+        self.batches = Batches(self._call, self._call_many, app.config["CASHIER_BATCH"])
 
     def route(self, env: dict[str, Any]) -> tuple[str, re.Match[str]] | None:
         found = ROUTE.fullmatch(env.get("PATH_INFO", ""))
@@ -94,20 +192,10 @@ class CashierFastPath(FastPath):
         if not self.within_limit(env, ratelimit.operator_key(key_hash)):
             metrics.CASHIER_FAST_PATH.labels("declined").inc()
             return None  # Flask answers the 429
-        amount = movement["amount"]["amount"]
-        currency = movement["amount"]["currency"]
-        reference = movement["external_reference"]
-        now = utcnow()
-        params = (
-            kind, key_hash, key,
-            idempotency.request_hash("POST", env["PATH_INFO"], payload),
-            player_id, currency, amount, reference,
-            fingerprint(kind, player_id, currency, amount, reference),
-            now, self.retention_seconds, new_id("txn"), [new_id("ent"), new_id("ent")],
-            rfc3339(now),
-        )
+        params = call_params(kind, key_hash, key, env["PATH_INFO"], payload, player_id,
+                             movement, self.retention_seconds)
         try:
-            outcome, status, text = self._call(params)
+            outcome, status, text = self.batches.run(params)
         except Exception:  # rolled back: the ordinary path decides (503, retry, replay)
             log.warning("cashier_post failed; answering through the ordinary path",
                         exc_info=True)
@@ -118,11 +206,21 @@ class CashierFastPath(FastPath):
             return None
         return Answer(status, text.encode(), replayed=outcome == "replay")
 
-    def _call(self, params: tuple[Any, ...]) -> tuple[str, int | None, str]:
+    def _call(self, params: Params) -> Row:
         """One autocommit call of ``cashier_post()`` on a pooled connection."""
         row = fetch_one_autocommit(self.engine, CALL, params)
         assert row is not None  # the function always returns its one row
         return row[0], row[1], row[2]
+
+    def _call_many(self, batch: Sequence[Params]) -> list[Row]:
+        """One autocommit call of ``cashier_post_batch()``: each argument of ``cashier_post()``
+        as an array over the requests (the entry ids flattened), the retention once."""
+        columns = list(zip(*batch, strict=True))
+        columns[12] = [entry for ids in columns[12] for entry in ids]
+        arguments = [list(column) for column in columns]
+        arguments[SHARED] = batch[0][SHARED]
+        return [(row[0], row[1], row[2])
+                for row in fetch_all_autocommit(self.engine, BATCH_CALL, arguments)]
 
 
 def install(app: Flask) -> None:

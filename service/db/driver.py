@@ -147,6 +147,20 @@ def fetch_one_autocommit(
     """The first row (a plain tuple) of ``sql`` run as it is on psycopg, in autocommit on a
     pooled connection, which goes back to the pool in transaction mode. A database error is
     raised as SQLAlchemy's; a lost connection also drops the pool's idle ones."""
+    rows = _autocommit(engine, sql, params, one=True)
+    return rows[0] if rows else None
+
+
+def fetch_all_autocommit(
+    engine: Engine, sql: str, params: Sequence[Any] | Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """Every row of ``sql``, as :func:`fetch_one_autocommit` runs it."""
+    return _autocommit(engine, sql, params, one=False)
+
+
+def _autocommit(
+    engine: Engine, sql: str, params: Sequence[Any] | Mapping[str, Any], *, one: bool
+) -> list[tuple[Any, ...]]:
     dialect = engine.dialect
     pooled = engine.raw_connection()
     try:
@@ -156,7 +170,12 @@ def fetch_one_autocommit(
             # pool takes it back.
             driver.autocommit = True
             try:
-                row: tuple[Any, ...] | None = driver.execute(sql, params).fetchone()
+                cursor = driver.execute(sql, params)
+                if one:
+                    row = cursor.fetchone()
+                    rows: list[tuple[Any, ...]] = [] if row is None else [row]
+                else:
+                    rows = cursor.fetchall()
             finally:
                 if not driver.closed:
                     driver.autocommit = False
@@ -171,4 +190,4 @@ def fetch_one_autocommit(
             ) from error
     finally:
         pooled.close()
-    return row
+    return rows

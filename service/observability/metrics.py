@@ -73,6 +73,12 @@ CASHIER_FAST_PATH = Counter(
     "declined (handed over before the database) or error (database error, handed over).",
     ["outcome"],
 )
+CASHIER_BATCH_SIZE = Histogram(
+    "gin_cashier_batch_size",
+    "Requests per database call of the one-call cashier path: deposits and withdrawals that "
+    "arrived at one process while its previous call ran go in one call (service.api.cashier).",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32),
+)
 MATCH_FAST_PATH = Counter(
     "gin_match_fast_path",
     "Match views and actions seen by the path without Flask (service.api.matchpath), by "

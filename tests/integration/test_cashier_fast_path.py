@@ -9,6 +9,7 @@ path it means to exercise was the one taken.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -334,6 +335,9 @@ def test_connections_killed_under_it_never_move_money_twice(
     engine = apps[0].extensions["gin"]["engine"]
     before = outcomes()
     for _ in range(3):  # the pool holds several connections: kill them all, thrice
+        with contextlib.ExitStack() as opened:  # several at once, so that the pool keeps them
+            for _connection in range(3):
+                opened.enter_context(engine.connect())
         with engine.connect() as connection:
             connection.execute(
                 text(
@@ -355,3 +359,173 @@ def test_connections_killed_under_it_never_move_money_twice(
         if wallet.status_code != 503:
             break
     assert wallet.get_json()["available"]["amount"] == 1300
+
+
+# Batches (migration 0012, service.api.cashier.Batches): requests that reach one process while
+# its previous call runs go to the database together, in one call of cashier_post_batch().
+
+
+def fast_path(app: Any) -> CashierFastPath:
+    return next(p for p in installed(app) if isinstance(p, CashierFastPath))
+
+
+def batch_sizes() -> tuple[float, float]:
+    """``gin_cashier_batch_size``'s count and sum so far."""
+    from prometheus_client import REGISTRY
+
+    return tuple(  # type: ignore[return-value]
+        REGISTRY.get_sample_value(f"gin_cashier_batch_size_{part}") or 0.0
+        for part in ("count", "sum")
+    )
+
+
+def until(condition: Any, timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def waiting_for_locks(engine: Any) -> int:
+    """Backends of this database waiting for a lock (read in a transaction of its own: a
+    transaction sees pg_stat_activity as it was at its first read)."""
+    with engine.connect() as connection:
+        return int(connection.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock'")).scalar())
+
+
+def in_one_batch(
+    app: Any, token: str, held_player: str, requests: list[tuple[str, str, dict[str, Any], str]]
+) -> list[Any]:
+    """Sends ``requests`` (player, path, body, key) so that they reach the database as one
+    batch, and returns their responses in order. A first deposit to ``held_player`` is sent
+    while another connection holds that player's accounts locked, so that its call waits in
+    the database; the requests are sent one by one, each seen waiting before the next, and
+    then the lock is let go: the first call ends, and the waiting requests go in one call."""
+    engine = app.extensions["gin"]["engine"]
+    batches = fast_path(app).batches
+    responses: list[Any] = [None] * (len(requests) + 1)
+
+    def send(n: int, player: str, path: str, body: dict[str, Any], key: str) -> None:
+        client = ApiClient(app.test_client(), token)
+        responses[n] = client.post(f"/v1/players/{player}/{path}", body, key=key)
+
+    threads: list[threading.Thread] = []
+    with engine.connect() as blocker:
+        blocker.execute(text("SELECT 1 FROM ledger_accounts WHERE player_id = :p FOR UPDATE"),
+                        {"p": held_player})
+        threads.append(threading.Thread(
+            target=send, args=(0, held_player, "deposits", money(1), secrets.token_hex(6))))
+        threads[0].start()
+        until(lambda: waiting_for_locks(engine) == 1)
+        for n, request in enumerate(requests, 1):
+            threads.append(threading.Thread(target=send, args=(n, *request)))
+            threads[-1].start()
+            until(lambda n=n: batches.waiting == n)
+        blocker.rollback()
+    for thread in threads:
+        thread.join(30)
+        assert not thread.is_alive()
+    return responses[1:]
+
+
+def test_a_batch_answers_each_request_as_it_would_alone(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    fast, slow = clients
+    held, one, two, three = (funded(fast) for _ in range(4))
+    stranger = ApiClient(fast.client, new_operator(apps[0], "Stranger")[1]).new_player()["id"]
+    requests = [
+        (one, "deposits", money(100), "b-1"),
+        (one, "withdrawals", money(1050), "b-2"),  # the same player again: 1000 + 100 - 1050
+        (two, "withdrawals", money(5000), "b-3"),  # too little money: the ordinary path's 422
+        (three, "deposits", money(200), "b-twin"),
+        (three, "deposits", money(200), "b-twin"),  # its twin, in the same batch: a replay
+        (three, "deposits", money(201), "b-twin"),  # the key with another body: 422
+        (stranger, "deposits", money(100), "b-4"),  # another operator's player: 404
+        (two, "deposits", money(1), "b-5"),
+    ]
+    count, total = batch_sizes()
+    with Took(posted=5, replay=1, fallback=3):  # 5: the held deposit too
+        answers = in_one_batch(apps[0], fast.token, held, requests)
+    assert batch_sizes() == (count + 2, total + 1 + len(requests))  # the held call, the batch
+    statuses = [a.status_code for a in answers]
+    assert statuses == [201, 201, 422, 201, 201, 422, 404, 201], [a.get_json() for a in answers]
+    assert answers[1].get_json()["wallet"]["available"]["amount"] == 50
+    assert_problem(answers[2], 422, "insufficient_funds")
+    assert answers[4].get_json() == answers[3].get_json()
+    assert answers[4].headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in answers[3].headers
+    assert_problem(answers[5], 422, "idempotency_key_reused")
+    assert_problem(answers[6], 404, "not_found")
+    available = {pid: slow.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"]
+                 for pid in (held, one, two, three)}
+    assert available == {held: 1001, one: 50, two: 1001, three: 1200}
+    session = apps[0].extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            assert store.verify(session) == []
+            assert set(store.journal_totals(session).values()) == {0}
+    finally:
+        session.close()
+
+
+def test_a_failed_batch_is_answered_by_the_ordinary_path(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, slow = clients
+    held, one = funded(fast), funded(fast)
+    monkeypatch.setattr("service.api.cashier.BATCH_CALL", "SELECT no_such_function()")
+    with Took(posted=1, error=2):
+        answers = in_one_batch(apps[0], fast.token, held, [
+            (one, "deposits", money(100), "f-1"), (one, "deposits", money(10), "f-2"),
+        ])
+    assert [a.status_code for a in answers] == [201, 201]
+    assert slow.get(f"/v1/players/{one}/wallets/EUR").get_json()["available"]["amount"] == 1110
+
+
+def test_batches_of_the_same_players_in_opposite_orders_never_deadlock(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    """Two processes' batches name the same two players in opposite orders, again and again at
+    the same time. Each batch locks every account it may move in id order before its first
+    request runs, so neither ever waits for the other in a cycle (PostgreSQL would abort one
+    after its deadlock_timeout, and its requests would take the ordinary path)."""
+    from service.api.cashier import call_params
+    from service.api.schemas import MovementIn
+    from service.usecases.auth import hash_api_key
+
+    fast, slow = clients
+    one, two = funded(fast), funded(fast)
+    path = fast_path(apps[0])
+    key_hash = hash_api_key(fast.token)
+
+    def params(player: str, key: str) -> Any:
+        payload = money(1)
+        return call_params("deposit", key_hash, key, f"/v1/players/{player}/deposits", payload,
+                           player, MovementIn().load(payload), path.retention_seconds)
+
+    rounds = 40
+    start = threading.Barrier(2)
+    rows: list[Any] = []
+
+    def run(order: tuple[str, str], name: str) -> None:
+        for n in range(rounds):
+            batch = [params(player, f"{name}-{n}-{player}") for player in order]
+            start.wait(10)
+            rows.extend(path._call_many(batch))
+
+    threads = [threading.Thread(target=run, args=((one, two), "a")),
+               threading.Thread(target=run, args=((two, one), "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+        assert not thread.is_alive()
+    assert [row[0] for row in rows] == ["posted"] * (4 * rounds)
+    for player in (one, two):
+        wallet = slow.get(f"/v1/players/{player}/wallets/EUR").get_json()
+        assert wallet["available"]["amount"] == 1000 + 2 * rounds
