@@ -37,10 +37,11 @@ from typing import Any
 from flask import Flask
 
 from service.api.fastpath import Answer, FastPath, WsgiApp, bearer, read_json_body
-from service.api.schemas import MovementIn
+from service.api.schemas import REFERENCE_LENGTH, MovementIn
 from service.clock import rfc3339, utcnow
 from service.db.driver import fetch_all_autocommit, fetch_one_autocommit
 from service.ids import new_id
+from service.ledger.money import EXPONENTS, MAX_AMOUNT
 from service.ledger.store import fingerprint
 from service.observability import metrics, ratelimit
 from service.usecases import idempotency
@@ -70,70 +71,113 @@ Row = tuple[str, int | None, str | None]
 class Batches:
     """Calls of ``run`` that arrive while another is running, made as one (see the module
     docs): the first caller runs its own request alone; whoever arrives meanwhile waits, and
-    when the running call ends, one of the waiting callers runs every waiting request (up to
-    ``limit``) in one call of ``run_many``. No caller waits for a timer: a batch is what
-    gathered while the previous one ran. A failed call fails each of its requests."""
+    when the running call ends, the first of the waiting callers runs every waiting request (up
+    to ``limit``) in one call of ``run_many``. No caller waits for a timer: a batch is what
+    gathered while the previous call ran. Each waiting caller is woken once, when its answer is
+    there or when its turn to run the next call comes. A failed call fails each of its
+    requests."""
 
     def __init__(self, run_one: Callable[[Params], Row],
                  run_many: Callable[[Sequence[Params]], list[Row]], limit: int) -> None:
         self._run_one = run_one
         self._run_many = run_many
         self._limit = max(1, limit)
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
         self._waiting: list[_Request] = []
         self._running = False
 
     @property
     def waiting(self) -> int:
         """How many requests wait for the running call to end."""
-        with self._changed:
+        with self._lock:
             return len(self._waiting)
 
     def run(self, params: Params) -> Row:
         """``params``' answer, from a call of its own or of a batch."""
         request = _Request(params)
-        with self._changed:
-            self._waiting.append(request)
-            while self._running and not request.done:
-                self._changed.wait()
-            if not request.done:  # nothing running: this caller runs what is waiting
+        with self._lock:
+            leads = not self._running
+            if leads:
                 self._running = True
-                self._waiting.remove(request)
-                batch = [request, *self._waiting[: self._limit - 1]]
-                del self._waiting[: self._limit - 1]
+            else:
+                self._waiting.append(request)
+        if not leads:
+            request.woken.acquire()  # its answer is there, or it runs the next call
         if not request.done:
-            metrics.CASHIER_BATCH_SIZE.observe(len(batch))
-            try:
-                if len(batch) == 1:
-                    rows = [self._run_one(request.params)]
-                else:
-                    rows = self._run_many([r.params for r in batch])
-                    if len(rows) != len(batch):
-                        raise RuntimeError(f"{len(rows)} answers for {len(batch)} requests")
-                error = None
-            except Exception as failure:  # every request of the batch fails with it
-                rows, error = [], failure
-            with self._changed:
-                for n, each in enumerate(batch):
-                    each.row = rows[n] if error is None else None
-                    each.error = error
-                    each.done = True
-                self._running = False
-                self._changed.notify_all()
+            self._lead(request)
         if request.error is not None:
             raise request.error
         assert request.row is not None
         return request.row
 
+    def _lead(self, request: _Request) -> None:
+        """Runs ``request`` with the requests waiting, hands the next call to the first of
+        those that came meanwhile, and wakes every request answered."""
+        with self._lock:
+            batch = [request, *self._waiting[: self._limit - 1]]
+            del self._waiting[: self._limit - 1]
+        rows: list[Row] = []
+        error: Exception | None = RuntimeError("the batch's call was interrupted")
+        try:
+            rows, error = self._call(batch), None
+        except Exception as failure:  # every request of the batch fails with it
+            error = failure
+        finally:
+            with self._lock:
+                successor = self._waiting.pop(0) if self._waiting else None
+                self._running = successor is not None
+            for n, each in enumerate(batch):
+                each.row = rows[n] if error is None else None
+                each.error = error
+                each.done = True
+                if each is not request:
+                    each.woken.release()
+            if successor is not None:
+                successor.woken.release()
+
+    def _call(self, batch: list[_Request]) -> list[Row]:
+        metrics.CASHIER_BATCH_SIZE.observe(len(batch))
+        if len(batch) == 1:
+            return [self._run_one(batch[0].params)]
+        rows = self._run_many([each.params for each in batch])
+        if len(rows) != len(batch):
+            raise RuntimeError(f"{len(rows)} answers for {len(batch)} requests")
+        return rows
+
 
 class _Request:
-    __slots__ = ("params", "row", "error", "done")
+    __slots__ = ("params", "row", "error", "done", "woken")
 
     def __init__(self, params: Params) -> None:
         self.params = params
         self.row: Row | None = None
         self.error: Exception | None = None
         self.done = False
+        self.woken = threading.Lock()  # held until the request is woken (released once)
+        self.woken.acquire()
+
+
+def plain_movement(payload: Any) -> dict[str, Any] | None:
+    """``payload`` as :class:`MovementIn` loads it, when it is the plain form (an amount in
+    minor units and a supported currency, perhaps a reference, nothing else); ``None`` for
+    anything else, which the schema itself then decides. What this takes the schema takes
+    too, to the same value (``tests/unit/test_cashier_plain_movement.py``): it only skips the
+    schema's machinery for the body nearly every request sends."""
+    if type(payload) is not dict or not payload.keys() <= {"amount", "external_reference"}:
+        return None
+    money = payload.get("amount")
+    if type(money) is not dict or money.keys() != {"amount", "currency"}:
+        return None
+    amount, currency = money["amount"], money["currency"]
+    reference = payload.get("external_reference")
+    if (
+        type(amount) is not int or not 1 <= amount <= MAX_AMOUNT
+        or type(currency) is not str or currency not in EXPONENTS
+        or not (reference is None
+                or (type(reference) is str and 1 <= len(reference) <= REFERENCE_LENGTH))
+    ):
+        return None
+    return {"amount": {"amount": amount, "currency": currency}, "external_reference": reference}
 
 
 def call_params(kind: str, key_hash: str, key: str, path: str, payload: Any, player_id: str,
@@ -184,7 +228,7 @@ class CashierFastPath(FastPath):
                 raise ValueError("not a plain request")
             key = idempotency.check_key(env.get("HTTP_IDEMPOTENCY_KEY"))
             payload = json.loads(body)
-            movement = self.schema.load(payload)
+            movement = plain_movement(payload) or self.schema.load(payload)
         except Exception:  # a missing key, bad JSON, a schema error...: Flask's to answer
             metrics.CASHIER_FAST_PATH.labels("declined").inc()
             return None

@@ -221,10 +221,14 @@ class WalletList(ListEnvelope):
     data = fields.List(fields.Nested(WalletOut), required=True)
 
 
+#: The longest ``external_reference`` a deposit or withdrawal takes.
+REFERENCE_LENGTH = 255
+
+
 class MovementIn(Schema):
     amount = fields.Nested(MoneyIn, required=True)
     external_reference = fields.String(
-        validate=validate.Length(min=1, max=255),
+        validate=validate.Length(min=1, max=REFERENCE_LENGTH),
         load_default=None,
         allow_none=True,
         metadata={"description": "The operator's cashier reference."},
