@@ -6,7 +6,9 @@ then drives the same server with a fixed number of concurrent clients, alternati
 /healthz`` (the baseline) and ``POST /v1/players/{id}/deposits`` with a fresh Idempotency-Key
 each, for a few rounds. Prints requests per second, p50/p99 latency and the gunicorn and
 PostgreSQL CPU per request (from /proc) for every phase, each round's ratio deposits /
-baseline and their median.
+baseline and their median, and how the deposits went to the database (requests per call of
+the cashier path, from the server's ``gin_cashier_batch_size``; ``CASHIER_BATCH=1`` in the
+environment sends each in a call of its own).
 Drops the database.
 
     .venv/bin/python bench/deposits.py [--concurrency 16] [--seconds 5] [--rounds 3] [--close]

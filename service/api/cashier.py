@@ -146,7 +146,7 @@ class Batches:
 
 
 class _Request:
-    __slots__ = ("params", "row", "error", "done", "woken")
+    __slots__ = ("done", "error", "params", "row", "woken")
 
     def __init__(self, params: Params) -> None:
         self.params = params
