@@ -19,8 +19,20 @@ untouched, to the Flask application, which owns every refusal and every uncommon
   commit, the ordinary path finds the stored answer and replays it).
 
 Both paths take the same advisory lock for a key and store answers in the same table, so a
-retry is answered the same way whichever path served the first request. Requests answered
-here are counted, logged and rate limited like any other (:mod:`service.observability`).
+retry is answered the same way whichever path served the first request.
+
+Requests that reach a process while its previous call runs go to the database together
+(:class:`Batches`, at most ``CASHIER_BATCH`` per call): one call of ``cashier_post_batch()``
+(migration 0012) locks every account they may move in id order, then runs ``cashier_post()``
+for each in arrival order, in one transaction with one commit. Each is decided as it would be
+alone (one that falls back has written nothing; twins in one batch: the second replays the
+first's answer), and a batch that fails sends each of its requests to the ordinary path. A
+lone request is called alone, and no request waits for a timer: a batch is what gathered while
+the previous call ran, so batches form only when requests queue anyway. A process then spends
+one connection, one round trip and one commit (one WAL flush) on several deposits.
+
+Requests answered here are counted, logged and rate limited like any other
+(:mod:`service.observability`).
 ``CASHIER_FAST_PATH=false`` turns it off; on SQLite it is never installed.
 """
 
@@ -61,8 +73,9 @@ BATCH_CALL = (
     " %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[],"
     " %s::timestamptz[], %s, %s::text[], %s::text[], %s::text[])"
 )
-#: The arguments of ``cashier_post()`` that are the same for every request of a batch.
-SHARED = 10  # p_retention_seconds
+#: Where ``cashier_post()``'s arguments hold the retention (the same for every request of a
+#: batch, passed once) and the two entry ids (flattened over the batch).
+RETENTION, ENTRY_IDS = 10, 12
 
 Params = tuple[Any, ...]
 Row = tuple[str, int | None, str | None]
@@ -117,6 +130,8 @@ class Batches:
             batch = [request, *self._waiting[: self._limit - 1]]
             del self._waiting[: self._limit - 1]
         rows: list[Row] = []
+        # What the others get if the call is interrupted (an exception that is not an
+        # Exception goes on up this thread, after they are woken).
         error: Exception | None = RuntimeError("the batch's call was interrupted")
         try:
             rows, error = self._call(batch), None
@@ -260,9 +275,9 @@ class CashierFastPath(FastPath):
         """One autocommit call of ``cashier_post_batch()``: each argument of ``cashier_post()``
         as an array over the requests (the entry ids flattened), the retention once."""
         columns = list(zip(*batch, strict=True))
-        columns[12] = [entry for ids in columns[12] for entry in ids]
-        arguments = [list(column) for column in columns]
-        arguments[SHARED] = batch[0][SHARED]
+        columns[ENTRY_IDS] = [entry for ids in columns[ENTRY_IDS] for entry in ids]
+        arguments: list[Any] = [list(column) for column in columns]
+        arguments[RETENTION] = batch[0][RETENTION]
         return [(row[0], row[1], row[2])
                 for row in fetch_all_autocommit(self.engine, BATCH_CALL, arguments)]
 

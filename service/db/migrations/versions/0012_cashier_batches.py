@@ -15,8 +15,8 @@ requests in one batch with the same idempotency key take the same lock (a transa
 its own advisory locks again): the second finds the first's answer and replays it, or falls
 back when its body differs.
 
-An error in any request (one the ordinary path would turn into a problem) rolls the whole
-batch back, and every request in it is answered by the ordinary path.
+A database error in any request rolls the whole batch back, and every request in it is then
+answered by the ordinary path.
 
 Revision ID: 0012
 Revises: 0011
