@@ -34,6 +34,7 @@ if "GIN_VAR_DIR" not in os.environ:
 # ``test_<random>`` created on that server for this run and dropped afterwards.
 
 import secrets  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
@@ -186,6 +187,17 @@ def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
     finally:
         event.remove(engine, "connect", explain_every_statement)
         engine.dispose()
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 10.0, what: str = "the condition",
+               interval: float = 0.002) -> None:
+    """Poll ``check`` until it is true: for progress made by another thread or process whose
+    only signal is state it changes (a queue's length, the database)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
 
 
 def counter_values(metric: str, label: str, values: Iterable[str]) -> dict[str, float]:

@@ -25,7 +25,14 @@ from service.api.fastpath import installed
 from service.ledger import store
 from service.usecases.idempotency import lock_id
 from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient, CounterMoved, counter_values, make_test_app, new_operator
+from tests.conftest import (
+    ApiClient,
+    CounterMoved,
+    counter_values,
+    make_test_app,
+    new_operator,
+    wait_until,
+)
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("TEST_DATABASE_URL"), reason="the fast path exists on PostgreSQL only"
@@ -373,19 +380,9 @@ def batch_sizes() -> tuple[float, float]:
     """``gin_cashier_batch_size``'s count and sum so far."""
     from prometheus_client import REGISTRY
 
-    return tuple(  # type: ignore[return-value]
-        REGISTRY.get_sample_value(f"gin_cashier_batch_size_{part}") or 0.0
-        for part in ("count", "sum")
-    )
-
-
-def until(condition: Any, timeout: float = 10.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.002)
+    count, total = (REGISTRY.get_sample_value(f"gin_cashier_batch_size_{part}") or 0.0
+                    for part in ("count", "sum"))
+    return count, total
 
 
 def waiting_for_locks(engine: Any) -> int:
@@ -420,11 +417,11 @@ def in_one_batch(
         threads.append(threading.Thread(
             target=send, args=(0, held_player, "deposits", money(1), secrets.token_hex(6))))
         threads[0].start()
-        until(lambda: waiting_for_locks(engine) == 1)
+        wait_until(lambda: waiting_for_locks(engine) == 1, what="the first call to wait")
         for n, request in enumerate(requests, 1):
             threads.append(threading.Thread(target=send, args=(n, *request)))
             threads[-1].start()
-            until(lambda n=n: batches.waiting == n)
+            wait_until(lambda n=n: batches.waiting == n, what=f"{n} requests waiting")
         blocker.rollback()
     for thread in threads:
         thread.join(30)

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 
 from celery import Celery
 from kombu import Queue
+
+from tests import conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,11 +30,7 @@ def free_port() -> int:
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll another process's progress (its only signal is the shared database)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
+    conftest.wait_until(check, timeout, what, interval=0.1)
 
 
 class Broker:

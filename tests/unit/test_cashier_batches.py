@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from service.api.cashier import Batches, Params, Row
+from tests.conftest import wait_until
 
 TIMEOUT = 10.0
 
@@ -56,13 +57,6 @@ class Recorder:
             assert self.release.wait(TIMEOUT)
 
 
-def until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)
-
-
 def start(batches: Batches, name: str, results: dict[str, Any]) -> threading.Thread:
     """A thread calling ``batches.run((name,))``, its row (or error) put in ``results``."""
 
@@ -87,7 +81,7 @@ def queue_behind_first(batches: Batches, recorder: Recorder, others: Sequence[st
     assert recorder.started.wait(TIMEOUT)
     for n, name in enumerate(others, 1):
         threads.append(start(batches, name, results))
-        until(lambda n=n: batches.waiting == n)
+        wait_until(lambda n=n: batches.waiting == n, TIMEOUT, f"{n} requests waiting")
     recorder.release.set()
     for thread in threads:
         thread.join(TIMEOUT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,8 +52,5 @@ def test_a_later_millisecond_sorts_after_whatever_the_random_bits(
 def test_new_id_has_its_prefix_and_refuses_unknown_ones() -> None:
     for prefix in PREFIXES:
         assert new_id(prefix).startswith(prefix + "_")
-    try:
+    with pytest.raises(ValueError, match="unknown id prefix"):
         new_id("nope")
-    except ValueError:
-        return
-    raise AssertionError("an unknown prefix was taken")
