@@ -51,7 +51,7 @@ from flask import Flask
 from service.api.fastpath import Answer, FastPath, WsgiApp, bearer, read_json_body
 from service.api.schemas import REFERENCE_LENGTH, MovementIn
 from service.clock import rfc3339, utcnow
-from service.db.driver import fetch_all_autocommit, fetch_one_autocommit
+from service.db.driver import array_literal, fetch_all_autocommit, fetch_one_autocommit
 from service.ids import new_id
 from service.ledger.money import EXPONENTS, MAX_AMOUNT
 from service.ledger.store import fingerprint
@@ -273,10 +273,11 @@ class CashierFastPath(FastPath):
 
     def _call_many(self, batch: Sequence[Params]) -> list[Row]:
         """One autocommit call of ``cashier_post_batch()``: each argument of ``cashier_post()``
-        as an array over the requests (the entry ids flattened), the retention once."""
-        columns = list(zip(*batch, strict=True))
+        as an array over the requests (the entry ids flattened), written as the array's text
+        (:func:`array_literal`), the retention once."""
+        columns: list[Sequence[Any]] = list(zip(*batch, strict=True))
         columns[ENTRY_IDS] = [entry for ids in columns[ENTRY_IDS] for entry in ids]
-        arguments: list[Any] = [list(column) for column in columns]
+        arguments: list[Any] = [array_literal(column) for column in columns]
         arguments[RETENTION] = batch[0][RETENTION]
         return [(row[0], row[1], row[2])
                 for row in fetch_all_autocommit(self.engine, BATCH_CALL, arguments)]

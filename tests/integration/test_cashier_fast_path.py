@@ -429,6 +429,9 @@ def in_one_batch(
     return responses[1:]
 
 
+AWKWARD = 'NULL, "quoted" \\ {a,b} \u00e9\u20ac'
+
+
 def test_a_batch_answers_each_request_as_it_would_alone(
     clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
 ) -> None:
@@ -443,7 +446,8 @@ def test_a_batch_answers_each_request_as_it_would_alone(
         (three, "deposits", money(200), "b-twin"),  # its twin, in the same batch: a replay
         (three, "deposits", money(201), "b-twin"),  # the key with another body: 422
         (stranger, "deposits", money(100), "b-4"),  # another operator's player: 404
-        (two, "deposits", money(1), "b-5"),
+        # What an array's text must quote and escape, in the body and in the key.
+        (two, "deposits", {**money(1), "external_reference": AWKWARD}, f"b-5 {AWKWARD}"),
     ]
     count, total = batch_sizes()
     with Took(posted=5, replay=1, fallback=3):  # 5: the held deposit too
@@ -458,6 +462,11 @@ def test_a_batch_answers_each_request_as_it_would_alone(
     assert "Idempotent-Replayed" not in answers[3].headers
     assert_problem(answers[5], 422, "idempotency_key_reused")
     assert_problem(answers[6], 404, "not_found")
+    assert answers[7].get_json()["external_reference"] == AWKWARD
+    replayed = fast.post(f"/v1/players/{two}/deposits",
+                         {**money(1), "external_reference": AWKWARD}, key=f"b-5 {AWKWARD}")
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.get_json() == answers[7].get_json()
     available = {pid: slow.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"]
                  for pid in (held, one, two, three)}
     assert available == {held: 1001, one: 50, two: 1001, three: 1200}
