@@ -180,7 +180,8 @@ def database_base_url() -> str:
 
 
 def default_workers() -> int:
-    return int(os.environ.get("WEB_CONCURRENCY", 0)) or (os.cpu_count() or 1) + 1  # as deploy/gunicorn.conf.py
+    """``WEB_CONCURRENCY``, else deploy/gunicorn.conf.py's default (CPUs + 1)."""
+    return int(os.environ.get("WEB_CONCURRENCY", 0)) or (os.cpu_count() or 1) + 1
 
 
 @contextmanager
