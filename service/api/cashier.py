@@ -245,11 +245,11 @@ class CashierFastPath(FastPath):
             payload = json.loads(body)
             movement = plain_movement(payload) or self.schema.load(payload)
         except Exception:  # a missing key, bad JSON, a schema error...: Flask's to answer
-            metrics.CASHIER_FAST_PATH.labels("declined").inc()
+            metrics.labelled(metrics.CASHIER_FAST_PATH, "declined").inc()
             return None
         key_hash = hash_api_key(credential)
         if not self.within_limit(env, ratelimit.operator_key(key_hash)):
-            metrics.CASHIER_FAST_PATH.labels("declined").inc()
+            metrics.labelled(metrics.CASHIER_FAST_PATH, "declined").inc()
             return None  # Flask answers the 429
         params = call_params(kind, key_hash, key, env["PATH_INFO"], payload, player_id,
                              movement, self.retention_seconds)
@@ -258,9 +258,9 @@ class CashierFastPath(FastPath):
         except Exception:  # rolled back: the ordinary path decides (503, retry, replay)
             log.warning("cashier_post failed; answering through the ordinary path",
                         exc_info=True)
-            metrics.CASHIER_FAST_PATH.labels("error").inc()
+            metrics.labelled(metrics.CASHIER_FAST_PATH, "error").inc()
             return None
-        metrics.CASHIER_FAST_PATH.labels(outcome).inc()
+        metrics.labelled(metrics.CASHIER_FAST_PATH, outcome).inc()
         if outcome == "fallback":
             return None
         return Answer(status, text.encode(), replayed=outcome == "replay")

@@ -72,13 +72,13 @@ class FastPath:
         rule, found = routed
         started = time.perf_counter()
         rid = request_id(env.get("HTTP_X_REQUEST_ID", ""))
-        metrics.IN_PROGRESS.labels(rule).inc()
+        metrics.labelled(metrics.IN_PROGRESS, rule).inc()
         token = request_id_var.set(rid)
         try:
             answer = self.answer(env, found)
         finally:
             request_id_var.reset(token)
-            metrics.IN_PROGRESS.labels(rule).dec()
+            metrics.labelled(metrics.IN_PROGRESS, rule).dec()
         if answer is None:  # Flask counts it in progress itself, under the same request id
             env["HTTP_X_REQUEST_ID"] = rid
             return self.wsgi_app(env, start_response)

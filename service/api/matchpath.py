@@ -66,7 +66,7 @@ class MatchFastPath(FastPath):
     def answer(self, env: dict[str, Any], found: re.Match[str]) -> Answer | None:
         plain = self._plain(env, found)
         if plain is None:
-            metrics.MATCH_FAST_PATH.labels("declined").inc()
+            metrics.labelled(metrics.MATCH_FAST_PATH, "declined").inc()
             return None
         credential, fields = plain
         match_id = found.group(1)
@@ -80,16 +80,16 @@ class MatchFastPath(FastPath):
                 view = play.act(session, who, match_id, action_text(fields),
                                 fields["expected_version"], now)
         except ServiceError:  # refused, nothing written: Flask answers the problem
-            metrics.MATCH_FAST_PATH.labels("refused").inc()
+            metrics.labelled(metrics.MATCH_FAST_PATH, "refused").inc()
             return None
         except Exception:
             log.warning("match fast path failed; answering through the ordinary path",
                         exc_info=True)
-            metrics.MATCH_FAST_PATH.labels("error").inc()
+            metrics.labelled(metrics.MATCH_FAST_PATH, "error").inc()
             return None
         finally:
             session.close()
-        metrics.MATCH_FAST_PATH.labels("answered").inc()
+        metrics.labelled(metrics.MATCH_FAST_PATH, "answered").inc()
         if fields is not None:
             metrics.count_action(fields["action"])
             if finished(view):

@@ -15,6 +15,7 @@ if the database does not answer, ``gin_metrics_database_up`` is 0 and the rest i
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -112,6 +113,15 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
+@functools.lru_cache(maxsize=4096)
+def labelled(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once per metric and values: prometheus-client
+    checks and joins the values and takes a lock on every ``labels`` call (about 1.7 us, five
+    times per request). Label values are routes, methods, statuses and outcomes, a few
+    hundred at most; no metric here ever has a child removed."""
+    return metric.labels(*values)
+
+
 def route_label() -> str:
     rule = request.url_rule
     return rule.rule if rule is not None else UNMATCHED
@@ -123,7 +133,7 @@ def route_label() -> str:
 def _start() -> None:
     g.obs_started = time.perf_counter()
     g.obs_route = route_label()
-    IN_PROGRESS.labels(g.obs_route).inc()
+    labelled(IN_PROGRESS, g.obs_route).inc()
 
 
 def _finish(response: Response) -> Response:
@@ -148,11 +158,11 @@ def _finish(response: Response) -> Response:
 
 def count_action(action: Any) -> None:
     """One match action applied (its name as the request sent it)."""
-    ACTIONS_APPLIED.labels(action if action in ACTIONS else "OTHER").inc()
+    labelled(ACTIONS_APPLIED, action if action in ACTIONS else "OTHER").inc()
 
 
 def count_state_read(kept: bool) -> None:
-    MATCH_STATE_READS.labels("kept" if kept else "fetched").inc()
+    labelled(MATCH_STATE_READS, "kept" if kept else "fetched").inc()
 
 
 def observe(
@@ -166,7 +176,7 @@ def observe(
 ) -> None:
     """Count and log one answered request (also for requests answered outside Flask, see
     :mod:`service.api.cashier`)."""
-    REQUEST_LATENCY.labels(route, method, str(status)).observe(elapsed)
+    labelled(REQUEST_LATENCY, route, method, str(status)).observe(elapsed)
     level = logging.INFO if path not in QUIET_PATHS or status >= 400 else logging.DEBUG
     if log.isEnabledFor(level):
         log.log(
@@ -190,7 +200,7 @@ def observe(
 def _done(_exc: BaseException | None) -> None:
     route = g.pop("obs_route", None)
     if route is not None:
-        IN_PROGRESS.labels(route).dec()
+        labelled(IN_PROGRESS, route).dec()
 
 
 def register(app: Flask) -> None:

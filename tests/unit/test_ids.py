@@ -54,3 +54,9 @@ def test_new_id_has_its_prefix_and_refuses_unknown_ones() -> None:
         assert new_id(prefix).startswith(prefix + "_")
     with pytest.raises(ValueError, match="unknown id prefix"):
         new_id("nope")
+
+
+@pytest.mark.parametrize("value", [-1, 2**128])
+def test_encode_refuses_what_26_digits_cannot_hold(value: int) -> None:
+    with pytest.raises(ValueError):
+        encode(value)
