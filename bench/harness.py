@@ -184,12 +184,17 @@ def default_workers() -> int:
     return int(os.environ.get("WEB_CONCURRENCY", 0)) or (os.cpu_count() or 1) + 1
 
 
+def default_threads() -> str:
+    """``GUNICORN_THREADS``, else deploy/gunicorn.conf.py's default (8)."""
+    return os.environ.get("GUNICORN_THREADS", "8")
+
+
 @contextmanager
 def gunicorn(url: str, workers: int, secret_key: str) -> Iterator[int]:
     """gunicorn with the production configuration (deploy/gunicorn.conf.py) on ``url``; yields
     its port once it accepts connections."""
     port = free_port()
-    threads = os.environ.get("GUNICORN_THREADS", "8")
+    threads = default_threads()
     env = dict(os.environ, DATABASE_URL=url, SECRET_KEY=secret_key,
                WEB_CONCURRENCY=str(workers), GUNICORN_THREADS=threads,
                DB_POOL_SIZE=os.environ.get("DB_POOL_SIZE", threads))  # a connection per thread
@@ -223,7 +228,7 @@ def summary(name: str, ratios: list[float], latencies: list[float], target: str)
 
 def describe(workers: int, concurrency: int, seconds: float, keep_alive: bool) -> str:
     worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-    threads = os.environ.get("GUNICORN_THREADS", "8")
+    threads = default_threads()
     return (f"load average before: {os.getloadavg()[0]:.2f}; gunicorn {worker_class} workers: "
             f"{workers} x {threads} threads; clients: {concurrency}; "
             f"{'keep-alive' if keep_alive else 'a new connection per request'}; "
