@@ -1,7 +1,8 @@
 """Writes journal transactions to the database and verifies what was written.
 
 A write is: look the idempotency key up (a ledger transaction's key is unique per operator, so a
-key moves money at most once), make sure the accounts exist, lock them with
+key moves money at most once), make sure the accounts exist (created and committed apart from
+the movement, so no movement ever waits for another's new account), lock them with
 ``SELECT ... FOR UPDATE`` in ascending id order (the same order in every transaction, so two
 writers never deadlock), check the balances in code, then append one entry per posting, each
 carrying the account's running balance, version and hash chain. The caller owns the database
@@ -11,13 +12,15 @@ transaction and commits it.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
@@ -25,6 +28,8 @@ from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ids import new_id
 from service.ledger.chain import GENESIS, EntryContent, entry_hash
 from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
+
+log = logging.getLogger(__name__)
 
 
 def fingerprint(*parts: object) -> str:
@@ -76,11 +81,18 @@ def lock_accounts(
 ) -> dict[AccountRef, LockedAccount]:
     """Lock the accounts in ascending id order, creating any that do not exist yet.
 
-    Existing accounts (the usual case) cost one ``SELECT ... FOR UPDATE``. Missing ones are
-    inserted (``ON CONFLICT DO NOTHING``) and everything is locked again. That insert may wait
-    for a twin's uncommitted insert of the same account while this transaction already holds
-    a lock the twin wants; PostgreSQL then aborts one of the two as a deadlock victim, whose
-    whole transaction is rolled back (the HTTP layer runs such a request again).
+    When all of them exist (the usual case) this is one ``SELECT ... FOR UPDATE``, which
+    locks nothing when any is missing. Then the missing ones are created empty
+    (``INSERT ... ON CONFLICT DO NOTHING``, see :func:`_create_accounts`) and all are locked.
+
+    On PostgreSQL that insert runs and commits in a transaction of its own, before this one
+    locks the new accounts. Inside this transaction it would hold the new rows until commit,
+    and a concurrent first movement of the same account would wait for that commit while
+    holding locks this transaction goes on to take: deadlocks, three of them in a row at
+    times when many first movements started together (a hold beside deposits of new
+    players). Created apart, an account exists for everyone at once; creating one waits for
+    nothing but another creation of the same key, and every transaction then locks committed
+    rows in id order.
     """
     wanted = {str(ref): ref for ref in refs}
     dialect = session.get_bind().dialect.name
@@ -100,13 +112,42 @@ def lock_accounts(
     )
     if dialect == "postgresql":
         stmt = stmt.with_for_update()
-    locked = {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
-    if len(locked) == len(wanted):
+    # All of them or none: locking the ones there are, then creating the others, would lock
+    # out of id order when another creator had allocated a lower id and not yet committed.
+    counted = table.alias("wanted")
+    all_there = select(func.count()).where(counted.c.key.in_(wanted)).scalar_subquery()
+    locked = {
+        wanted[row.key]: LockedAccount(*row)
+        for row in session.execute(stmt.where(all_there == len(wanted)))
+    }
+    if locked:
         return locked
-    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    _create_accounts(session, [ref for _key, ref in sorted(wanted.items())], now)
+    return {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
+
+
+#: How long the separate creation waits for a twin's creation of the same account before
+#: giving up and creating it inside the caller's transaction instead.
+CREATE_LOCK_TIMEOUT_MS = 5000
+
+
+def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) -> None:
+    """Insert empty accounts for ``refs`` (key order), leaving alone any that exist.
+
+    PostgreSQL: in a short transaction of its own on another pooled connection, committed
+    before the caller goes on (see :func:`lock_accounts`). An empty account is no movement:
+    if the caller's transaction then fails, the account stays, empty, and the next movement
+    uses it. Should that insert fail (say a foreign key to a player the caller's own
+    transaction has just written and not committed, which the other connection cannot see),
+    the accounts are inserted in the caller's transaction as before. SQLite serialises
+    writing transactions, so there they are inserted in the caller's.
+
+    A match escrow starts closed (``closed_at``): closed while empty, as :func:`post` keeps
+    it, so one made for a hold that then failed is not read as open.
+    """
     rows = [
         {
-            "key": key,
+            "key": str(ref),
             "operator_id": ref.operator_id,
             "kind": ref.kind.value,
             "player_id": ref.player_id,
@@ -116,12 +157,27 @@ def lock_accounts(
             "entry_count": 0,
             "last_hash": GENESIS,
             "created_at": now,
+            "closed_at": now if ref.kind is AccountKind.PLAYER_ESCROW else None,
         }
-        for key, ref in sorted(wanted.items())
-        if ref not in locked
+        for ref in refs
     ]
-    session.execute(insert_(table).on_conflict_do_nothing(index_elements=["key"]), rows)
-    return {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
+    table = LedgerAccount.__table__
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        statement = postgresql.insert(table).on_conflict_do_nothing(index_elements=["key"])
+        try:
+            with bind.engine.begin() as apart:
+                apart.execute(text(f"SET LOCAL lock_timeout = {CREATE_LOCK_TIMEOUT_MS}"))
+                apart.execute(statement, rows)
+            return
+        except DBAPIError as error:
+            if error.connection_invalidated:
+                raise
+            log.warning("accounts not created apart; creating them in the transaction",
+                        exc_info=True)
+    else:
+        statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["key"])
+    session.execute(statement, rows)
 
 
 def post(

@@ -103,7 +103,11 @@ def list_wallets(session: Session, principal: Principal, player_id: str) -> list
         player = authorize_player(session, principal, player_id)
         currencies = session.scalars(
             select(LedgerAccount.currency)
-            .where(LedgerAccount.player_id == player_id, LedgerAccount.kind.in_(_PLAYER_KINDS))
+            .where(
+                LedgerAccount.player_id == player_id,
+                LedgerAccount.kind.in_(_PLAYER_KINDS),
+                LedgerAccount.entry_count > 0,  # not one created for a movement that failed
+            )
             .distinct()
             .order_by(LedgerAccount.currency)
         ).all()
@@ -175,9 +179,9 @@ def _run_once(
     """Run ``work`` and read the wallet after it, in one transaction (the caller's, when the
     HTTP idempotency wrapper opened one). If a twin with the same key won the race on the
     unique key (the first movement of new accounts), answer with the twin's transaction.
-    In a transaction of its own, a deadlock or serialization failure (PostgreSQL picks a
-    victim when new accounts are created by concurrent movements, see
-    ``store.lock_accounts``) runs it again, as the HTTP layer does with the caller's."""
+    In a transaction of its own, a deadlock or serialization failure runs it again, as the
+    HTTP layer does with the caller's (movements lock committed accounts in id order, see
+    ``store.lock_accounts``, so this is a guard, not a path taken by design)."""
     if in_shared_transaction(session):
         txn, replayed = work()
         return Movement(txn, _wallet(session, player(), currency), replayed)

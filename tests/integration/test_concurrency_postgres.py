@@ -28,8 +28,11 @@ from werkzeug.serving import make_server
 from service.clock import utcnow
 from service.errors import InsufficientFunds
 from service.ledger import store
-from service.usecases import wallets
-from tests.conftest import make_test_app, new_operator, throwaway_postgres
+from service.ledger.chain import GENESIS
+from service.ledger.postings import AccountRef
+from service.usecases import players, wallets
+from service.usecases.auth import Principal
+from tests.conftest import counter_values, make_test_app, new_operator, throwaway_postgres
 
 pytestmark = [
     pytest.mark.postgres,
@@ -221,3 +224,177 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     assert negative == 0
     assert totals == {"EUR": 0}
     assert problems == []
+
+
+def test_an_account_is_created_apart_from_the_movement_that_needs_it(
+    server: tuple[Any, int, str],
+) -> None:
+    """A movement's new accounts are committed before it locks them: a concurrent creation of
+    the same account does not wait for the movement's commit. (Created inside the movement,
+    it did, and such waits closed deadlock cycles with the movements' row locks.)"""
+    app, _port, _url = server
+    operator_id, _ = new_operator(app)
+    maker = app.extensions["gin"]["sessionmaker"]
+    player = players.create_player(maker(), Principal(operator_id), "apart", "Apart", None,
+                                   utcnow())
+    escrow = AccountRef.player_escrow(operator_id, player.id, "mch_apart", "EUR")
+    available = AccountRef.player_available(operator_id, player.id, "EUR")
+    movement = maker()
+    try:
+        with movement.begin():
+            locked = store.lock_accounts(movement, [available, escrow], utcnow())
+            assert set(locked) == {available, escrow}
+            # The movement's transaction is open and holds both accounts' locks.
+            with app.extensions["gin"]["engine"].begin() as other:
+                other.execute(text("SET LOCAL lock_timeout = 1000"))
+                created = other.execute(text(
+                    "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref,"
+                    " currency, balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
+                    " 'player_escrow', :player, 'mch_apart', 'EUR', 0, 0, :genesis, now())"
+                    " ON CONFLICT (key) DO NOTHING RETURNING id"
+                ), {"key": str(escrow), "op": operator_id, "player": player.id,
+                    "genesis": GENESIS}).all()
+                seen = other.execute(text(
+                    "SELECT key, entry_count, closed_at IS NOT NULL FROM ledger_accounts"
+                    " WHERE player_id = :player ORDER BY key"
+                ), {"player": player.id}).all()
+        assert created == []  # it existed, committed, for everyone
+        # Both empty; the escrow closed while it holds nothing (store.post opens it).
+        assert seen == [(str(available), 0, False), (str(escrow), 0, True)]
+    finally:
+        movement.close()
+    # An account made for a movement that then failed is no wallet of the player's.
+    session = maker()
+    try:
+        with pytest.raises(InsufficientFunds):
+            wallets.withdraw(session, Principal(operator_id), player.id, "USD", 5, "none",
+                             utcnow())
+        assert wallets.list_wallets(session, Principal(operator_id), player.id) == []
+    finally:
+        session.close()
+
+
+def test_accounts_are_created_while_the_movement_holds_no_account_lock(
+    server: tuple[Any, int, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A movement that finds one of its accounts missing has locked none of them when it
+    creates it: locking the existing one first, and the new one after, locks out of id order
+    whenever another creator took a lower id and commits later."""
+    app, _port, _url = server
+    operator_id, _ = new_operator(app)
+    maker = app.extensions["gin"]["sessionmaker"]
+    engine = app.extensions["gin"]["engine"]
+    player = players.create_player(maker(), Principal(operator_id), "lockless", "Lockless", None,
+                                   utcnow())
+    wallets.deposit(maker(), Principal(operator_id), player.id, "EUR", 500, "lockless", utcnow())
+    available = AccountRef.player_available(operator_id, player.id, "EUR")
+    escrow = AccountRef.player_escrow(operator_id, player.id, "mch_lockless", "EUR")
+    free_while_creating: list[bool] = []
+    create = store._create_accounts
+
+    def create_and_look(session: Any, refs: list[AccountRef], now: Any) -> None:
+        with engine.begin() as other:  # is the existing account locked by the movement?
+            free_while_creating.append(bool(other.execute(text(
+                "SELECT id FROM ledger_accounts WHERE key = :key FOR UPDATE SKIP LOCKED"
+            ), {"key": str(available)}).all()))
+        create(session, refs, now)
+
+    monkeypatch.setattr(store, "_create_accounts", create_and_look)
+    moved = wallets.hold(maker(), operator_id, player.id, "mch_lockless", "EUR", 200,
+                         "lockless-hold", utcnow())
+    assert free_while_creating == [True]
+    assert (moved.wallet.available, moved.wallet.held) == (300, 200)
+    session = maker()
+    with session.begin():
+        assert store.lock_accounts(session, [available, escrow], utcnow()).keys() == {
+            available, escrow}
+    session.close()
+    assert free_while_creating == [True]  # both exist now: nothing created
+
+
+FIRST_TOUCH_ROUNDS = 6
+FIRST_TOUCH_PLAYERS = 3
+FIRST_TOUCH_TWINS = 2
+
+
+def test_first_movements_of_new_players_at_once_are_never_deadlocked(
+    server: tuple[Any, int, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deposits and withdrawals over HTTP (the one-call path, its batches and the ordinary
+    path) beside holds, all started at once on players with no accounts yet: every one
+    creates or waits for its player's accounts, and none is a deadlock victim. Every error a
+    layer would run again is recorded, and so is each batch call that failed."""
+    from service.api import context
+    from service.db import retryable
+
+    victims: list[BaseException] = []
+
+    def recorded(error: BaseException) -> bool:
+        if retryable(error):
+            victims.append(error)
+        return retryable(error)
+
+    monkeypatch.setattr(wallets, "retryable", recorded)
+    monkeypatch.setattr(context, "retryable", recorded)
+    app, port, _url = server
+    operator_id, token = new_operator(app)
+    principal = Principal(operator_id)
+    maker = app.extensions["gin"]["sessionmaker"]
+    errors: list[BaseException] = []
+    moved: set[tuple[str, str, str]] = set()  # (player, kind, key) of what moved money
+
+    def movement(kind: str, player_id: str, n: int, barrier: threading.Barrier) -> None:
+        session = maker()
+        try:
+            barrier.wait(timeout=60)
+            key = f"{kind}-{player_id}-{n % len(kinds)}"  # FIRST_TOUCH_TWINS of each
+            if kind.startswith("hold"):
+                try:
+                    wallets.hold(session, operator_id, player_id, f"mch_{kind}", "EUR", 1, key,
+                                 utcnow())
+                except InsufficientFunds:
+                    return  # before the deposits: refused, as it should be
+            else:
+                amount = 100 if kind == "deposit" else 1
+                status, body, _ = _send(port, "POST", f"/v1/players/{player_id}/{kind}s", token,
+                                        {"amount": {"amount": amount, "currency": "EUR"}}, key)
+                assert status == 201 or (status, body["code"]) in {
+                    (409, "idempotency_key_in_use"), (422, "insufficient_funds")}, (status, body)
+                if status != 201:
+                    return
+            moved.add((player_id, kind[:4], key))
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            session.close()
+
+    kinds = ["deposit", "deposit", "withdrawal", "hold-a", "hold-a", "hold-b"]
+    batch_errors = counter_values("gin_cashier_fast_path", "outcome", ["error"])["error"]
+    for round_ in range(FIRST_TOUCH_ROUNDS):
+        new = [players.create_player(maker(), principal, f"ft-{round_}-{i}", "New", None,
+                                     utcnow()).id
+               for i in range(FIRST_TOUCH_PLAYERS)]
+        barrier = threading.Barrier(len(kinds) * FIRST_TOUCH_TWINS * len(new))
+        threads = [threading.Thread(target=movement, args=(kind, player_id, n, barrier))
+                   for player_id in new
+                   for n, kind in enumerate(kinds * FIRST_TOUCH_TWINS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        for player_id in new:
+            wallet = wallets.get_wallet(maker(), principal, player_id, "EUR")
+            count = Counter(kind for player, kind, _key in moved if player == player_id)
+            assert wallet.held == count["hold"], wallet
+            assert wallet.balance == 100 * count["depo"] - count["with"], wallet
+            assert count["depo"] == 2, wallet
+    assert victims == []
+    assert counter_values("gin_cashier_fast_path", "outcome", ["error"])["error"] == batch_errors
+    session = maker()
+    try:
+        with session.begin():
+            assert store.journal_totals(session, operator_id) == {"EUR": 0}
+            assert store.verify(session, operator_id) == []
+    finally:
+        session.close()
