@@ -21,6 +21,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
@@ -139,8 +140,9 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
     if the caller's transaction then fails, the account stays, empty, and the next movement
     uses it. Should that insert fail (say a foreign key to a player the caller's own
     transaction has just written and not committed, which the other connection cannot see),
-    the accounts are inserted in the caller's transaction as before. SQLite serialises
-    writing transactions, so there they are inserted in the caller's.
+    or no pooled connection be free, the accounts are inserted in the caller's transaction
+    as before. SQLite serialises writing transactions, so there they are inserted in the
+    caller's.
 
     A match escrow starts closed (``closed_at``): closed while empty, as :func:`post` keeps
     it, so one made for a hold that then failed is not read as open.
@@ -170,8 +172,8 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
                 apart.execute(text(f"SET LOCAL lock_timeout = {CREATE_LOCK_TIMEOUT_MS}"))
                 apart.execute(statement, rows)
             return
-        except DBAPIError as error:
-            if error.connection_invalidated:
+        except (DBAPIError, PoolTimeout) as error:  # no connection free: in the transaction
+            if isinstance(error, DBAPIError) and error.connection_invalidated:
                 raise
             log.warning("accounts not created apart; creating them in the transaction",
                         exc_info=True)

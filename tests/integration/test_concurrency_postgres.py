@@ -26,7 +26,9 @@ from sqlalchemy import text
 from werkzeug.serving import make_server
 
 from service.clock import utcnow
+from service.db.models import Player
 from service.errors import InsufficientFunds
+from service.ids import new_id
 from service.ledger import store
 from service.ledger.chain import GENESIS
 from service.ledger.postings import AccountRef
@@ -270,6 +272,31 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
             wallets.withdraw(session, Principal(operator_id), player.id, "USD", 5, "none",
                              utcnow())
         assert wallets.list_wallets(session, Principal(operator_id), player.id) == []
+    finally:
+        session.close()
+
+
+def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
+    server: tuple[Any, int, str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another connection cannot see a player the movement's own transaction has just written
+    (the foreign key refuses the insert at once): the accounts are then created inside it."""
+    app, _port, _url = server
+    operator_id, _ = new_operator(app)
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            player = Player(id=new_id("ply"), operator_id=operator_id, external_id="uncommitted",
+                            display_name="Uncommitted", created_at=utcnow())
+            session.add(player)
+            session.flush()
+            available = AccountRef.player_available(operator_id, player.id, "EUR")
+            locked = store.lock_accounts(session, [available], utcnow())
+            assert locked[available].entry_count == 0
+            assert "accounts not created apart" in caplog.text
+        with session.begin():
+            assert session.scalar(text("SELECT count(*) FROM ledger_accounts WHERE key = :key"),
+                                  {"key": str(available)}) == 1
     finally:
         session.close()
 
