@@ -169,8 +169,9 @@ class LedgerAccount(Base):
     entry_count: Mapped[int] = mapped_column(BigInteger, default=0)
     last_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    #: When a match escrow's balance last came back to zero (settled, released); ``None`` while
-    #: it holds money, and for every other kind. Only an empty escrow can be closed (a CHECK
+    #: When a match escrow's balance last came back to zero (settled, released), or when it was
+    #: created (empty, ``store.lock_accounts``); ``None`` while it holds money, and for every
+    #: other kind. Only an empty escrow can be closed (a CHECK
     #: on PostgreSQL, a trigger on SQLite; migration 0010); holding money reopens it.
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
