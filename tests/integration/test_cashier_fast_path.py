@@ -535,3 +535,58 @@ def test_batches_of_the_same_players_in_opposite_orders_never_deadlock(
     for player in (one, two):
         wallet = slow.get(f"/v1/players/{player}/wallets/EUR").get_json()
         assert wallet["available"]["amount"] == 1000 + 2 * rounds
+
+
+def test_a_batch_locks_no_account_after_its_first_statement(
+    clients: tuple[ApiClient, ApiClient], apps: tuple[Any, Any]
+) -> None:
+    """Migration 0013. A batch locks its accounts in id order in its first statement. An
+    account committed after that statement began (here the player's clearing account, with a
+    lower id than the available account the batch waited for) is not locked by the request
+    afterwards, out of id order: the request falls back to the ordinary path."""
+    from service.api.cashier import call_params
+    from service.api.schemas import MovementIn
+    from service.ledger.chain import GENESIS
+    from service.ledger.postings import AccountRef
+    from service.usecases.auth import hash_api_key
+
+    fast, slow = clients
+    engine = apps[0].extensions["gin"]["engine"]
+    path = fast_path(apps[0])
+    player = fast.new_player()["id"]
+    with engine.connect() as connection:
+        operator_id = connection.execute(text("SELECT operator_id FROM players WHERE id = :p"),
+                                         {"p": player}).scalar_one()
+    clearing = AccountRef.cashier_clearing(operator_id, player, "EUR")
+    available = AccountRef.player_available(operator_id, player, "EUR")
+    insert = text(
+        "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, currency, balance,"
+        " entry_count, last_hash, created_at) VALUES (:key, :op, :kind, :player, 'EUR', 0, 0,"
+        " :genesis, now())")
+
+    def account(ref: AccountRef) -> dict[str, Any]:
+        return {"key": str(ref), "op": operator_id, "kind": ref.kind.value, "player": player,
+                "genesis": GENESIS}
+
+    payload = money(5)
+    params = call_params("deposit", hash_api_key(fast.token), "late-1",
+                         f"/v1/players/{player}/deposits", payload, player,
+                         MovementIn().load(payload), path.retention_seconds)
+    rows: list[Any] = []
+    with engine.connect() as late, engine.connect() as blocker:
+        late.execute(insert, account(clearing))  # the lower id, committed later
+        with engine.begin() as other:
+            other.execute(insert, account(available))
+        blocker.execute(text("SELECT 1 FROM ledger_accounts WHERE key = :key FOR UPDATE"),
+                        {"key": str(available)})
+        call = threading.Thread(target=lambda: rows.extend(path._call_many([params])))
+        call.start()
+        wait_until(lambda: waiting_for_locks(engine) == 1, what="the batch to wait")
+        late.commit()
+        blocker.rollback()
+        call.join(30)
+        assert not call.is_alive()
+    assert rows == [("fallback", None, None)]
+    with Took(posted=1):  # the accounts are all there now: the one-call path posts
+        assert fast.deposit(player, 5, key="late-1").status_code == 201
+    assert slow.get(f"/v1/players/{player}/wallets/EUR").get_json()["available"]["amount"] == 5

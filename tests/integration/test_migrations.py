@@ -61,3 +61,24 @@ def test_ledger_tables_are_append_only(funded: Any, statement: str) -> None:
     with pytest.raises(Exception, match="append-only"), engine.begin() as connection:
         connection.execute(text(statement))
     engine.dispose()
+
+
+def test_0013_downgrade_puts_back_0012s_batch_function(fresh_database_url: str) -> None:
+    if not fresh_database_url.startswith("postgresql"):
+        pytest.skip("the cashier functions exist on PostgreSQL only")
+
+    def batch_function() -> str:
+        engine = make_engine(fresh_database_url)
+        with engine.connect() as connection:
+            source = connection.execute(text(
+                "SELECT prosrc FROM pg_proc WHERE proname = 'cashier_post_batch'")).scalar_one()
+        engine.dispose()
+        return str(source)
+
+    config = alembic_config(fresh_database_url)
+    assert "v_ready" in batch_function()
+    command.downgrade(config, "0012")
+    source = batch_function()
+    assert "v_ready" not in source and "PERFORM 1" in source
+    command.upgrade(config, "head")
+    assert "v_ready" in batch_function()
