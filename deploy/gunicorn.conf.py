@@ -3,12 +3,7 @@
 - Workers: ``WEB_CONCURRENCY`` (default CPUs + 1), threaded (gthread, ``GUNICORN_THREADS``
   per worker, default 8): a match view may long-poll for up to 30 s (it holds no database
   connection while it waits), and a thread parked on it must not block the worker's other
-  requests. Fewer processes with more threads each, because the deposits and withdrawals
-  that reach one process while its previous database call runs go to the database together
-  (``service.api.cashier``): with 16 clients, 3 x 8 put 3.1 requests in each call against
-  1.8 for 5 x 4, and served 12% more deposits (median of 6 paired rounds, 1.06-1.31; 2 x 12
-  served the same as 3 x 8, with a slower ``/healthz``). Match requests were served as fast
-  either way (``bench/play.py``: ratio to ``/healthz`` 0.15 with both).
+  requests.
 - Preloaded: the application is imported once, in the master (``GUNICORN_PRELOAD``, on by
   default), and each worker is a fork of it: a worker starts (or is recycled, below) in
   milliseconds instead of spending about 1.3 s of CPU importing Flask, the API and its

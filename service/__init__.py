@@ -14,7 +14,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from flask import Flask
 
     from service import observability
-    from service.api import cashier, init_api, matchpath
+    from service.api import init_api
     from service.api.json_provider import FastJSONProvider
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
@@ -37,8 +37,5 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     observability.init_app(app)
     api = init_api(app)
     ratelimit.document(api)
-    # The fast paths go in after the rate limiter is registered: they count requests too.
-    cashier.install(app)
-    matchpath.install(app)
     tasks.connect(logging_setup=False)  # requests' ids travel into the tasks they publish
     return app

@@ -70,9 +70,6 @@ class Settings:
     idempotency_retention_hours: int = 24
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
-    cashier_fast_path: bool = True
-    cashier_batch: int = 16
-    match_fast_path: bool = True
     match_states_kept: int = 1024
     # Operations (issue 6): logs, metrics and rate limits.
     log_format: str = "text"
@@ -100,8 +97,6 @@ class Settings:
             raise ConfigError(
                 f"MATCH_STATES_KEPT must be 0 or more, got {self.match_states_kept!r}"
             )
-        if self.cashier_batch < 1:
-            raise ConfigError(f"CASHIER_BATCH must be 1 or more, got {self.cashier_batch!r}")
         if self.player_token_ttl_seconds <= 0:
             raise ConfigError(
                 f"PLAYER_TOKEN_TTL_SECONDS must be positive, got {self.player_token_ttl_seconds!r}"
@@ -119,9 +114,6 @@ class Settings:
             idempotency_retention_hours=int_env("IDEMPOTENCY_RETENTION_HOURS", 24),
             player_token_ttl_seconds=int_env("PLAYER_TOKEN_TTL_SECONDS", 900),
             db_pool_size=int_env("DB_POOL_SIZE", 10),
-            cashier_fast_path=bool_env("CASHIER_FAST_PATH", True),
-            cashier_batch=int_env("CASHIER_BATCH", 16),
-            match_fast_path=bool_env("MATCH_FAST_PATH", True),
             match_states_kept=int_env("MATCH_STATES_KEPT", 1024),
             log_format=(os.environ.get("LOG_FORMAT") or "text").strip().lower(),
             log_level=(os.environ.get("LOG_LEVEL") or "INFO").strip().upper(),

@@ -26,7 +26,6 @@ import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -152,13 +151,6 @@ def fetch_one_autocommit(
     return rows[0] if rows else None
 
 
-def fetch_all_autocommit(
-    engine: Engine, sql: str, params: Sequence[Any] | Mapping[str, Any]
-) -> list[tuple[Any, ...]]:
-    """Every row of ``sql``, as :func:`fetch_one_autocommit` runs it."""
-    return _autocommit(engine, sql, params, one=False)
-
-
 def _autocommit(
     engine: Engine, sql: str, params: Sequence[Any] | Mapping[str, Any], *, one: bool
 ) -> list[tuple[Any, ...]]:
@@ -193,29 +185,3 @@ def _autocommit(
         pooled.close()
     return rows
 
-
-def array_literal(values: Sequence[str | int | datetime | None]) -> str:
-    """``values`` as the text of a PostgreSQL array (``{"a","b\\"c",NULL,3}``), for a
-    parameter the statement casts (``%s::text[]``, ``bigint[]``, ``timestamptz[]``). psycopg
-    adapts a list element by element in Python, looking up each element's dumper (about
-    120 us more for the fourteen short lists of a cashier batch); this writes the literal
-    directly. Strings are quoted with ``\\`` and ``"`` escaped, which PostgreSQL's array
-    input reads back unchanged; ``None`` is ``NULL``; a timestamp is written in ISO 8601 with
-    its offset, so it must be aware. Strings cannot hold NUL (PostgreSQL text cannot)."""
-    return "{" + ",".join(map(_element, values)) + "}"
-
-
-def _element(value: str | int | datetime | None) -> str:
-    if value is None:
-        return "NULL"
-    if type(value) is int:
-        return str(value)
-    if isinstance(value, datetime):
-        if value.utcoffset() is None:
-            raise ValueError(f"a naive timestamp in an array: {value!r}")
-        value = value.isoformat()
-    elif type(value) is not str:
-        raise TypeError(f"no array element for {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError("PostgreSQL text cannot hold NUL")
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -67,27 +67,6 @@ ACTIONS_APPLIED = Counter(
     "Match actions applied (successful POST /v1/matches/{id}/actions, replays excluded).",
     ["action"],
 )
-CASHIER_FAST_PATH = Counter(
-    "gin_cashier_fast_path",
-    "Deposits and withdrawals seen by the one-call path (service.api.cashier), by outcome: "
-    "posted, replay, fallback (handed to the ordinary path by the database function), "
-    "declined (handed over before the database) or error (database error, handed over).",
-    ["outcome"],
-)
-CASHIER_BATCH_SIZE = Histogram(
-    "gin_cashier_batch_size",
-    "Requests per database call of the one-call cashier path: deposits and withdrawals that "
-    "arrived at one process while its previous call ran go in one call (service.api.cashier).",
-    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32),
-)
-MATCH_FAST_PATH = Counter(
-    "gin_match_fast_path",
-    "Match views and actions seen by the path without Flask (service.api.matchpath), by "
-    "outcome: answered, declined (handed to the ordinary path before the use case: not a "
-    "plain request, or over the rate limit), refused (the use case refused it: the ordinary "
-    "path answers the problem) or error (handed over after an unexpected error).",
-    ["outcome"],
-)
 MATCH_STATE_READS = Counter(
     "gin_match_state_reads",
     "Reads of a started match's row for a view or an action, by whether this process held "
@@ -174,8 +153,7 @@ def observe(
     remote_addr: str | None,
     request_id: str | None,
 ) -> None:
-    """Count and log one answered request (also for requests answered outside Flask, see
-    :mod:`service.api.cashier`)."""
+    """Count and log one answered request."""
     labelled(REQUEST_LATENCY, route, method, str(status)).observe(elapsed)
     level = logging.INFO if path not in QUIET_PATHS or status >= 400 else logging.DEBUG
     if log.isEnabledFor(level):

@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CODE = "rate_limited"
 TITLE = "Too many requests"
-#: WSGI environ key of ``(caller key, window)`` for a request counted before Flask saw it.
-COUNTED = "gin.ratelimit.counted"
 KINDS = {"op": "RATELIMIT_OPERATOR", "ply": "RATELIMIT_PLAYER", "ip": "RATELIMIT_ANONYMOUS"}
 
 
@@ -158,10 +156,6 @@ class RateLimits:
 
     def check(self) -> Window | None:
         """Count this request; the tightest window, or ``None`` when the storage failed."""
-        counted = request.environ.get(COUNTED)
-        if counted is not None:  # already counted before Flask (service.api.cashier)
-            g.ratelimit_caller = counted[0]
-            return counted[1]  # type: ignore[no-any-return]
         return self.count(caller_key())
 
     def count(self, key: str) -> Window | None:

@@ -12,8 +12,6 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -236,34 +234,3 @@ def test_statements_built_per_call_do_not_grow_the_cache_without_bound(
     assert len(driver._prepared) <= 8
     assert driver.prepare(built[-1], engine.dialect) is not None  # still answered
 
-
-# driver.array_literal: an array's text, read back by PostgreSQL as the values it was given.
-
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
-_MOMENTS = st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7))]))
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(st.none() | _TEXT, max_size=6))
-def test_an_array_literal_of_text_reads_back_as_its_values(
-    engine: Engine, values: list[str | None]
-) -> None:
-    row = driver.fetch_one_autocommit(engine, "SELECT %s::text[]", [driver.array_literal(values)])
-    assert row is not None and row[0] == values
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    numbers=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=6),
-    moments=st.lists(_MOMENTS, max_size=4),
-)
-def test_array_literals_of_integers_and_timestamps_read_back_as_their_values(
-    engine: Engine, numbers: list[int], moments: list[datetime]
-) -> None:
-    row = driver.fetch_one_autocommit(
-        engine, "SELECT %s::bigint[], %s::timestamptz[]",
-        [driver.array_literal(numbers), driver.array_literal(moments)],
-    )
-    assert row is not None
-    assert row[0] == numbers
-    assert row[1] == moments  # the same instants (aware datetimes compare as instants)

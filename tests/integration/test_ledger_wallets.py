@@ -229,7 +229,7 @@ def test_database_refuses_an_entry_that_breaks_the_running_balance(funded: Funde
 
 POSTGRES_ONLY = pytest.mark.skipif(
     "not __import__('os').environ.get('TEST_DATABASE_URL')",
-    reason="PostgreSQL only: its triggers, plans and cashier_post()",
+    reason="PostgreSQL only: its triggers and plans",
 )
 
 
@@ -410,31 +410,6 @@ def test_the_database_refuses_to_close_an_escrow_that_holds_money(funded: Funded
             )
     engine.dispose()
     assert _escrows(funded, funded.player_id) == {"mch_A": (3000, False)}
-
-
-@POSTGRES_ONLY
-def test_a_deposit_reads_the_open_escrows_alone(fresh_database_url: str) -> None:
-    """The fast path's wallet (``cashier_post()``) sums the player's open escrows, not one
-    row per match the player ever sat at."""
-    with serving(fresh_database_url) as app:
-        operator_id, key = new_operator(app)
-        api = ApiClient(app.test_client(), key)
-        player = api.new_player()["id"]
-        assert api.deposit(player, 10_000).status_code == 201
-        s, now = app.extensions["gin"]["sessionmaker"](), utcnow()
-        for n in range(40):  # forty matches played and settled (here: seated, then released)
-            wallets.hold(s, operator_id, player, f"mch_{n}", "EUR", 100, f"h{n}", now)
-            wallets.release(s, operator_id, player, f"mch_{n}", "EUR", 100, f"r{n}", now)
-        wallets.hold(s, operator_id, player, "mch_live", "EUR", 700, "live", now)
-        s.close()
-        with nested_plans(app, "enable_seqscan = off") as plans:
-            answer = api.deposit(player, 5)
-        assert answer.status_code == 201
-        assert answer.get_json()["wallet"]["held"]["amount"] == 700
-    held = [p for p in plans if "player_escrow" in p and "Query Text: INSERT INTO idempotency" in p]
-    assert held, plans
-    assert "ix_ledger_accounts_open_escrows" in held[0], held[0]
-    assert _most_rows_filtered(held[:1]) < 5, held[0]
 
 
 # Tamper evidence: rows edited, deleted or inserted behind the service's back.

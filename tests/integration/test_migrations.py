@@ -63,22 +63,25 @@ def test_ledger_tables_are_append_only(funded: Any, statement: str) -> None:
     engine.dispose()
 
 
-def test_0013_downgrade_puts_back_0012s_batch_function(fresh_database_url: str) -> None:
+def test_0014_drops_the_cashier_functions_and_its_downgrade_puts_them_back(
+    fresh_database_url: str,
+) -> None:
     if not fresh_database_url.startswith("postgresql"):
-        pytest.skip("the cashier functions exist on PostgreSQL only")
+        pytest.skip("the cashier functions existed on PostgreSQL only")
 
-    def batch_function() -> str:
+    def functions() -> set[str]:
         engine = make_engine(fresh_database_url)
         with engine.connect() as connection:
-            source = connection.execute(text(
-                "SELECT prosrc FROM pg_proc WHERE proname = 'cashier_post_batch'")).scalar_one()
+            names = connection.execute(text(
+                "SELECT proname FROM pg_proc WHERE proname IN"
+                " ('cashier_post', 'cashier_post_batch', 'gin_idempotency_lock_id')")).scalars()
+            found = set(names)
         engine.dispose()
-        return str(source)
+        return found
 
     config = alembic_config(fresh_database_url)
-    assert "v_ready" in batch_function()
-    command.downgrade(config, "0012")
-    source = batch_function()
-    assert "v_ready" not in source and "PERFORM 1" in source
+    assert functions() == set()
+    command.downgrade(config, "0013")
+    assert functions() == {"cashier_post", "cashier_post_batch", "gin_idempotency_lock_id"}
     command.upgrade(config, "head")
-    assert "v_ready" in batch_function()
+    assert functions() == set()
