@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from sqlalchemy import Engine
-from sqlalchemy.engine import Dialect
+from sqlalchemy import Connection, Engine, Executable
+from sqlalchemy.engine import CursorResult, Dialect
 from sqlalchemy.exc import DBAPIError, StatementError
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement, ColumnClause, Label, _anonymous_label
 
 Processor = Callable[[Any], Any]
@@ -185,3 +187,103 @@ def _autocommit(
         pooled.close()
     return rows
 
+
+
+def _values(prepared: DriverStatement, params: Mapping[str, Any]) -> dict[str, Any]:
+    values = {name: params[name] for name in prepared.names}
+    try:
+        for name, process in prepared.binds:
+            values[name] = process(values[name])
+    except Exception as error:  # as SQLAlchemy reports a value its type refuses
+        raise StatementError(str(error), prepared.sql, values, error) from error
+    return values
+
+
+def _rows(prepared: DriverStatement, raw: list[tuple[Any, ...]]) -> list[Any]:
+    if not prepared.results:
+        return [prepared.row._make(row) for row in raw]
+    rows = []
+    for row in raw:
+        values = list(row)
+        for position, process in prepared.results:
+            values[position] = process(values[position])
+        rows.append(prepared.row._make(values))
+    return rows
+
+
+def _raise_as_sqlalchemy(
+    connection: Connection, error: Exception, sql: str, params: Any
+) -> NoReturn:
+    """Raise the driver's ``error`` as SQLAlchemy's exception for it, the connection
+    invalidated when it was lost (as ``Connection.execute`` does)."""
+    dialect = connection.dialect
+    driver = connection.connection.driver_connection
+    lost = dialect.is_disconnect(error, driver, None)
+    if lost:
+        connection.invalidate(error)
+        connection.engine.dispose()
+    raise DBAPIError.instance(
+        sql, params, error, dialect.loaded_dbapi.Error,
+        connection_invalidated=lost, dialect=dialect,
+    ) from error
+
+
+def execute(session: Session, statement: Executable, params: Mapping[str, Any]) -> list[Any]:
+    """Every row ``statement`` returns (none for a write without ``RETURNING``), run in the
+    session's transaction. On PostgreSQL it goes straight to psycopg on the transaction's
+    connection (see the module docs); elsewhere, or for a statement :func:`prepare` leaves to
+    SQLAlchemy, through the session. Inside :func:`pipeline`, a write is only queued."""
+    connection = session.connection()
+    prepared = (
+        prepare(statement, connection.dialect)  # type: ignore[arg-type]
+        if connection.dialect.name == "postgresql" else None
+    )
+    if prepared is None:
+        result = session.execute(statement, params)
+        return [] if isinstance(result, CursorResult) and not result.returns_rows else list(result)
+    values = _values(prepared, params)
+    try:
+        cursor = connection.connection.driver_connection.execute(prepared.sql, values)
+        raw = cursor.fetchall() if prepared.row._fields else []
+    except connection.dialect.loaded_dbapi.Error as error:
+        _raise_as_sqlalchemy(connection, error, prepared.sql, values)
+    return _rows(prepared, raw)
+
+
+def execute_many(
+    session: Session, statement: Executable, params: Sequence[Mapping[str, Any]]
+) -> None:
+    """``statement`` (a write) once per item of ``params``, in the session's transaction:
+    on PostgreSQL psycopg sends them all before reading any answer (one round trip)."""
+    connection = session.connection()
+    prepared = (
+        prepare(statement, connection.dialect)  # type: ignore[arg-type]
+        if connection.dialect.name == "postgresql" else None
+    )
+    if prepared is None or prepared.row._fields:
+        session.execute(statement, list(params))
+        return
+    values = [_values(prepared, item) for item in params]
+    try:
+        with connection.connection.driver_connection.cursor() as cursor:
+            cursor.executemany(prepared.sql, values)
+    except connection.dialect.loaded_dbapi.Error as error:
+        _raise_as_sqlalchemy(connection, error, prepared.sql, values)
+
+
+@contextmanager
+def pipeline(session: Session) -> Iterator[None]:
+    """PostgreSQL: the writes run by :func:`execute` and :func:`execute_many` inside the block
+    are sent without waiting for each answer, and the answers are read together when the block
+    ends (or when a statement's rows are read); a failed one raises there, as SQLAlchemy's
+    exception, and the statements after it are not run. Elsewhere it changes nothing."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    driver = connection.connection.driver_connection
+    try:
+        with driver.pipeline():
+            yield
+    except connection.dialect.loaded_dbapi.Error as error:
+        _raise_as_sqlalchemy(connection, error, "-- pipeline", None)

@@ -17,13 +17,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, text, update
+from sqlalchemy import Select, String, any_, bindparam, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
+from service.db.driver import execute, execute_many, pipeline
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
 from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ids import new_id
@@ -45,11 +47,10 @@ def find_transaction(
 
     :raises IdempotencyKeyReused: when that transaction was asked for with other parameters.
     """
-    found = session.execute(
-        _FIND_TRANSACTION, {"operator_id": operator_id, "key": idempotency_key}
-    ).first()
-    if found is None:
+    rows = execute(session, _FIND_TRANSACTION, {"operator_id": operator_id, "key": idempotency_key})
+    if not rows:
         return None
+    found = rows[0]
     if found.fingerprint != fingerprint_:
         raise IdempotencyKeyReused(
             f"Idempotency key {idempotency_key!r} was already used for a different request."
@@ -96,35 +97,45 @@ def lock_accounts(
     rows in id order.
     """
     wanted = {str(ref): ref for ref in refs}
-    dialect = session.get_bind().dialect.name
-    table = LedgerAccount.__table__
-    stmt = (
-        select(
-            table.c.id,
-            table.c.key,
-            table.c.kind,
-            table.c.currency,
-            table.c.balance,
-            table.c.entry_count,
-            table.c.last_hash,
-        )
-        .where(table.c.key.in_(wanted))
-        .order_by(table.c.id)
-    )
-    if dialect == "postgresql":
-        stmt = stmt.with_for_update()
-    # All of them or none: locking the ones there are, then creating the others, would lock
-    # out of id order when another creator had allocated a lower id and not yet committed.
-    counted = table.alias("wanted")
-    all_there = select(func.count()).where(counted.c.key.in_(wanted)).scalar_subquery()
-    locked = {
-        wanted[row.key]: LockedAccount(*row)
-        for row in session.execute(stmt.where(all_there == len(wanted)))
-    }
+    keys = sorted(wanted)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    params = {"keys": keys, "wanted": len(keys)}
+    lock_all, lock = (_LOCK_ALL_PG, _LOCK_PG) if postgres else (_LOCK_ALL, _LOCK)
+    locked = {wanted[row.key]: LockedAccount(*row) for row in execute(session, lock_all, params)}
     if locked:
         return locked
-    _create_accounts(session, [ref for _key, ref in sorted(wanted.items())], now)
-    return {wanted[row.key]: LockedAccount(*row) for row in session.execute(stmt)}
+    _create_accounts(session, [wanted[key] for key in keys], now)
+    return {wanted[row.key]: LockedAccount(*row) for row in execute(session, lock, params)}
+
+
+def _locking(postgres: bool) -> tuple[Select[Any], Select[Any]]:
+    """The account reads of :func:`lock_accounts` for ``:keys``: under ``FOR UPDATE`` on
+    PostgreSQL (where the keys are one array parameter, so the statement is prepared once),
+    in id order; the first reads all of them or none (``:wanted`` is how many there are):
+    locking the ones there are, then creating the others, would lock out of id order when
+    another creator had allocated a lower id and not yet committed."""
+    table = LedgerAccount.__table__
+    counted = table.alias("wanted")
+    if postgres:
+        keys = bindparam("keys", type_=postgresql.ARRAY(String))
+        is_wanted, is_counted = table.c.key == any_(keys), counted.c.key == any_(keys)
+    else:
+        keys = bindparam("keys", expanding=True)
+        is_wanted, is_counted = table.c.key.in_(keys), counted.c.key.in_(keys)
+    stmt = (
+        select(table.c.id, table.c.key, table.c.kind, table.c.currency, table.c.balance,
+               table.c.entry_count, table.c.last_hash)
+        .where(is_wanted)
+        .order_by(table.c.id)
+    )
+    if postgres:
+        stmt = stmt.with_for_update()
+    all_there = select(func.count()).where(is_counted).scalar_subquery()
+    return stmt.where(all_there == bindparam("wanted")), stmt
+
+
+_LOCK_ALL_PG, _LOCK_PG = _locking(postgres=True)
+_LOCK_ALL, _LOCK = _locking(postgres=False)
 
 
 #: How long the separate creation waits for a twin's creation of the same account before
@@ -230,10 +241,6 @@ def post(
         entry_count=len(planned),
         created_at=now,
     )
-    txn_table = LedgerTransaction.__table__
-    session.execute(
-        insert(txn_table), {column.key: getattr(txn, column.key) for column in txn_table.c}
-    )
     entries, heads = [], []
     for posting, account, balance_after in planned:
         version = account.entry_count + 1
@@ -278,22 +285,36 @@ def post(
                 ),
             }
         )
-    # All entries in one statement, before the heads (on PostgreSQL a trigger checks each
-    # account's head against its newest entry).
-    session.execute(insert(LedgerEntry.__table__).values(entries))
-    table = LedgerAccount.__table__
-    session.execute(
-        update(table)
-        .where(table.c.id == bindparam("account_id"))
-        .values(
-            balance=bindparam("new_balance"),
-            entry_count=bindparam("new_count"),
-            last_hash=bindparam("new_hash"),
-            closed_at=bindparam("new_closed_at"),
-        ),
-        heads,
-    )
+    # The transaction, its entries, then the heads (on PostgreSQL a trigger checks each
+    # account's head against its newest entry): sent together, one round trip.
+    with pipeline(session):
+        execute(session, _INSERT_TRANSACTION,
+                {column.key: getattr(txn, column.key) for column in _TXN.c})
+        execute_many(session, _INSERT_ENTRY, entries)
+        execute_many(session, _MOVE_HEAD, heads)
     return txn
+
+
+def _insert(table: Any, *, leave_out: tuple[str, ...] = ()) -> Any:
+    """``INSERT`` of one row of ``table``, each column a parameter of its own name."""
+    return insert(table).values(
+        {column.key: bindparam(column.key) for column in table.c if column.key not in leave_out}
+    )
+
+
+_INSERT_TRANSACTION = _insert(_TXN)
+_INSERT_ENTRY = _insert(LedgerEntry.__table__, leave_out=("seq",))  # the database numbers it
+_ACCOUNTS = LedgerAccount.__table__
+_MOVE_HEAD = (
+    update(_ACCOUNTS)
+    .where(_ACCOUNTS.c.id == bindparam("account_id"))
+    .values(
+        balance=bindparam("new_balance"),
+        entry_count=bindparam("new_count"),
+        last_hash=bindparam("new_hash"),
+        closed_at=bindparam("new_closed_at"),
+    )
+)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from service.db import transaction
+from service.db.driver import execute
 from service.db.models import DepositLimit, LedgerEntry, Player
 from service.errors import DepositLimitExceeded, SelfExcluded
 from service.ledger.money import exponent
@@ -170,7 +171,7 @@ def check_deposit_allowed(
         raise SelfExcluded(
             f"The player is self-excluded until {player.self_excluded_until.isoformat()}."
         )
-    limits = session.execute(_LIMITS, {"player_id": player.id, "currency": currency}).all()
+    limits = execute(session, _LIMITS, {"player_id": player.id, "currency": currency})
     for limit in limits:
         cap = _effective(limit, now)
         if cap is None:

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, literal_column, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from service.db import ATTEMPTS, in_shared_transaction, retryable
+from service.db.driver import execute
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.errors import NotFound, ValidationFailed
 from service.ledger import postings as ledger
@@ -63,11 +64,13 @@ _WALLET = select(
     .where(LedgerAccount.key == bindparam("available_key"))
     .scalar_subquery()
     .label("available"),
-    select(func.coalesce(func.sum(LedgerAccount.balance), 0))
+    select(func.coalesce(func.sum(LedgerAccount.balance), literal_column("0")))
     .where(
         LedgerAccount.player_id == bindparam("player_id"),
         LedgerAccount.currency == bindparam("currency"),
-        LedgerAccount.kind == AccountKind.PLAYER_ESCROW.value,
+        # Written into the statement, not bound: the planner then knows the rows are in the
+        # partial index of open escrows.
+        LedgerAccount.kind == literal_column(f"'{AccountKind.PLAYER_ESCROW.value}'"),
         LedgerAccount.closed_at.is_(None),
     )
     .scalar_subquery()
@@ -77,10 +80,11 @@ _WALLET = select(
 
 def _wallet(session: Session, player: Player, currency: str) -> WalletView:
     available_key = str(AccountRef.player_available(player.operator_id, player.id, currency))
-    available, held = session.execute(
+    [(available, held)] = execute(
+        session,
         _WALLET,
         {"available_key": available_key, "player_id": player.id, "currency": currency},
-    ).one()
+    )
     return WalletView(
         player.id,
         currency,

@@ -234,3 +234,55 @@ def test_statements_built_per_call_do_not_grow_the_cache_without_bound(
     assert len(driver._prepared) <= 8
     assert driver.prepare(built[-1], engine.dialect) is not None  # still answered
 
+
+
+# --- In a transaction: driver.execute, execute_many and pipeline ------------------------------
+
+_NAME_OF = select(_things.c.id, _things.c.name, _things.c.at).where(
+    _things.c.id == bindparam("id"))
+_ADD_PLAIN = insert(_things).values(id=bindparam("id"), name=bindparam("name"),
+                                    at=bindparam("at", type_=UTCDateTime))
+
+
+def test_execute_runs_in_the_sessions_transaction_with_sqlalchemys_types(things: Engine) -> None:
+    moment = datetime(2026, 12, 2, 10, 0, tzinfo=timezone(timedelta(hours=2)))
+    with Session(things) as session:
+        with session.begin():
+            assert driver.prepare(_NAME_OF, things.dialect) is not None
+            assert driver.execute(session, _ADD_PLAIN, {"id": 7, "name": "x", "at": moment}) == []
+            [row] = driver.execute(session, _NAME_OF, {"id": 7})
+            assert (row.id, row.name) == (7, "x")
+            assert row.at == moment and row.at.tzinfo == UTC  # the column type's processing
+            session.rollback()  # the insert was the transaction's: rolled back with it
+        with session.begin():
+            assert driver.execute(session, _NAME_OF, {"id": 7}) == []
+
+
+def test_a_failed_statement_in_a_pipeline_is_sqlalchemys_error_and_nothing_stays(
+    things: Engine,
+) -> None:
+    with (
+        Session(things) as session,
+        pytest.raises(IntegrityError),
+        session.begin(),
+        driver.pipeline(session),
+    ):
+        driver.execute(session, _ADD_PLAIN, {"id": 1, "name": "a", "at": None})
+        driver.execute_many(session, _ADD_PLAIN, [{"id": 2, "name": "b", "at": None},
+                                                  {"id": 1, "name": "twin", "at": None}])
+    with Session(things) as session, session.begin():
+        assert driver.execute(session, _NAME_OF, {"id": 1}) == []
+        assert driver.execute(session, _NAME_OF, {"id": 2}) == []
+
+
+def test_the_writes_of_a_pipeline_are_all_applied_in_order(things: Engine) -> None:
+    with Session(things) as session, session.begin(), driver.pipeline(session):
+        driver.execute_many(session, _ADD_PLAIN, [{"id": n, "name": f"n{n}", "at": None}
+                                                  for n in range(1, 4)])
+        driver.execute(session, _ADD_PLAIN, {"id": 9, "name": "last", "at": None})
+        # Read inside the block: psycopg reads the answers queued before it first.
+        [row] = driver.execute(session, _NAME_OF, {"id": 9})
+        assert row.name == "last"
+    with Session(things) as session, session.begin():
+        assert [driver.execute(session, _NAME_OF, {"id": n})[0].name for n in (1, 2, 3)] == [
+            "n1", "n2", "n3"]
