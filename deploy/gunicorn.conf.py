@@ -23,7 +23,7 @@
   threads share one interpreter lock, so clients on a crowded worker wait longer than those
   alone on theirs. A worker holding more than its fair share of the connections (the total
   over the live workers, rounded up) answers its next request with ``Connection: close``,
-  and the client reconnects to a less busy worker (``service.balance``;
+  and the client reconnects to a less busy worker (``service.connection_share``;
   ``GUNICORN_BALANCE=0`` turns it off).
 - Graceful: on SIGTERM the master stops accepting, in-flight requests get
   ``GUNICORN_GRACEFUL_TIMEOUT`` seconds (default 35: longer than the longest long-poll) to
@@ -58,7 +58,7 @@ if _ROOT not in sys.path:
 
 from gunicorn.glogging import Logger  # noqa: E402
 
-from service import balance  # noqa: E402
+from service import connection_share  # noqa: E402
 from service.config import bool_env, int_env  # noqa: E402
 from service.observability.logs import dict_config  # noqa: E402
 
@@ -73,7 +73,7 @@ preload_app = bool_env("GUNICORN_PRELOAD", True)
 max_requests = int_env("GUNICORN_MAX_REQUESTS", 10000)
 max_requests_jitter = int_env("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
-_balance = balance.ConnectionTable() if bool_env("GUNICORN_BALANCE", True) else None
+_balance = connection_share.ConnectionTable() if bool_env("GUNICORN_BALANCE", True) else None
 
 _log_format = (os.environ.get("LOG_FORMAT") or "text").lower()
 _log_level = (os.environ.get("LOG_LEVEL") or "INFO").upper()
@@ -120,7 +120,7 @@ def when_ready(server):  # type: ignore[no-untyped-def]
 
 def pre_fork(server, worker):  # type: ignore[no-untyped-def]
     if _balance is not None:
-        balance.assign(_balance, worker)
+        connection_share.assign(_balance, worker)
     # Everything the master holds (the preloaded application above all) is long-lived: out of
     # the collector's generations, a worker's collections never walk it again (nor write to
     # its pages, which stay shared with the master).
@@ -136,12 +136,12 @@ def post_fork(server, worker):  # type: ignore[no-untyped-def]
 
 def pre_request(worker, req):  # type: ignore[no-untyped-def]
     if _balance is not None:
-        balance.before_request(worker, req)
+        connection_share.before_request(worker, req)
 
 
 def child_exit(server, worker):  # type: ignore[no-untyped-def]
     if _balance is not None:
-        balance.retire(_balance, worker)
+        connection_share.retire(_balance, worker)
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid, _metrics_dir)

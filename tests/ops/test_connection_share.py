@@ -1,4 +1,5 @@
-"""Keep-alive connections end up spread evenly over gunicorn's workers (service.balance)."""
+"""Keep-alive connections end up spread evenly over gunicorn's workers
+(service.connection_share)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""service.balance: each worker's fair share of the keep-alive connections."""
+"""service.connection_share: each worker's fair share of the keep-alive connections."""
 
 from __future__ import annotations
 
 import os
 from types import SimpleNamespace
 
-from service.balance import ConnectionTable, assign, before_request, retire
+from service.connection_share import ConnectionTable, assign, before_request, retire
 
 
 def _workers(table: ConnectionTable, counts: list[int]) -> list[SimpleNamespace]:
