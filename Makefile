@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-deposits deploy-check clean
+.PHONY: run test unit lint bench bench-deposits deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The pure core alone (rules, formats, payouts, ledger postings): no database, no server, in
+# seconds; hypothesis's quick profile unless HYPOTHESIS_PROFILE says otherwise.
+unit: $(STAMP)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
