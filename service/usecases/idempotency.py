@@ -30,6 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.db import is_postgres
+from service.db.driver import execute
 from service.db.models import IdempotencyRecord
 from service.errors import IdempotencyKeyInUse, IdempotencyKeyRequired, IdempotencyKeyReused
 
@@ -113,9 +114,8 @@ def claim(
         # statement's snapshot, the record looks absent and the request runs again; then
         # record() finds the twin's stored answer, and the caller rolls its own work back and
         # answers with the twin's (and the ledger's own key refuses a second movement anyway).
-        row = session.execute(
-            _TRY_LOCK_AND_LOOKUP, {**params, "lock_id": lock_id(operator_id, key)}
-        ).one()
+        [row] = execute(session, _TRY_LOCK_AND_LOOKUP,
+                        {**params, "lock_id": lock_id(operator_id, key)})
         if not row.locked:
             raise IdempotencyKeyInUse(
                 f"A request with idempotency key {key!r} is still being processed."
@@ -149,7 +149,8 @@ def record(
     ``None``, or the answer a twin stored first (then the key's answer is the twin's, and the
     caller must roll its own work back): after a refused request's rollback, or in the
     microseconds-wide window described in :func:`claim`."""
-    stored = session.execute(
+    stored = execute(
+        session,
         _RECORD_PG if is_postgres(session) else _RECORD_SQLITE,
         {
             "operator_id": operator_id,
@@ -162,8 +163,8 @@ def record(
             "created_at": now,
             "expires_at": now + retention,
         },
-    ).first()
-    if stored is not None:
+    )
+    if stored:
         return None
     found = session.execute(_LOOKUP, {"operator_id": operator_id, "key": key}).one()
     if found.request_hash != digest:
