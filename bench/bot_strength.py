@@ -18,7 +18,7 @@ from service.bots import Bot, greedy_action, random_action
 from service.rules import Hand, Ruleset
 from service.rules.playout import random_deck
 
-Policy = Callable[[dict[str, Any]], str]
+Policy = Callable[[dict[str, Any]], dict[str, Any]]  # a legal action, as the view lists it
 
 
 def play_hand(deck: list[Any], dealer: int, players: tuple[Policy, Policy]) -> tuple[int, int]:

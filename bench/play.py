@@ -54,17 +54,15 @@ from harness import (  # noqa: E402
 )
 
 
-def choose(legal: list[str], rng: random.Random) -> str:
-    knocks = [a for a in legal if a.startswith(("KNOCK", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK"))]
+def choose(legal: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+    """One of the view's legal actions (each the body to send but for the version), a knock
+    whenever there is one."""
+    knocks = [a for a in legal if a["action"] in ("KNOCK", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK")]
     return rng.choice(knocks or legal)
 
 
-def action_body(text: str, version: int) -> dict[str, Any]:
-    words = text.split()
-    body: dict[str, Any] = {"action": words[0], "expected_version": version}
-    if len(words) > 1:
-        body["card"] = words[1]
-    return body
+def action_body(action: dict[str, Any], version: int) -> dict[str, Any]:
+    return {**action, "expected_version": version}
 
 
 async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
@@ -117,14 +115,14 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                 mover = view["hand"]["to_act"]
                 view = None
                 continue
-            text = choose(view["hand"]["legal_actions"], rng)
+            action = choose(view["hand"]["legal_actions"], rng)
             start = time.perf_counter()
             status, after = await http.request("POST", f"/v1/matches/{match_id}/actions",
                                                seat_token[mover],
-                                               action_body(text, view["version"]))
+                                               action_body(action, view["version"]))
             acts.append(time.perf_counter() - start)
             mine.append(acts[-1])
-            kinds.append(text.split()[0])
+            kinds.append(action["action"])
             view = None
             if status != 200:
                 failures += 1

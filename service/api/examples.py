@@ -79,7 +79,8 @@ _MATCH_VIEW: dict[str, Any] = {
         "log": [],
         "seat": 0,
         "hand": ["AC", "9C", "AD", "4D", "9D", "2H", "4H", "9H", "QH", "8S"],
-        "legal_actions": ["TAKE_UPCARD", "PASS"],
+        "deadwood": 30,
+        "legal_actions": [{"action": "TAKE_UPCARD"}, {"action": "PASS"}],
     },
     "scores": {
         "hand_points": [0, 0],
@@ -108,9 +109,10 @@ _AFTER_TAKE_UPCARD: dict[str, Any] = {
              "card": "3H"},
         ],
         "hand": ["AC", "9C", "AD", "4D", "9D", "2H", "3H", "4H", "9H", "QH", "8S"],
+        "deadwood": 24,
         "legal_actions": [
-            "DISCARD AC", "DISCARD 9C", "DISCARD AD", "DISCARD 4D", "DISCARD 9D",
-            "DISCARD 2H", "DISCARD 4H", "DISCARD 9H", "DISCARD QH", "DISCARD 8S",
+            {"action": "DISCARD", "card": card}
+            for card in ("AC", "9C", "AD", "4D", "9D", "2H", "4H", "9H", "QH", "8S")
         ],
     },
 }

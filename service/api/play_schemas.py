@@ -150,6 +150,19 @@ class LogEntryOut(Schema):
     melds = fields.List(_card_list())
     at = fields.String()
     automatic = fields.Boolean()
+    reason = fields.String(metadata={"description": "FORFEIT only: resign or timeout.",
+                                     "enum": ["resign", "timeout"]})
+
+
+class LegalActionOut(Schema):
+    """A legal action as the body to send to ``POST /v1/matches/{id}/actions``, but for
+    ``expected_version`` (``RESIGN``, legal while the match is live, is never listed)."""
+
+    action = fields.String(required=True, metadata={"example": "DISCARD", "enum": [
+        "TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "BIG_GIN",
+        "TAKE_DISCARD_AND_KNOCK", "DECLINE"]})
+    card = fields.String(metadata={"example": "TD", "description": "Only for the actions "
+                                                                  "that name a card."})
 
 
 class HandViewOut(Schema):
@@ -167,7 +180,15 @@ class HandViewOut(Schema):
     log = fields.List(fields.Nested(LogEntryOut), required=True)
     seat = fields.Integer()
     hand = _card_list(metadata={"description": "Your cards (players only)."})
-    legal_actions = fields.List(fields.String(metadata={"example": "DISCARD TD"}))
+    deadwood = fields.Integer(metadata={"description": "Players only: the deadwood count of "
+                                                       "the best arrangement of your cards."})
+    legal_actions = fields.List(
+        fields.Nested(LegalActionOut),
+        metadata={"description": "Players only: your legal actions now, each the request body "
+                                 "of POST .../actions but for expected_version (add it, and "
+                                 "melds for a MANUAL knock); none once the hand or the match "
+                                 "is over."},
+    )
     outcome = fields.Dict(metadata={"description": "Once the hand has ended: the showdown."})
     hands = fields.List(_card_list(), metadata={"description": "Both hands, once ended."})
 

@@ -13,6 +13,10 @@ actions, the stock count, the knock limit. It:
   stage of the hand (undercuts get likelier as the hand goes on); ``eager`` knocks at once
   (First To Knock, where the first knock wins);
 * declares big gin, and takes the 50th card to knock whenever that is legal.
+
+Each policy picks one of the view's ``legal_actions`` and returns it as listed: the fields of
+the action (``{"action": "DISCARD", "card": "8C"}``), ready to send (add ``expected_version``)
+or to hand to :meth:`service.rules.Hand.apply`.
 """
 
 from __future__ import annotations
@@ -44,53 +48,79 @@ def _card(code: str) -> Card:
     return DECK[cards_to_mask([code]).bit_length() - 1]
 
 
+#: A legal action as the view lists it: ``{"action": "KNOCK", "card": "7D"}``.
+LegalAction = Mapping[str, Any]
+
+
+def _kinds(legal: Sequence[LegalAction]) -> set[str]:
+    return {a["action"] for a in legal}
+
+
+def _of(legal: Sequence[LegalAction], *kinds: str) -> list[LegalAction]:
+    return [a for a in legal if a["action"] in kinds]
+
+
+def _listed(legal: Sequence[LegalAction], kind: str, card: Card | None = None) -> dict[str, Any]:
+    """The legal action ``kind`` (naming ``card``) as listed, as a new dict."""
+    for a in legal:
+        if a["action"] == kind and (card is None or a.get("card") == card.code):
+            return dict(a)
+    raise ValueError(f"{kind} {card or ''} is not a legal action now")
+
+
 @dataclass(frozen=True)
 class Bot:
     """The sensible player. ``eager``: knock as soon as any knock is legal."""
 
     eager: bool = False
 
-    def decide(self, view: Mapping[str, Any]) -> str:
-        legal: Sequence[str] = view["legal_actions"]
+    def decide(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        """One of ``view["legal_actions"]``, as listed.
+
+        :raises ValueError: when the view lists no legal action.
+        """
+        legal: Sequence[LegalAction] = view.get("legal_actions") or []
         if not legal:
             raise ValueError("no legal action: it is not this player's turn")
+        kinds = _kinds(legal)
         hand = cards_to_mask(view["hand"])
         phase = view["phase"]
         dead = _dead_cards(view)
         wanted = _opponent_wants(view)
-        if "BIG_GIN" in legal:
-            return "BIG_GIN"
+        if "BIG_GIN" in kinds:
+            return _listed(legal, "BIG_GIN")
         if phase == "LAST_CHANCE":
-            knocks = [a for a in legal if a.startswith("TAKE_DISCARD_AND_KNOCK")]
+            knocks = _of(legal, "TAKE_DISCARD_AND_KNOCK")
             top = _card(view["discard_pile"][-1])
-            return _best_knock(knocks, hand | top.bit) if knocks else "DECLINE"
+            return _best_knock(knocks, hand | top.bit) if knocks else _listed(legal, "DECLINE")
         if phase in ("OFFER_1", "OFFER_2", "DRAW"):
             face_up = view["discard_pile"][-1] if view["discard_pile"] else None
             take = "TAKE_UPCARD" if phase != "DRAW" else "DRAW_DISCARD"
-            if face_up is not None and take in legal and _worth_taking(hand, _card(face_up)):
-                return take
-            return "PASS" if phase != "DRAW" else "DRAW_STOCK"
+            if face_up is not None and take in kinds and _worth_taking(hand, _card(face_up)):
+                return _listed(legal, take)
+            return _listed(legal, "PASS" if phase != "DRAW" else "DRAW_STOCK")
         if phase == "FIRST_DRAW":
-            return "DRAW_STOCK"
+            return _listed(legal, "DRAW_STOCK")
         # The discard step.
-        knocks = [a for a in legal if a.startswith("KNOCK")]
+        knocks = _of(legal, "KNOCK")
         if knocks:
             best = _best_knock(knocks, hand)
-            kept = deadwood_of_mask(hand ^ _card(best.split()[1]).bit)
+            kept = deadwood_of_mask(hand ^ _card(best["card"]).bit)
             if kept == 0 or self.eager or kept <= _knock_threshold(view):
                 return best
-        discards = [_card(a.split()[1]) for a in legal if a.startswith("DISCARD")]
-        return "DISCARD " + _choose_discard(hand, discards, dead, wanted).code
+        discards = [_card(a["card"]) for a in _of(legal, "DISCARD")]
+        return _listed(legal, "DISCARD", _choose_discard(hand, discards, dead, wanted))
 
 
-def decide(view: Mapping[str, Any], *, eager: bool = False) -> str:
-    """The sensible bot's action for ``view``."""
+def decide(view: Mapping[str, Any], *, eager: bool = False) -> dict[str, Any]:
+    """The sensible bot's action for ``view``: one of its ``legal_actions``, as listed."""
     return Bot(eager).decide(view)
 
 
-def _best_knock(knocks: Sequence[str], hand: int) -> str:
+def _best_knock(knocks: Sequence[LegalAction], hand: int) -> dict[str, Any]:
     """The knock (or take-and-knock) leaving the least deadwood."""
-    return min(knocks, key=lambda a: (deadwood_of_mask(hand ^ _card(a.split()[1]).bit), a))
+    return dict(min(knocks, key=lambda a: (deadwood_of_mask(hand ^ _card(a["card"]).bit),
+                                           a["card"])))
 
 
 def _knock_threshold(view: Mapping[str, Any]) -> int:
@@ -164,30 +194,29 @@ def _choose_discard(hand: int, discards: Sequence[Card], dead: int, wanted: int)
     return min(discards, key=lambda c: (cost(c), -c.index))
 
 
-def greedy_action(view: Mapping[str, Any]) -> str:
+def greedy_action(view: Mapping[str, Any]) -> dict[str, Any]:
     """Baseline: always draws from the stock (passes the upcard), discards the card leaving the
     least deadwood (the highest on ties), knocks whenever it can."""
-    legal: Sequence[str] = view["legal_actions"]
+    legal: Sequence[LegalAction] = view["legal_actions"]
+    kinds = _kinds(legal)
     for simple in ("BIG_GIN", "PASS", "DRAW_STOCK"):
-        if simple in legal:
-            return simple
-    knocks = [a for a in legal if a.startswith(("KNOCK", "TAKE_DISCARD_AND_KNOCK"))]
+        if simple in kinds:
+            return _listed(legal, simple)
+    knocks = _of(legal, "KNOCK", "TAKE_DISCARD_AND_KNOCK")
     if knocks:
         hand = cards_to_mask(view["hand"])
-        if knocks[0].startswith("TAKE"):
+        if knocks[0]["action"] == "TAKE_DISCARD_AND_KNOCK":
             hand |= _card(view["discard_pile"][-1]).bit
         return _best_knock(knocks, hand)
-    if "DECLINE" in legal:
-        return "DECLINE"
+    if "DECLINE" in kinds:
+        return _listed(legal, "DECLINE")
     hand = cards_to_mask(view["hand"])
-    discards = [_card(a.split()[1]) for a in legal if a.startswith("DISCARD")]
-    return (
-        "DISCARD "
-        + min(discards, key=lambda c: (deadwood_of_mask(hand ^ c.bit), -c.points, -c.index)).code
-    )
+    discards = [_card(a["card"]) for a in _of(legal, "DISCARD")]
+    best = min(discards, key=lambda c: (deadwood_of_mask(hand ^ c.bit), -c.points, -c.index))
+    return _listed(legal, "DISCARD", best)
 
 
-def random_action(view: Mapping[str, Any], rng: random.Random) -> str:
+def random_action(view: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """Baseline: a uniformly random legal action."""
-    legal: Sequence[str] = view["legal_actions"]
-    return legal[int(rng.random() * len(legal))]
+    legal: Sequence[LegalAction] = view["legal_actions"]
+    return dict(legal[int(rng.random() * len(legal))])

@@ -310,11 +310,14 @@ class GinClient:
     @operation("POST", "/v1/matches/{match_id}/actions",
                body=("action", "card", "melds", "expected_version"), returns=t.MatchView)
     def act(
-        self, match_id: str, action: str, expected_version: int,
+        self, match_id: str, action: str | Mapping[str, Any], expected_version: int,
         idempotency_key: str | None = None,
     ) -> t.MatchView:
-        """Play ``action`` in its text form (``"DISCARD TD"``) decided on ``expected_version``."""
-        body = {**action_body(action), "expected_version": expected_version}
+        """Play ``action`` decided on ``expected_version``: one of the view's
+        ``legal_actions`` as listed (``{"action": "DISCARD", "card": "TD"}``), or its text
+        form (``"DISCARD TD"``)."""
+        fields = action_body(action) if isinstance(action, str) else dict(action)
+        body = {**fields, "expected_version": expected_version}
         return cast(t.MatchView, self._call("POST", f"/v1/matches/{match_id}/actions",
                                             json=body, key=idempotency_key))
 

@@ -73,8 +73,16 @@ class Bot(TypedDict):
     table: NotRequired[Table]
 
 
+class LegalAction(TypedDict):
+    """A legal action as the view lists it: the body of ``act`` but for the version."""
+
+    action: str
+    card: NotRequired[str]
+
+
 class HandView(TypedDict):
-    """One hand as a player sees it: ``legal_actions`` only for the player to act."""
+    """One hand as a player sees it: ``legal_actions`` only for the player to act (none
+    once the hand or the match is over), ``deadwood`` of the player's own cards."""
 
     phase: str
     dealer: int
@@ -85,7 +93,8 @@ class HandView(TypedDict):
     log: list[dict[str, Any]]
     seat: NotRequired[int]
     hand: NotRequired[list[str]]
-    legal_actions: NotRequired[list[str]]
+    deadwood: NotRequired[int]
+    legal_actions: NotRequired[list[LegalAction]]
 
 
 class MatchView(TypedDict):

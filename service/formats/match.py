@@ -10,6 +10,11 @@ Status:
 ``PLAYING``        a hand is in progress; actions go to ``Match.apply``
 ``FINISHED``       the format's end condition was met, or a player forfeited
 ``VOID``           First To Knock only: too many dead hands (6.2.4); stakes are refunded
+
+A forfeit in the middle of a hand ends that hand too (:meth:`Hand.forfeit`): it is *cut short*
+(outcome ``forfeit``), has ended like any other (its history can be revealed, RULES.md 10.4)
+but is no :class:`HandRecord`, since it scores nothing. Once the match is over no hand is in
+play: no seat is to act and nobody has a legal action.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from service.formats.clock import OnTimeout, automatic_action
 from service.formats.settings import Format, FtkWinnerRule, MatchSettings
 from service.rules import Action, Card, Game, Hand, RulesError
 from service.rules.errors import IllegalAction, InvalidState
+from service.rules.hand import FORFEIT
 
 MATCH_SCHEMA = 1
 
@@ -102,8 +108,31 @@ class Match:
 
     @property
     def hand_number(self) -> int:
-        """The number of the current (or next) hand, from 1; the fairness nonce."""
-        return len(self.records) + (0 if self.over else 1)
+        """The number of the current (or next) hand, from 1; the fairness nonce. Once the
+        match is over: the last hand dealt, a hand cut short by a forfeit included."""
+        return self.hands_ended if self.over else len(self.records) + 1
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether the current hand was ended by a forfeit (it then has no record)."""
+        hand = self.hand
+        return hand is not None and hand.outcome is not None and hand.outcome.kind == FORFEIT
+
+    @property
+    def hands_ended(self) -> int:
+        """How many hands have ended: the recorded ones and one cut short by a forfeit."""
+        return len(self.records) + (1 if self.cut_short else 0)
+
+    def ended_hand(self) -> HandRecord | None:
+        """The last hand that ended, as a record: the last of :attr:`records`, or the hand a
+        forfeit cut short (kind ``forfeit``, won by the opponent for no points; it is not in
+        :attr:`records`, which are what the match scores)."""
+        hand = self.hand
+        if self.cut_short and hand is not None and hand.outcome is not None:
+            out = hand.outcome
+            return HandRecord(len(self.records) + 1, hand.dealer, out.kind, out.winner,
+                              out.points, out.knocker)
+        return self.records[-1] if self.records else None
 
     @property
     def over(self) -> bool:
@@ -204,7 +233,7 @@ class Match:
         clock = self.settings.clock
         self.timeouts[seat] += 1
         if clock.on_timeout is OnTimeout.FORFEIT:
-            self.forfeit(seat, "timeout")
+            self.forfeit(seat, "timeout", at=at)
             return "forfeit"
         action = automatic_action(self.hand)
         self.hand.apply(seat, action, at=at)
@@ -214,7 +243,7 @@ class Match:
         if self.hand.ended:
             self._finish_hand(self.hand)
         if self.timeouts[seat] >= clock.max_timeouts and not self.over:
-            self.forfeit(seat, "timeout")
+            self.forfeit(seat, "timeout", at=at)
             return "forfeit"
         return f"auto:{action}"
 
@@ -241,8 +270,10 @@ class Match:
             return
         self.status = MatchStatus.AWAITING_DEAL
 
-    def forfeit(self, seat: int, reason: str = "resign") -> None:
-        """``seat`` forfeits (resignation or timeouts, 9.3-9.4): the match ends at once.
+    def forfeit(self, seat: int, reason: str = "resign", *, at: str | None = None) -> None:
+        """``seat`` forfeits (resignation or timeouts, 9.3-9.4): the match ends at once, and
+        so does the hand in play, cut short (a timeout's forfeit is logged in it as automatic,
+        as the server's other actions on a timeout are).
 
         :raises IllegalAction: when the match is already over or the seat is unknown.
         """
@@ -250,6 +281,8 @@ class Match:
             raise IllegalAction("the match is already over", "MATCH_OVER")
         if seat not in (0, 1):
             raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
+        if self.status is MatchStatus.PLAYING and self.hand is not None and not self.hand.ended:
+            self.hand.forfeit(seat, reason, at=at, automatic=reason == "timeout")
         self.forfeiter = seat
         self.forfeit_reason = reason
         self.status = MatchStatus.FINISHED
@@ -299,6 +332,11 @@ class Match:
             match.turn_started_ms = data["turn_started_ms"]
             match.banks_ms = [int(b) for b in data["banks_ms"]]
             match.timeouts = [int(t) for t in data["timeouts"]]
+            hand = match.hand
+            if match.over and match.forfeiter is not None and hand and not hand.ended:
+                # Written before a forfeit cut the hand in play short: it ends now, so that
+                # a finished match never has a hand in play.
+                hand.forfeit(match.forfeiter, match.forfeit_reason or "resign")
         except RulesError as exc:
             if isinstance(exc, InvalidState):
                 raise

@@ -1,14 +1,17 @@
 """Player actions in a hand of Gin (RULES.md 2.3-2.10), as immutable values with a text form.
 
 ``Action.parse("KNOCK 7D")`` and ``str(action) == "KNOCK 7D"``; a manual knocker arrangement
-follows after bars: ``"KNOCK 7D | 4C 4D 4H | 7S 8S 9S"``.
+follows after bars: ``"KNOCK 7D | 4C 4D 4H | 7S 8S 9S"``. The same action as fields, the shape
+of the API's action request and of its listed legal actions: ``action.to_dict() ==
+{"action": "KNOCK", "card": "7D"}`` and ``Action.from_dict(action.to_dict()) == action``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from service.rules.cards import DECK, SUIT_CARDS, Card, to_card
 from service.rules.errors import IllegalAction, RulesError
@@ -93,6 +96,27 @@ class Action:
         card = words[1] if len(words) == 2 else None
         return cls.of(words[0], card, meld_texts if meld_texts else None)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Action:
+        """Read ``{"action": "DISCARD", "card": "TD"}`` (``melds`` too, as lists of cards).
+
+        :raises IllegalAction: when the fields are not an action.
+        :raises RulesError: when a card or meld in them is malformed.
+        """
+        if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
+            raise IllegalAction(f"not an action: {data!r}", "UNKNOWN_ACTION")
+        return cls.of(data["action"], data.get("card"), data.get("melds"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The action as fields: ``action``, and ``card`` and ``melds`` only when it names them
+        (an action that takes no card carries none)."""
+        out: dict[str, Any] = {"action": self.kind.value}
+        if self.card is not None:
+            out["card"] = self.card.code
+        if self.melds is not None:
+            out["melds"] = [[c.code for c in meld] for meld in self.melds]
+        return out
+
     def __str__(self) -> str:
         text = self.kind.value
         if self.card is not None:
@@ -102,12 +126,14 @@ class Action:
         return text
 
 
-def coerce_action(action: Action | str) -> Action:
-    """An :class:`Action` from an action or its text."""
+def coerce_action(action: Action | str | Mapping[str, Any]) -> Action:
+    """An :class:`Action` from an action, its text or its fields (:meth:`Action.to_dict`)."""
     if isinstance(action, Action):
         return action
     if isinstance(action, str):
         return Action.parse(action)
+    if isinstance(action, Mapping):
+        return Action.from_dict(action)
     raise RulesError(f"not an action: {action!r}")
 
 

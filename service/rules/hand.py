@@ -15,6 +15,10 @@ Seats are 0 and 1. Phases:
 ``LAST_CHANCE`` FIFTIETH_CARD rule: TAKE_DISCARD_AND_KNOCK or DECLINE (2.10.3)
 ``ENDED``       the hand is over: :attr:`Hand.outcome` says how
 
+A hand also ends when a player forfeits the match in the middle of it (:meth:`Hand.forfeit`,
+RULES.md 9.3-9.4): its log ends with a ``FORFEIT`` entry and its outcome is ``forfeit``, which
+scores nothing; like any ended hand, its history is then revealed (10.4).
+
 The state serialises to plain data (:meth:`Hand.to_dict`) and restores exactly
 (:meth:`Hand.from_dict`). :meth:`Hand.view` gives one player's (or a spectator's) view,
 which never holds the opponent's cards, the stock or a face-down knock card before the hand
@@ -23,7 +27,7 @@ ends; :meth:`Hand.history` gives everything once it has ended.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NoReturn
@@ -65,11 +69,14 @@ class Phase(StrEnum):
 
 
 DEAD = "dead"
+FORFEIT = "forfeit"  # the outcome of a hand cut short by a forfeit; it scores nothing
+FORFEIT_ACTION = "FORFEIT"  # the log entry that cuts a hand short (not a player's action)
 
 
 @dataclass(frozen=True, slots=True)
 class HandOutcome:
-    """How a hand ended: ``kind`` is knock, undercut, gin, big_gin or dead."""
+    """How a hand ended: ``kind`` is knock, undercut, gin, big_gin, dead or forfeit (a player
+    forfeited the match during the hand: ``winner`` is the opponent, no points)."""
 
     kind: str
     winner: int | None
@@ -243,8 +250,11 @@ class Hand:
 
     # --- applying actions ----------------------------------------------------------
 
-    def apply(self, seat: int, action: Action | str, *, at: str | None = None) -> Hand:
-        """Apply ``action`` by ``seat``; ``at`` (a timestamp) is recorded in the log.
+    def apply(
+        self, seat: int, action: Action | str | Mapping[str, Any], *, at: str | None = None
+    ) -> Hand:
+        """Apply ``action`` by ``seat`` (an action, its text or its fields, as listed in
+        :meth:`view`'s ``legal_actions``); ``at`` (a timestamp) is recorded in the log.
 
         :raises IllegalAction: when the action is not legal now (the state is unchanged).
         :raises KnockLimitExceeded: for a knock over the knock limit (state unchanged).
@@ -394,6 +404,34 @@ class Hand:
         self.phase = Phase.ENDED
         self.taken = None
 
+    def forfeit(
+        self, seat: int, reason: str, *, at: str | None = None, automatic: bool = False
+    ) -> Hand:
+        """End the hand because ``seat`` forfeits the match now (9.3-9.4), whoever is to act:
+        the log gets a ``FORFEIT`` entry (with ``reason``, ``at`` and, for the server acting
+        on a timeout, ``automatic``) and the outcome is ``forfeit``, won by the opponent
+        for no points. The cards stay where they are, so the history shows the hand as it was.
+
+        :raises IllegalAction: when the hand is over or the seat is unknown.
+        """
+        if self.phase is Phase.ENDED:
+            raise IllegalAction("the hand is over", "HAND_OVER")
+        if seat not in (0, 1):
+            raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
+        entry: dict[str, Any] = {"seq": len(self.log) + 1, "seat": seat, "action": FORFEIT_ACTION,
+                                 "reason": reason}
+        if at is not None:
+            entry["at"] = at
+        if automatic:
+            entry["automatic"] = True
+        self.log.append(entry)
+        self._end_forfeit(seat)
+        return self
+
+    def _end_forfeit(self, seat: int) -> None:
+        self.outcome = HandOutcome(FORFEIT, 1 - seat, 0, None, None, None)
+        self.phase = Phase.ENDED
+
     def next_dealer(self) -> int:
         """The dealer of the next hand (2.11).
 
@@ -439,7 +477,8 @@ class Hand:
         if seat is not None:
             view["seat"] = seat
             view["hand"] = [str(c) for c in self.cards_of(seat)]
-            view["legal_actions"] = [str(a) for a in self.legal_actions(seat)]
+            view["deadwood"] = deadwood_of_mask(self.hands[seat])
+            view["legal_actions"] = [a.to_dict() for a in self.legal_actions(seat)]
         if self.ended:
             assert self.outcome is not None
             view["outcome"] = self.outcome.to_dict()
@@ -527,7 +566,9 @@ class Hand:
             return
         last = self.log[-1] if self.log else {}
         action = last.get("action")
-        if action in ("KNOCK", "GIN", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK"):
+        if action == FORFEIT_ACTION:
+            self._end_forfeit(int(last["seat"]))
+        elif action in ("KNOCK", "GIN", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK"):
             seat = last["seat"]
             card = parse_cards([last["card"]])[0] if "card" in last else None
             melds = last.get("melds")

@@ -6,7 +6,9 @@ Anyone with the right key can prove afterwards that every settlement is right:
    and the deck are recomputed with :mod:`service.rules.fair`) by the pure engine
    (:class:`service.formats.Match`, which deals with :meth:`service.rules.Hand.deal`), and the
    hand's recorded actions are applied again; automatic (timeout) actions must be exactly what
-   the server would have played. The rebuilt history, outcome, hand records, dealer chain and
+   the server would have played. A hand cut short by a forfeit is replayed up to its
+   ``FORFEIT`` entry, which must agree with the log's resignation or timeout. The rebuilt
+   history, outcome, hand records, dealer chain and
    forfeit must equal what is stored, and the hands' actions must be the ones in the
    append-only ``match_actions`` log.
 2. **Statement.** From the rebuilt hand records, forfeit and the seats' escrow,
@@ -47,6 +49,7 @@ from service.ledger import store
 from service.ledger.postings import AccountRef
 from service.rules import Action, ActionKind, RulesError, fair
 from service.rules.actions import WITH_CARD
+from service.rules.hand import FORFEIT_ACTION
 from service.usecases.auth import Principal, require_operator
 
 # --- findings -------------------------------------------------------------------------------
@@ -297,12 +300,23 @@ def _apply_actions(
     match: Match, number: int, actions: Sequence[dict[str, Any]], found: list[Discrepancy]
 ) -> list[_MOVE] | None:
     """Apply a hand's recorded actions to ``match``; the moves made, or None when one of
-    them is refused (the replay cannot go on)."""
+    them is refused (the replay cannot go on). A ``FORFEIT`` entry, the last of a hand cut
+    short, forfeits the match (the log's own forfeit entry is compared later)."""
     moves: list[_MOVE] = []
     for i, entry in enumerate(actions):
         where = f"hands[{number}].history.actions[{i}]"
         hand = match.hand
         assert hand is not None
+        if isinstance(entry, dict) and entry.get("action") == FORFEIT_ACTION:
+            try:
+                if i != len(actions) - 1:
+                    raise RulesError("a forfeit is the last action of its hand")
+                match.forfeit(entry["seat"], str(entry["reason"]), at=entry.get("at"))
+            except (RulesError, KeyError, TypeError, ValueError) as exc:
+                found.append(Discrepancy(where, "a legal forfeit", entry,
+                                         f"the engine refuses it: {exc}"))
+                return None
+            continue
         try:
             action = action_of(entry)
             seat = entry["seat"]
@@ -392,7 +406,8 @@ def replay_match(
             if history.get(key) != hand.history.get(key):
                 found.append(_first_difference(f"{where}.history.{key}", history.get(key),
                                                hand.history.get(key)))
-        record = match.records[-1]
+        record = match.ended_hand()
+        assert record is not None  # the hand ended
         for name, expected, actual in (
             ("outcome", record.kind, hand.outcome),
             ("winner_seat", record.winner, hand.winner_seat),
@@ -403,6 +418,9 @@ def replay_match(
     forfeiter, reason = _forfeit_of_log(log)
     if forfeiter is not None and not match.over:
         match.forfeit(forfeiter, reason or "resign")
+    elif match.cut_short and (match.forfeiter, match.forfeit_reason) != (forfeiter, reason):
+        found.append(Discrepancy("match_actions.forfeit", [match.forfeiter, match.forfeit_reason],
+                                 [forfeiter, reason], "the forfeit that cut the last hand short"))
     logged = _moves_of_log(log, settings)
     for i in range(max(len(moves), len(logged))):
         mine = moves[i] if i < len(moves) else None

@@ -41,6 +41,7 @@ from service.errors import (
 )
 from service.formats import InvalidSettings, MatchSettings
 from service.ledger.money import PRACTICE_CURRENCY
+from service.rules import Action
 from service.usecases import play, players, tables, wallets
 from service.usecases.auth import Principal, require_operator
 
@@ -163,7 +164,7 @@ def _play(
         hand = view.get("hand")
         if view["status"] != "playing" or not hand or not hand.get("legal_actions"):
             break
-        action = bot.decide(hand)
+        action = str(Action.from_dict(bot.decide(hand)))  # the listed legal action's text
         try:
             view = play.act(session, principal, match_id, action, view["version"], now)
         except (StaleVersion, MatchNotLive):

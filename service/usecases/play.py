@@ -263,9 +263,11 @@ def _deal(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> No
 
 
 def _finish_hand(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> None:
+    """The hand that just ended (a hand cut short by a forfeit too, RULES.md 10.4): its
+    record and history on its row, which reveals its seed, and ``hand.ended``."""
     hand = match.hand
-    record = match.records[-1]
-    assert hand is not None and hand.ended
+    record = match.ended_hand()
+    assert hand is not None and hand.ended and record is not None
     hand_row = session.scalars(
         select(HandRow).where(HandRow.match_id == row.id, HandRow.number == record.number)
     ).one()
@@ -288,8 +290,9 @@ def _record(
     hands_before: int,
     now: datetime,
 ) -> None:
-    """After ``match`` changed: hand records, the next deal, the end, the log, the version."""
-    if len(match.records) > hands_before:
+    """After ``match`` changed: hand records, the next deal, the end, the log, the version.
+    ``hands_before``: :attr:`Match.hands_ended` before the change."""
+    if match.hands_ended > hands_before:
         _finish_hand(session, row, match, now)
     if match.status is MatchStatus.AWAITING_DEAL:
         _deal(session, row, match, now)
@@ -310,7 +313,7 @@ def _record(
         table.status = "finished"
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
-    logged = _logged(row, match, actor, seat, action, now)
+    logged = _logged(row, hands_before + 1, actor, seat, action, now)
     if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
         session.execute(_LOG_ACTION, logged)
         return
@@ -340,10 +343,12 @@ def _saved(row: MatchRecord) -> dict[str, Any]:
 
 
 def _logged(
-    row: AnyMatchRow, match: Match, actor: str, seat: int | None, action: str, now: datetime
+    row: AnyMatchRow, hand_number: int, actor: str, seat: int | None, action: str,
+    now: datetime,
 ) -> dict[str, Any]:
+    """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt)."""
     return {
-        "match_id": row.id, "version": row.version, "hand_number": len(match.records) or None,
+        "match_id": row.id, "version": row.version, "hand_number": hand_number,
         "actor": actor, "seat": seat, "action": action, "at": now,
     }
 
@@ -493,7 +498,7 @@ def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
         "timeouts": list(match.timeouts),
         "bank_ms": list(match.banks_ms),
     }
-    view["hand_number"] = len(match.records) if match.over else match.hand_number
+    view["hand_number"] = match.hand_number
     if match.hand is not None:
         view["dealer"] = match.hand.dealer
         view["hand"] = match.hand.view(ctx.seat)
@@ -573,7 +578,7 @@ def _apply(
     _check_version(row, expected_version)
     _live(row)
     match = _to_change(ctx)
-    hands_before = len(match.records)
+    hands_before = match.hands_ended
     try:
         parsed = Action.parse(action)
         match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
@@ -595,13 +600,14 @@ def _act_unlocked(
     locked path applies it again and writes the rest)."""
     ctx = _read_context(session, principal, match_id)
     match, parsed, hands_before = _apply(ctx, action, expected_version, now)
-    if len(match.records) > hands_before or match.status is MatchStatus.AWAITING_DEAL or (
+    if match.hands_ended > hands_before or match.status is MatchStatus.AWAITING_DEAL or (
         match.over
     ):
         return None
     row = ctx.row
     _advance(row, match, now)
-    logged = _logged(row, match, principal.player_id or SYSTEM, ctx.seat, str(parsed), now)
+    logged = _logged(row, hands_before + 1, principal.player_id or SYSTEM, ctx.seat,
+                     str(parsed), now)
     params = _saved(row) | logged | {"expected_version": expected_version}
     if is_postgres(session):
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
@@ -635,9 +641,10 @@ def resign(
             _check_version(row, expected_version)
         _live(row)
         match = _to_change(ctx)
-        match.forfeit(ctx.seat, "resign")
+        hands_before = match.hands_ended
+        match.forfeit(ctx.seat, "resign", at=rfc3339(now))
         _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
-                action="RESIGN", hands_before=len(match.records), now=now)
+                action="RESIGN", hands_before=hands_before, now=now)
         return _view(ctx, match)
 
 
@@ -659,7 +666,7 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
             if row is None or row.status != "playing" or row.state is None:
                 continue
             match = Match.from_dict(row.state)
-            hands_before = len(match.records)
+            hands_before = match.hands_ended
             seat = match.hand.to_act if match.hand is not None else None
             outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
             if outcome is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,15 +45,25 @@ class Recorder:
     seen: list[tuple[int | None, dict[str, Any]]] = field(default_factory=list)
 
 
-def action_body(text: str, version: int) -> dict[str, Any]:
-    words = text.split("|")[0].split()
+def action_body(action: str | Mapping[str, Any], version: int) -> dict[str, Any]:
+    """The request body of ``action``: a listed legal action (sent as it is) or a text form
+    (``"DISCARD TD"``), decided on ``version``."""
+    if not isinstance(action, str):
+        return {**action, "expected_version": version}
+    words = action.split("|")[0].split()
     body: dict[str, Any] = {"action": words[0], "expected_version": version}
     if len(words) > 1:
         body["card"] = words[1]
     return body
 
 
-Policy = Callable[[dict[str, Any]], str]
+def legal_texts(hand_view: Mapping[str, Any]) -> list[str]:
+    """A hand view's legal actions in their text forms (``"DISCARD TD"``)."""
+    return [" ".join(filter(None, (a["action"], a.get("card"))))
+            for a in hand_view.get("legal_actions") or []]
+
+
+Policy = Callable[[dict[str, Any]], str | Mapping[str, Any]]
 
 
 def play_match(

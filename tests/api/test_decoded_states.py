@@ -54,11 +54,11 @@ def seated(api: ApiClient, **settings: Any) -> tuple[dict[int, ApiClient], str]:
     return by_seat, table["match_id"]
 
 
-def patient(hand: dict[str, Any]) -> str:
+def patient(hand: dict[str, Any]) -> dict[str, Any]:
     """The practice bot's move, but never ending the hand."""
-    legal = [a for a in hand["legal_actions"] if not a.startswith(("KNOCK", "GIN", "BIG_GIN"))]
+    legal = [a for a in hand["legal_actions"] if a["action"] not in ("KNOCK", "GIN", "BIG_GIN")]
     chosen = decide(hand)
-    return chosen if chosen in legal else legal[-1]
+    return chosen if chosen in legal else dict(legal[-1])
 
 
 def step(clients: dict[int, ApiClient], match_id: str) -> dict[str, Any]:

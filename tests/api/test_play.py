@@ -19,6 +19,7 @@ from tests.api.play_clients import (
     action_body,
     join,
     leaked_cards,
+    legal_texts,
     open_table,
     play_match,
     player_client,
@@ -362,7 +363,7 @@ def test_undercut_then_dead_hand_in_match_play(api: ApiClient,
             break
         mover = seats[v["hand"]["to_act"]]
         mine = mover.get(f"/v1/matches/{match_id}").get_json()["hand"]
-        legal = mine["legal_actions"]
+        legal = legal_texts(mine)
         if "PASS" in legal:
             do(mover, match_id, "PASS")
         elif "DRAW_STOCK" in legal:

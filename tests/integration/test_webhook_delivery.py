@@ -235,12 +235,12 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
             ))
     finally:
         session.close()
-    assert len(ours) == 2  # match.started and match.finished (a resignation ends no hand)
+    assert len(ours) == 3  # match.started, hand.ended (cut short by resigning), match.finished
     fan_outs = [args[0] for name, args in sent if name == "webhooks.fan_out"]
     assert ours <= set(fan_outs)  # (the relay publishes other tests' events too)
     fan_outs = sorted(ours)
     ids = [d for event_id in fan_outs for d in world.fan_out(event_id, now)]
-    assert len(ids) == 2
+    assert len(ids) == 3
     for delivery_id in ids:
         outcome = world.deliver(delivery_id, now)
         assert outcome.sent and outcome.status == "delivered" and outcome.status_code == 200
@@ -257,7 +257,7 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
         assert item.headers["Content-Type"] == "application/json"
         assert item.headers["Gin-Event-Id"] == envelope["id"]
         types.add(envelope["type"])
-    assert types == {"match.started", "match.finished"}
+    assert types == {"match.started", "hand.ended", "match.finished"}
     log = api.get(f"/v1/webhook-endpoints/{endpoint_id}/deliveries").get_json()["data"]
     assert {d["status"] for d in log} == {"delivered"}
     for entry in log:
@@ -266,7 +266,7 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
         assert attempt["error"] is None and attempt["next_attempt_at"] is None
         assert attempt["duration_ms"] >= 0 and attempt["manual"] is False
     # Fanning out again creates nothing and queues nothing (all attempted).
-    assert [world.fan_out(event_id, now) for event_id in fan_outs] == [[], []]
+    assert [world.fan_out(event_id, now) for event_id in fan_outs] == [[], [], []]
 
 
 def test_a_500_is_retried_with_backoff_then_delivered(world: World, receiver: Receiver) -> None:

@@ -67,9 +67,9 @@ def test_sigterm_lets_an_in_flight_request_finish(fresh_database_url: str, tmp_p
         wait_until(lambda: "Handling signal: term" in log.read_text(), 30, "gunicorn's SIGTERM")
         # The server is shutting down; the waiting request still sees the opponent's move.
         legal = views[mover]["hand"]["legal_actions"]
-        action = next(a for a in legal if a.split()[0] in ("PASS", "TAKE_UPCARD")).split()[0]
+        action = next(a for a in legal if a["action"] in ("PASS", "TAKE_UPCARD"))
         moved = players[mover].post(f"/v1/matches/{match_id}/actions",
-                                    {"action": action, "expected_version": version})
+                                    {**action, "expected_version": version})
         assert moved.status_code == 200
         thread.join(timeout=60)
         assert process.wait(timeout=60) == 0

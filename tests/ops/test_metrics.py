@@ -75,7 +75,7 @@ def test_actions_applied_count_successful_actions_only(api: ApiClient) -> None:
     mover_view = next(v for v in views if v["you"] == v["hand"]["to_act"])
     mover = players[views.index(mover_view)]
     legal = mover_view["hand"]["legal_actions"]
-    action = next(a for a in legal if a.split()[0] in ("PASS", "TAKE_UPCARD")).split()[0]
+    action = next(a["action"] for a in legal if a["action"] in ("PASS", "TAKE_UPCARD"))
     body = {"action": action, "expected_version": mover_view["version"]}
     before = sample("gin_actions_applied_total", action=action)
     first = mover.post(f"/v1/matches/{match_id}/actions", body, key="act-1")
@@ -107,9 +107,9 @@ def test_database_figures_at_scrape_time(fresh_app: Any) -> None:
     assert value(text, "gin_matches_started_total") == 1
     assert value(text, "gin_matches_finished_total") == 1
     assert value(text, "gin_matches", status="finished") == 1
-    # match.started and match.finished wait in the outbox (no relay runs here), and the
-    # finished match waits for its settlement.
-    assert value(text, "gin_outbox_backlog") == 2
+    # match.started, hand.ended (the resignation cut hand 1 short) and match.finished wait in
+    # the outbox (no relay runs here), and the finished match waits for its settlement.
+    assert value(text, "gin_outbox_backlog") == 3
     assert value(text, "gin_settlement_backlog") == 1
     assert value(text, "gin_settlements_total") == 0
     assert value(text, "gin_ledger_balance_minor_units", currency="EUR",

@@ -8,7 +8,7 @@ from typing import Any
 
 from service.bots import decide
 from service.formats import Match, MatchSettings, settle
-from service.rules import fair
+from service.rules import Action, fair
 from service.usecases.audit import (
     HandEvidence,
     LoggedAction,
@@ -22,8 +22,11 @@ SEEDS = ("alice-seed", "bob-seed")
 SETTINGS = MatchSettings.from_dict({"format": "match_play", "stake": 500, "target": 60})
 
 
-def played() -> tuple[Match, list[HandEvidence], list[LoggedAction]]:
-    """A whole match played by the bot, with the evidence the service would store."""
+def played(
+    resign_at: tuple[int, int] | None = None,
+) -> tuple[Match, list[HandEvidence], list[LoggedAction]]:
+    """A whole match played by the bot, with the evidence the service would store; with
+    ``resign_at`` = (hand number, actions into it), seat 1 resigns there."""
     match = Match(SETTINGS, 0)
     hands: list[HandEvidence] = []
     log = [LoggedAction(1, None, "START")]
@@ -33,11 +36,16 @@ def played() -> tuple[Match, list[HandEvidence], list[LoggedAction]]:
         seed_of[number] = fair.new_server_seed()
         hand = match.deal(fair.shuffled_deck(seed_of[number], *SEEDS, number))
         while not hand.ended:
+            if resign_at == (number, len(hand.log)):
+                match.forfeit(1, "resign", at="2026-12-01T00:00:00Z")
+                log.append(LoggedAction(len(log) + 1, 1, "RESIGN"))
+                break
             seat = hand.to_act
-            action = decide(hand.view(seat))
+            action = str(Action.from_dict(decide(hand.view(seat))))
             match.apply(seat, action)
             log.append(LoggedAction(len(log) + 1, seat, action))
-        record = match.records[-1]
+        record = match.ended_hand()
+        assert record is not None
         hands.append(HandEvidence(
             number, fair.ALGORITHM, fair.commitment(seed_of[number]), seed_of[number], *SEEDS,
             number, hand.dealer, record.kind, record.winner, record.points, hand.history(),
@@ -52,6 +60,28 @@ def test_an_honest_match_replays_clean() -> None:
     assert replay.records == tuple(match.records) and replay.hands_replayed == len(hands)
     statement = settle(SETTINGS, replay.records, (500, 500)).to_dict()
     assert compare_statement(statement, copy.deepcopy(statement)) == []
+
+
+def test_a_hand_cut_short_by_a_forfeit_replays_from_its_history() -> None:
+    match, hands, log = played(resign_at=(1, 3))
+    assert match.forfeiter == 1 and match.records == [] and len(hands) == 1
+    history = hands[0].history
+    assert history is not None and history["outcome"]["kind"] == "forfeit"
+    assert history["actions"][-1]["action"] == "FORFEIT" and len(history["actions"]) == 4
+    assert fair.verify(hands[0].commitment, hands[0].server_seed, *SEEDS, 1, history["deck"])
+    replay = replay_match(SETTINGS, 0, SEEDS, hands, log)
+    assert replay.discrepancies == [] and replay.complete and replay.hands_replayed == 1
+    assert replay.match is not None and replay.match.forfeiter == 1
+    assert replay.match.cut_short and replay.match.hand_number == 1
+    # The log naming another seat's resignation disagrees with the hand's history.
+    other = [*log[:-1], LoggedAction(log[-1].version, 0, "RESIGN")]
+    assert fields(replay_match(SETTINGS, 0, SEEDS, hands, other)) == ["match_actions.forfeit"]
+    # A forfeit moved into the middle of the hand's actions is refused.
+    actions = history["actions"]
+    moved = {**history, "actions": [actions[-1], *actions[:-1]]}
+    tampered = HandEvidence(**{**hands[0].__dict__, "history": moved})
+    assert "hands[1].history.actions[0]" in fields(
+        replay_match(SETTINGS, 0, SEEDS, [tampered], log))
 
 
 def fields(replay: Any) -> list[str]:

@@ -37,21 +37,22 @@ def test_bot_only_plays_legal_actions(seed: int, ruleset: Ruleset, eager: bool) 
 
 def test_bot_takes_an_upcard_that_melds_and_passes_one_that_does_not() -> None:
     hand = deal("7C 8C 2D 5D 9D JH KH 3S 6S QS", "AC 2C 3C 4D 5H 6H 7H 8S 9S TS", "9C")
-    assert decide(hand.view(0)) == "TAKE_UPCARD"
+    assert decide(hand.view(0)) == {"action": "TAKE_UPCARD"}
     hand = deal("7C 8C 2D 5D 9D JH KH 3S 6S QS", "AC 2C 3C 4D 5H 6H 7H 8S 9S TS", "KD")
-    assert decide(hand.view(0)) == "PASS"
+    assert decide(hand.view(0)) == {"action": "PASS"}
 
 
 def test_bot_goes_gin_and_discards_high_useless_cards() -> None:
     hand = deal("AC 2C 3C 4D 5D 6D 7H 8H 9H KS", "AD 3D 5H 7C 9S JC KD QH 2S 8D", "TH")
     hand.apply(0, "TAKE_UPCARD")
-    assert decide(hand.view(0)) == "KNOCK KS"
+    assert decide(hand.view(0)) == {"action": "KNOCK", "card": "KS"}
     # Deadwood 7H 8H 2S KS + QD: the ten-point cards go, never a melded card or the 7-8 pair.
     hand = deal("AC 2C 3C 4D 5D 6D 7H 8H 2S KS", "AD 3D 5H 7C 9S JC KD QH 3S 8D", "TD", "QD")
     hand.apply(0, "PASS")
     hand.apply(1, "PASS")
     hand.apply(0, "DRAW_STOCK")
-    assert decide(hand.view(0)) in ("DISCARD KS", "DISCARD QD")
+    assert decide(hand.view(0)) in ({"action": "DISCARD", "card": "KS"},
+                                    {"action": "DISCARD", "card": "QD"})
 
 
 def points(players: tuple[Any, Any], hands: int, seed: int) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from service.formats import (
     FeeRule,
     Format,
+    HandRecord,
     Match,
     MatchSettings,
     MatchStatus,
@@ -119,6 +120,46 @@ def test_forfeit_ends_the_match_and_blocks_play() -> None:
     with pytest.raises(IllegalAction):
         match.forfeit(0)
     assert settle_match(match, (100, 100)).payouts == (190, 0)
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_a_forfeit_in_the_middle_of_a_hand_cuts_it_short(fmt: Format) -> None:
+    match = Match(SETTINGS[fmt], 0)
+    rng = random.Random(7)
+    match.deal(random_deck(rng))
+    hand = match.hand
+    assert hand is not None
+    while not hand.ended:  # hand 1 dies: nobody knocks
+        legal = hand.legal_actions()
+        simple = [a for a in legal if str(a) in ("PASS", "DRAW_STOCK", "DECLINE")]
+        match.apply(hand.to_act, (simple or [a for a in legal if a.kind == "DISCARD"])[0])
+    assert match.status is MatchStatus.AWAITING_DEAL and match.hand_number == 2
+    match.deal(random_deck(rng))
+    match.apply(match.hand.to_act, "PASS")  # type: ignore[union-attr]
+    records = list(match.records)
+    match.forfeit(1, "resign", at="2026-12-01T00:00:00Z")
+    assert match.over and match.winner == 0 and match.records == records
+    assert match.hand_number == 2 and match.cut_short and match.hands_ended == 2
+    assert match.hand is not None and match.hand.ended and match.deadline_ms() is None
+    assert match.hand.legal_actions(0) == match.hand.legal_actions(1) == []
+    assert match.ended_hand() == HandRecord(2, match.hand.dealer, "forfeit", 0, 0, None)
+    restored = Match.from_dict(json.loads(json.dumps(match.to_dict())))
+    assert restored == match and restored.cut_short and restored.hand_number == 2
+    # A forfeit between hands cuts nothing short.
+    between = Match(SETTINGS[fmt], 0)
+    between.forfeit(0, "timeout")
+    assert not between.cut_short and between.hand_number == 0 and between.ended_hand() is None
+
+
+def test_a_state_stored_with_a_hand_in_play_after_a_forfeit_is_read_as_cut_short() -> None:
+    match = Match(SETTINGS[Format.MONEY_PLAY], 0)
+    match.deal(random_deck(random.Random(3)))
+    stored = match.to_dict()  # as the service wrote a forfeit before hands were cut short
+    stored.update(status="FINISHED", forfeiter=0, forfeit_reason="resign")
+    restored = Match.from_dict(stored)
+    assert restored.hand is not None and restored.hand.ended and restored.cut_short
+    assert restored.hand.legal_actions() == [] and restored.hand_number == 1
+    assert restored.hand.log[-1]["action"] == "FORFEIT"
 
 
 def test_deal_only_when_awaiting() -> None:

@@ -19,6 +19,7 @@ from service.rules import (
     Phase,
     RulesError,
     Ruleset,
+    deadwood,
     score_hand,
 )
 from service.rules.hand import HandOutcome, next_dealer
@@ -88,7 +89,8 @@ def test_dealer_takes_upcard_and_may_not_discard_it() -> None:
     hand.apply(1, "TAKE_UPCARD")
     assert hand.phase is Phase.DISCARD and hand.to_act == 1
     assert_rejected(hand, 1, "DISCARD QC", "DISCARD_PILE_CARD_BARRED")
-    assert "DISCARD QC" not in hand.view(1)["legal_actions"]
+    assert {"action": "DISCARD", "card": "QC"} not in hand.view(1)["legal_actions"]
+    assert {"action": "DISCARD", "card": "KS"} in hand.view(1)["legal_actions"]
     hand.apply(1, "DISCARD KS")
     assert hand.phase is Phase.DRAW and hand.to_act == 0  # first player's normal turn
     assert [str(c) for c in hand.discard] == ["KS"]
@@ -167,7 +169,7 @@ def test_big_gin_disabled_and_enabled() -> None:
 
     hand = deal(first, JUNK, "JH", ruleset=Ruleset(big_gin_enabled=True))
     hand.apply(0, "TAKE_UPCARD")
-    assert "BIG_GIN" in hand.view(0)["legal_actions"]
+    assert {"action": "BIG_GIN"} in hand.view(0)["legal_actions"]
     hand.apply(0, "BIG_GIN")
     assert hand.outcome is not None and hand.outcome.kind == "big_gin"
     assert hand.outcome.points == 31 + 65
@@ -177,7 +179,8 @@ def test_big_gin_disabled_and_enabled() -> None:
 def test_big_gin_needs_all_eleven_melded() -> None:
     hand = deal(LOW, JUNK, "JH", ruleset=Ruleset(big_gin_enabled=True))
     hand.apply(0, "TAKE_UPCARD")
-    assert "BIG_GIN" not in hand.view(0)["legal_actions"]
+    assert {"action": "BIG_GIN"} not in hand.view(0)["legal_actions"]
+    assert hand.view(0)["legal_actions"]
     assert_rejected(hand, 0, "BIG_GIN", "ILLEGAL_KNOCK")
 
 
@@ -263,7 +266,7 @@ def test_drawer_of_the_fiftieth_card_may_still_knock() -> None:
     hand.apply(seat, "DRAW_STOCK")
     drawn = hand.log[-1]["card"]
     assert len(hand.stock) == 2
-    assert f"KNOCK {drawn}" in hand.view(seat)["legal_actions"]
+    assert {"action": "KNOCK", "card": str(drawn)} in hand.view(seat)["legal_actions"]
     hand.apply(seat, f"KNOCK {drawn}")
     assert hand.outcome is not None and hand.outcome.kind in ("knock", "undercut")
     assert hand.outcome.knocker == seat
@@ -292,7 +295,7 @@ def test_fiftieth_card_decline_ends_dead() -> None:
     hand = fiftieth_card_hand()
     run_down_stock(hand, 2)
     assert hand.phase is Phase.LAST_CHANCE and hand.to_act == 1
-    assert hand.view(1)["legal_actions"][-1] == "DECLINE"
+    assert hand.view(1)["legal_actions"][-1] == {"action": "DECLINE"}
     assert_rejected(hand, 1, "DRAW_STOCK", "ACTION_NOT_ALLOWED")
     assert_rejected(hand, 0, "DECLINE", "NOT_YOUR_TURN")
     hand.apply(1, "DECLINE")
@@ -304,7 +307,8 @@ def test_fiftieth_card_take_and_knock() -> None:
     run_down_stock(hand, 2)
     assert hand.phase is Phase.LAST_CHANCE and str(hand.discard[-1]) == "3C"
     legal = hand.view(1)["legal_actions"]
-    assert legal == ["TAKE_DISCARD_AND_KNOCK KH", "TAKE_DISCARD_AND_KNOCK QS", "DECLINE"]
+    assert legal == [{"action": "TAKE_DISCARD_AND_KNOCK", "card": "KH"},
+                     {"action": "TAKE_DISCARD_AND_KNOCK", "card": "QS"}, {"action": "DECLINE"}]
     assert_rejected(hand, 1, "TAKE_DISCARD_AND_KNOCK 3C", "DISCARD_PILE_CARD_BARRED")
     assert_rejected(hand, 1, "TAKE_DISCARD_AND_KNOCK TC", "KNOCK_LIMIT_EXCEEDED")
     hand.apply(1, "TAKE_DISCARD_AND_KNOCK KH")
@@ -370,3 +374,62 @@ def test_automatic_table_refuses_submitted_melds() -> None:
     pass_both(hand)
     hand.apply(0, "DRAW_STOCK")
     assert_rejected(hand, 0, "KNOCK 7D | 4C 4D 4H | 7S 8S 9S", "UNEXPECTED_MELDS")
+
+
+def test_action_fields_round_trip() -> None:
+    for text in ["PASS", "DISCARD TD", "KNOCK 7D", "KNOCK 7D | 4C 4D 4H | 7S 8S 9S", "DECLINE"]:
+        action = Action.parse(text)
+        assert Action.from_dict(action.to_dict()) == action
+    assert Action.parse("DISCARD TD").to_dict() == {"action": "DISCARD", "card": "TD"}
+    assert Action.parse("PASS").to_dict() == {"action": "PASS"}
+    assert Action.parse("KNOCK 7D | 4C 4D 4H").to_dict() == {
+        "action": "KNOCK", "card": "7D", "melds": [["4C", "4D", "4H"]]}
+    for bad in [{"action": "FOLD"}, {"action": "DISCARD"}, {"action": "PASS", "card": "TD"},
+                {"card": "TD"}, "DISCARD TD"]:
+        with pytest.raises(RulesError):
+            Action.from_dict(bad)  # type: ignore[arg-type]
+
+
+def test_the_view_lists_legal_actions_as_fields_and_my_deadwood() -> None:
+    hand = deal(LOW, JUNK, "TH")
+    assert hand.view(0)["legal_actions"] == [{"action": "TAKE_UPCARD"}, {"action": "PASS"}]
+    assert hand.view(0)["deadwood"] == 10 and hand.view(1)["deadwood"] == deadwood(JUNK) == 65
+    assert hand.view(1)["legal_actions"] == []
+    assert "deadwood" not in hand.view(None) and "legal_actions" not in hand.view(None)
+    hand.apply(0, {"action": "TAKE_UPCARD"})  # the listed fields apply as they are
+    listed = hand.view(0)["legal_actions"]
+    assert {"action": "KNOCK", "card": "KS"} in listed
+    assert [a["card"] for a in listed if a["action"] == "DISCARD"] == [
+        str(c) for c in hand.cards_of(0) if str(c) != "TH"]
+    hand.apply(0, listed[-1])
+    assert hand.ended and hand.outcome is not None and hand.outcome.kind == "gin"
+
+
+@pytest.mark.parametrize("steps", [0, 3, 5])
+def test_a_forfeit_cuts_the_hand_short_and_reveals_it(steps: int) -> None:
+    hand = deal(LOW, JUNK, "QS")
+    for _ in range(steps):  # PASS, PASS, DRAW_STOCK, a discard, DRAW_STOCK
+        legal = hand.legal_actions()
+        simple = [a for a in legal if str(a) in ("PASS", "DRAW_STOCK")]
+        hand.apply(hand.to_act, (simple or [a for a in legal if a.kind == "DISCARD"])[0])
+    cards = [hand.cards_of(0), hand.cards_of(1)]
+    hand.forfeit(1, "resign", at="2026-12-01T00:00:00Z")
+    assert hand.ended and hand.phase is Phase.ENDED
+    assert hand.outcome == HandOutcome("forfeit", 0, 0, None, None, None)
+    assert hand.log[-1] == {"seq": steps + 1, "seat": 1, "action": "FORFEIT",
+                            "reason": "resign", "at": "2026-12-01T00:00:00Z"}
+    assert hand.legal_actions() == [] and hand.legal_actions(0) == []
+    for seat in (0, 1, None):
+        view = hand.view(seat)
+        assert view["to_act"] is None and view.get("legal_actions", []) == []
+        assert view["outcome"]["kind"] == "forfeit"
+    history = hand.history()  # ended: the whole record may be revealed
+    assert history["actions"][-1]["action"] == "FORFEIT" and len(history["actions"]) == steps + 1
+    assert history["final_hands"] == [[str(c) for c in cs] for cs in cards]
+    restored = Hand.from_dict(copy.deepcopy(hand.to_dict()))
+    assert restored == hand and restored.outcome == hand.outcome
+    with pytest.raises(RulesError) as err:
+        hand.forfeit(0, "resign")
+    assert err.value.code == "HAND_OVER"
+    with pytest.raises(RulesError):
+        deal(LOW, JUNK, "QS").forfeit(2, "resign")
