@@ -17,6 +17,7 @@ from service.api.context import (
 )
 from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
+from service.api.schemas import MAX_INTEGER
 from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
 from service.errors import (
@@ -70,9 +71,9 @@ def _expected_version(body: dict[str, Any]) -> int | None:
     header = request.headers.get("If-Match")
     if header:
         text = header.strip().removeprefix("W/").strip('"')
-        if text.isdigit():
+        if text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_INTEGER:
             return int(text)
-        message = 'If-Match must be a match version, e.g. "12".'
+        message = f'If-Match must be a match version from 0 to {MAX_INTEGER}, e.g. "12".'
         raise ValidationFailed(message, errors=[FieldError("If-Match", message)])
     return None
 

@@ -12,6 +12,7 @@ from service.api.schemas import (
     MinorUnits,
     MoneyOut,
     StrictBoolean,
+    StrictInteger,
     Timestamp,
 )
 from service.ledger.money import EXPONENTS, MAX_AMOUNT
@@ -24,24 +25,19 @@ def _card_list(**kwargs: Any) -> fields.List:
 
 
 class FeeIn(Schema):
-    bps = fields.Integer(load_default=0, strict=True, validate=validate.Range(min=0, max=10_000))
+    bps = StrictInteger(load_default=0, maximum=10_000)
     base = fields.String(load_default="POT", validate=validate.OneOf(["POT", "WINNINGS"]))
-    minimum = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
-    maximum = MinorUnits(load_default=None, allow_none=True,
-                         validate=validate.Range(min=0, max=MAX_AMOUNT))
+    minimum = MinorUnits(load_default=0)
+    maximum = MinorUnits(load_default=None, allow_none=True)
 
 
 class ClockIn(Schema):
-    turn_seconds = fields.Integer(load_default=30, strict=True,
-                                  validate=validate.Range(min=1, max=3600))
-    bank_seconds = fields.Integer(load_default=60, strict=True,
-                                  validate=validate.Range(min=0, max=86_400))
+    turn_seconds = StrictInteger(load_default=30, minimum=1, maximum=3600)
+    bank_seconds = StrictInteger(load_default=60, maximum=86_400)
     on_timeout = fields.String(load_default="AUTO_PLAY",
                                validate=validate.OneOf(["AUTO_PLAY", "FORFEIT"]))
-    max_timeouts = fields.Integer(load_default=3, strict=True,
-                                  validate=validate.Range(min=1, max=100))
-    fill_timeout_seconds = fields.Integer(load_default=300, strict=True,
-                                          validate=validate.Range(min=1, max=7 * 86_400))
+    max_timeouts = StrictInteger(load_default=3, minimum=1, maximum=100)
+    fill_timeout_seconds = StrictInteger(load_default=300, minimum=1, maximum=7 * 86_400)
 
 
 class TableIn(Schema):
@@ -54,21 +50,18 @@ class TableIn(Schema):
         required=True,
         validate=validate.OneOf(sorted(EXPONENTS), error="Must be a supported currency code."),
     )
-    stake = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT),
+    stake = MinorUnits(load_default=0,
                        metadata={"description": "Fixed stake: First To Knock, Match Play."})
-    stake_per_point = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT),
+    stake_per_point = MinorUnits(load_default=0,
                                  metadata={"description": "Money Play and classic."})
-    min_buyin = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
-    max_buyin = MinorUnits(load_default=0, validate=validate.Range(min=0, max=MAX_AMOUNT))
-    target = fields.Integer(load_default=100, strict=True,
-                            validate=validate.Range(min=1, max=10_000))
+    min_buyin = MinorUnits(load_default=0)
+    max_buyin = MinorUnits(load_default=0)
+    target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
     fee = fields.Nested(FeeIn, load_default=dict)
     ftk_winner_rule = fields.String(load_default="FIRST_KNOCKER",
                                     validate=validate.OneOf(["FIRST_KNOCKER", "HAND_WINNER"]))
-    ftk_max_dead_hands = fields.Integer(load_default=0, strict=True,
-                                        validate=validate.Range(min=0, max=100))
-    line_bonus = fields.Integer(load_default=25, strict=True,
-                                validate=validate.Range(min=0, max=10_000))
+    ftk_max_dead_hands = StrictInteger(load_default=0, maximum=100)
+    line_bonus = StrictInteger(load_default=25, maximum=10_000)
     cap_mode = fields.String(load_default="MIN_BOTH",
                              validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"]))
     ruleset = fields.Dict(
@@ -125,16 +118,16 @@ class LobbyQuery(ListQuery):
         validate=validate.OneOf(["first_to_knock", "match_play", "money_play", "classic"])
     )
     currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
-    min_stake = fields.Integer(validate=validate.Range(min=0, max=MAX_AMOUNT))
-    max_stake = fields.Integer(validate=validate.Range(min=0, max=MAX_AMOUNT))
-    free_seats = fields.Integer(validate=validate.Range(min=1, max=2))
+    min_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
+    max_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
+    free_seats = StrictInteger(minimum=1, maximum=2, from_text=True)
     display_currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
     include_closed = fields.Boolean(load_default=False,
                                     metadata={"description": "Operator only: every table."})
 
 
 class JoinIn(Schema):
-    buyin = MinorUnits(validate=validate.Range(min=1, max=MAX_AMOUNT),
+    buyin = MinorUnits(minimum=1,
                        metadata={"description": "Money Play and classic: the buy-in."})
     invite_code = fields.String(validate=validate.Length(max=64))
     client_seed = fields.String(validate=validate.Length(min=1, max=64),
@@ -252,10 +245,10 @@ class MatchOut(Schema):
 
 
 class MatchQuery(Schema):
-    wait_for_version = fields.Integer(validate=validate.Range(min=0),
-                                      metadata={"description": "Long-poll: answer once the "
-                                                               "version exceeds this."})
-    timeout = fields.Integer(load_default=25, validate=validate.Range(min=0, max=30))
+    wait_for_version = StrictInteger(from_text=True,
+                                     metadata={"description": "Long-poll: answer once the "
+                                                              "version exceeds this."})
+    timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
 
 
 ACTIONS = ["TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "GIN",
@@ -267,8 +260,7 @@ class ActionIn(Schema):
     card = fields.String(validate=validate.Length(equal=2), metadata={"example": "TD"})
     melds = fields.List(fields.List(fields.String(validate=validate.Length(equal=2))),
                         metadata={"description": "MANUAL knocker arrangement only."})
-    expected_version = fields.Integer(
-        validate=validate.Range(min=0),
+    expected_version = StrictInteger(
         metadata={"description": "The version the action was decided on (or If-Match)."},
     )
 

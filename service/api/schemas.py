@@ -1,11 +1,16 @@
 """Marshmallow schemas for every request and response body.
 
-Money is ``{"amount": <int minor units>, "currency": "EUR"}``; a float, a numeric string or a
-boolean amount is a validation error (422), never rounded.
+Every integer a request carries, in a body or in the query string, is a :class:`StrictInteger`:
+a JSON integer and nothing else (``2.0``, ``1e3``, ``"1"`` and ``true`` are 422s naming the
+field), within a stated range that is never wider than :data:`MAX_INTEGER`. Money is
+``{"amount": <int minor units>, "currency": "EUR"}``, its amount the same kind of integer, never
+rounded.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,21 +19,67 @@ from marshmallow import Schema, ValidationError, fields, validate
 from service.clock import rfc3339
 from service.ledger.money import EXPONENTS, MAX_AMOUNT
 
+#: The largest integer any request field takes: 2^53 - 1, which every JSON client holds
+#: exactly (a JavaScript number) and every 64-bit database column stores.
+MAX_INTEGER = 2**53 - 1
 
-class MinorUnits(fields.Integer):
-    """An integer amount in minor units; rejects floats (even ``15.0``), strings and booleans."""
+_DECIMAL_DIGITS = re.compile(r"-?[0-9]{1,20}")
+
+
+class StrictInteger(fields.Integer):
+    """An integer between ``minimum`` and ``maximum`` (both stated in the contract).
+
+    In a JSON body only a JSON integer is one: a number with a fraction or an exponent (even
+    ``2.0``), a string and a boolean are refused. In a query string (``from_text``) the value
+    is plain ASCII decimal digits, an optional ``-`` before them.
+    """
 
     default_error_messages = {  # noqa: RUF012 - marshmallow merges this class attribute
-        "invalid": "Must be an integer number of minor units (no floats, no strings).",
+        "invalid": "Must be an integer (no fraction or exponent, no string, no boolean).",
     }
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(strict=True, **kwargs)
+    def __init__(
+        self,
+        *,
+        minimum: int = 0,
+        maximum: int = MAX_INTEGER,
+        from_text: bool = False,
+        validate: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
+            raise ValueError(f"bad range {minimum}..{maximum}")
+        extra = [] if validate is None else [validate] if callable(validate) else list(validate)
+        bounds = _range(minimum, maximum)
+        super().__init__(strict=True, validate=[bounds, *extra], **kwargs)
+        self.from_text = from_text
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if self.from_text and isinstance(value, str):
+            if not _DECIMAL_DIGITS.fullmatch(value):
+                raise self.make_error("invalid")
+            return int(value)  # at most 20 digits; the range check follows
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.make_error("invalid")
-        return int(super()._deserialize(value, attr, data, **kwargs))
+        return int(value)
+
+
+def _range(minimum: int, maximum: int) -> validate.Range:
+    return validate.Range(
+        min=minimum, max=maximum, error=f"Must be an integer from {minimum} to {maximum}."
+    )
+
+
+class MinorUnits(StrictInteger):
+    """An integer amount in minor units, 0 to :data:`MAX_AMOUNT` unless narrowed."""
+
+    default_error_messages = {  # noqa: RUF012 - marshmallow merges this class attribute
+        "invalid": "Must be an integer number of minor units (no fraction or exponent, "
+        "no string, no boolean).",
+    }
+
+    def __init__(self, *, minimum: int = 0, maximum: int = MAX_AMOUNT, **kwargs: Any) -> None:
+        super().__init__(minimum=minimum, maximum=maximum, **kwargs)
 
 
 class StrictBoolean(fields.Boolean):
@@ -71,7 +122,7 @@ class Timestamp(fields.DateTime):
 
 
 class MoneyIn(Schema):
-    amount = MinorUnits(required=True, validate=validate.Range(min=1, max=MAX_AMOUNT))
+    amount = MinorUnits(required=True, minimum=1)
     currency = Currency(required=True)
 
 
@@ -111,7 +162,7 @@ class ProblemSchema(Schema):
 
 
 class ListQuery(Schema):
-    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=100))
+    limit = StrictInteger(load_default=20, minimum=1, maximum=100, from_text=True)
     starting_after = fields.String()
     ending_before = fields.String()
 
@@ -187,9 +238,9 @@ class PlayerList(ListEnvelope):
 
 
 class TokenIn(Schema):
-    ttl_seconds = fields.Integer(
-        strict=True,
-        validate=validate.Range(min=1, max=3600),
+    ttl_seconds = StrictInteger(
+        minimum=1,
+        maximum=3600,
         metadata={"description": "Defaults to the service's PLAYER_TOKEN_TTL_SECONDS."},
     )
 

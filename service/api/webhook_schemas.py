@@ -6,7 +6,13 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from service.api.schemas import ListEnvelope, ListQuery, StrictBoolean, Timestamp
+from service.api.schemas import (
+    ListEnvelope,
+    ListQuery,
+    StrictBoolean,
+    StrictInteger,
+    Timestamp,
+)
 from service.db.webhook_models import DELIVERY_STATUSES
 from service.usecases.webhooks import DEFAULT_GRACE, EVENT_TYPES, MAX_GRACE
 
@@ -46,10 +52,9 @@ class WebhookEndpointPatch(Schema):
 
 
 class RotateSecretIn(Schema):
-    grace_period_seconds = fields.Integer(
-        strict=True,
+    grace_period_seconds = StrictInteger(
         load_default=int(DEFAULT_GRACE.total_seconds()),
-        validate=validate.Range(min=0, max=int(MAX_GRACE.total_seconds())),
+        maximum=int(MAX_GRACE.total_seconds()),
         metadata={"description": "How long the old secret keeps signing beside the new one "
                                  "(a second v1= value); 0 retires it at once."},
     )
