@@ -82,6 +82,9 @@ class Settings:
     ratelimit_player: str = "30000 per minute"
     ratelimit_anonymous: str = "30000 per minute"
     ratelimit_key_prefix: str = "gin"
+    # Webhooks may reach loopback and private addresses (service.webhook_targets): for
+    # development only, in production that is server-side request forgery.
+    webhook_allow_private_networks: bool = False
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -125,6 +128,7 @@ class Settings:
             ratelimit_player=_rate_limit("RATELIMIT_PLAYER", "30000 per minute"),
             ratelimit_anonymous=_rate_limit("RATELIMIT_ANONYMOUS", "30000 per minute"),
             ratelimit_key_prefix=os.environ.get("RATELIMIT_KEY_PREFIX") or "gin",
+            webhook_allow_private_networks=bool_env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
         )
 
     def as_flask_config(self) -> dict[str, Any]:

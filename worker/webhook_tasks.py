@@ -10,12 +10,12 @@ have come due and recovers deliveries and fan-outs whose task was lost; ``webhoo
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
 from service.clock import utcnow
+from service.config import Settings
 from service.usecases import webhooks
 from worker.celery_app import app
 from worker.tasks import _with_session, send_task
@@ -47,9 +47,9 @@ def fan_out(self: Any, event_id: str) -> int:
 
 
 def allow_private_networks() -> bool:
-    """WEBHOOK_ALLOW_PRIVATE_NETWORKS=1 lets deliveries reach loopback and private addresses
-    (development only: in production that is server-side request forgery)."""
-    return os.environ.get("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "") in ("1", "true", "yes")
+    """Whether deliveries may reach loopback and private addresses
+    (WEBHOOK_ALLOW_PRIVATE_NETWORKS; the rule is :mod:`service.webhook_targets`)."""
+    return Settings.from_env().webhook_allow_private_networks
 
 
 @app.task(name="webhooks.deliver", **_RETRYING)

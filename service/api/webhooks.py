@@ -7,6 +7,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -93,6 +94,11 @@ def delivery_out(view: DeliveryView) -> dict[str, Any]:
     }
 
 
+def allow_private_networks() -> bool:
+    """Whether endpoint URLs may name private addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS)."""
+    return bool(current_app.config.get("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False))
+
+
 def _queue_delivery(delivery_id: str) -> None:
     """Ask a worker to attempt it now (best effort: beat's sweep queues it anyway)."""
     try:
@@ -113,7 +119,7 @@ class Endpoints(MethodView):
         in this response only (and in the answer to a rotation)."""
         issued = webhooks.create_endpoint(
             db_session(), principal(), body["url"], body["event_types"], body["description"],
-            utcnow(), enabled=body["enabled"],
+            utcnow(), enabled=body["enabled"], allow_private=allow_private_networks(),
         )
         return issued_out(issued)
 
@@ -145,7 +151,8 @@ class Endpoint(MethodView):
         """Change the URL, event types, description, or disable (``enabled: false``) and
         enable the endpoint. Fields left out stay as they are."""
         endpoint = webhooks.update_endpoint(
-            db_session(), principal(), endpoint_id, utcnow(), **body
+            db_session(), principal(), endpoint_id, utcnow(), **body,
+            allow_private=allow_private_networks(),
         )
         return endpoint_out(endpoint)
 

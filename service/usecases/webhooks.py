@@ -18,7 +18,6 @@ Every function takes ``now``; tests drive the retry schedule by passing later ti
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import logging
 import socket
@@ -41,6 +40,7 @@ from service.errors import FieldError, NotFound, ValidationFailed, WebhookEndpoi
 from service.ids import new_id, ulid
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
+from service.webhook_targets import PrivateTarget, check
 from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,10 @@ class IssuedEndpoint:
     secret: str
 
 
-def check_url(url: str) -> str:
-    """``url`` if it is an absolute http(s) URL without credentials or fragment.
+def check_url(url: str, *, allow_private: bool = False) -> str:
+    """``url`` if it is an absolute http(s) URL without credentials or fragment whose host is
+    not known to be private (:mod:`service.webhook_targets`; a host name is checked again,
+    resolved, at every delivery), unless ``allow_private``.
 
     :raises ValidationFailed: naming the field ``url``.
     """
@@ -111,6 +113,10 @@ def check_url(url: str) -> str:
         raise refuse("Must not have a fragment")
     if port == 0:
         raise refuse("Must not name port 0")
+    try:
+        check(parts.hostname, allow_private=allow_private)
+    except PrivateTarget as exc:
+        raise refuse(f"Must reach a public address: {exc}") from None
     return url
 
 
@@ -140,8 +146,11 @@ def create_endpoint(
     description: str,
     now: datetime,
     enabled: bool = True,
+    *,
+    allow_private: bool = False,
 ) -> IssuedEndpoint:
     """A new endpoint of the calling operator, with a server-generated secret.
+    ``allow_private`` lets its URL name a private address (development and tests only).
 
     :raises Forbidden: for a player token.
     :raises ValidationFailed: for a bad ``url`` or ``event_types``.
@@ -150,7 +159,7 @@ def create_endpoint(
     endpoint = WebhookEndpoint(
         id=new_id("whk"),
         operator_id=operator_id,
-        url=check_url(url),
+        url=check_url(url, allow_private=allow_private),
         description=description,
         event_types=check_event_types(event_types),
         enabled=enabled,
@@ -215,16 +224,18 @@ def update_endpoint(
     event_types: Sequence[str] | None = _UNSET,
     description: str = _UNSET,
     enabled: bool = _UNSET,
+    allow_private: bool = False,
 ) -> WebhookEndpoint:
     """Change an endpoint; fields left out stay. Disabling it stops new deliveries, and a
-    pending one is cancelled at its next attempt.
+    pending one is cancelled at its next attempt. ``allow_private`` as for
+    :func:`create_endpoint`.
 
     :raises NotFound: when unknown, deleted or another operator's.
     :raises ValidationFailed: for a bad ``url`` or ``event_types``.
     """
     changes: dict[str, Any] = {}
     if url is not _UNSET:
-        changes["url"] = check_url(url)
+        changes["url"] = check_url(url, allow_private=allow_private)
     if event_types is not _UNSET:
         changes["event_types"] = check_event_types(event_types)
     if description is not _UNSET:
@@ -473,19 +484,19 @@ class PrivateAddress(OSError):
 def resolve(host: str, port: int, allow_private: bool) -> str:
     """The address to connect to for ``host``: the first it resolves to.
 
-    :raises PrivateAddress: when ``allow_private`` is false and any address is loopback,
-        private, link-local or otherwise not global (the service's own network, a cloud
-        metadata endpoint: server-side request forgery).
+    :raises PrivateAddress: when ``allow_private`` is false and the host or any address it
+        resolves to is not public (:mod:`service.webhook_targets`: the service's own network,
+        a cloud metadata endpoint; server-side request forgery).
     :raises OSError: when the host does not resolve.
     """
     addresses = [str(info[4][0]) for info in socket.getaddrinfo(host, port,
                                                                 type=socket.SOCK_STREAM)]
     if not addresses:
         raise OSError(f"{host!r} resolves to no address")
-    if not allow_private:
-        for address in addresses:
-            if not ipaddress.ip_address(address.split("%")[0]).is_global:
-                raise PrivateAddress(f"{host!r} resolves to {address}, not a public address")
+    try:
+        check(host, addresses, allow_private=allow_private)
+    except PrivateTarget as exc:
+        raise PrivateAddress(str(exc)) from None
     return addresses[0]
 
 

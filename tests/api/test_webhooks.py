@@ -75,20 +75,69 @@ def test_invalid_endpoints_are_problems_naming_the_field(
     problem(api.post("/v1/webhook-endpoints", body), 422, "validation_failed", field)
 
 
+PRIVATE_URLS = [
+    "http://127.0.0.1:8080/hook",
+    "http://127.1/hook",
+    "http://2130706433/hook",
+    "http://0x7f000001/hook",
+    "http://localhost/hook",
+    "https://api.localhost./hook",
+    "http://[::1]/hook",
+    "http://[::ffff:127.0.0.1]/hook",
+    "http://[fe80::1%25eth0]/hook",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.1.2.3/hook",
+    "http://172.16.0.1/hook",
+    "http://192.168.1.10/hook",
+    "http://100.64.0.1/hook",
+    "http://[fc00::1]/hook",
+    "http://[fd12:3456::1]/hook",
+    "http://0.0.0.0/hook",
+    "http://[::]/hook",
+    "http://[64:ff9b::a00:1]/hook",
+]
+
+
+@pytest.mark.parametrize("url", PRIVATE_URLS)
+def test_private_targets_are_refused_at_creation_and_update(api: ApiClient, url: str) -> None:
+    """Server-side request forgery is refused when the URL is given, not only at delivery:
+    any address that is not public, however it is spelt, and the loopback names."""
+    body = problem(api.post("/v1/webhook-endpoints", {"url": url}), 422, "validation_failed",
+                   "url")
+    assert "public address" in body["detail"]
+    created = create(api)
+    path = f"/v1/webhook-endpoints/{created['id']}"
+    problem(api.patch(path, {"url": url}), 422, "validation_failed", "url")
+    assert api.get(path).get_json()["url"] == URL
+
+
+def test_private_targets_are_allowed_when_configured(database_url: str) -> None:
+    """WEBHOOK_ALLOW_PRIVATE_NETWORKS (development, tests) lets an endpoint name any address;
+    public names and addresses are taken either way."""
+    from tests.conftest import new_operator, serving
+
+    with serving(database_url, WEBHOOK_ALLOW_PRIVATE_NETWORKS=True) as allowing:
+        _, key = new_operator(allowing)
+        api = ApiClient(allowing.test_client(), key)
+        for url in ("http://127.0.0.1:9/hook", "http://[::1]/hook", "http://localhost/x"):
+            assert create(api, url=url)["url"] == url
+    assert create(api, url="https://93.184.215.14/hook")["url"] == "https://93.184.215.14/hook"
+
+
 def test_update_disable_enable_and_validate(api: ApiClient) -> None:
     created = create(api)
     path = f"/v1/webhook-endpoints/{created['id']}"
     changed = api.patch(path, {"enabled": False, "event_types": ["match.finished"],
-                               "url": "http://127.0.0.1:9/x", "description": "later"})
+                               "url": "http://hooks.ops.example:8080/x", "description": "later"})
     assert changed.status_code == 200, changed.get_json()
     body = changed.get_json()
     assert body["enabled"] is False and body["event_types"] == ["match.finished"]
-    assert body["url"] == "http://127.0.0.1:9/x" and "secret" not in body
+    assert body["url"] == "http://hooks.ops.example:8080/x" and "secret" not in body
     assert api.patch(path, {"event_types": None}).get_json()["event_types"] is None
     assert api.patch(path, {"enabled": True}).get_json()["enabled"] is True
     problem(api.patch(path, {"url": "javascript:alert(1)"}), 422, "validation_failed", "url")
     problem(api.patch(path, {"event_types": ["nope"]}), 422, "validation_failed", "event_types")
-    assert api.get(path).get_json()["url"] == "http://127.0.0.1:9/x"  # nothing changed
+    assert api.get(path).get_json()["url"] == "http://hooks.ops.example:8080/x"  # nothing changed
 
 
 def test_rotation_returns_a_new_secret_and_keeps_the_old_for_the_grace(api: ApiClient) -> None:
@@ -173,7 +222,7 @@ def _finished_match_deliveries(app: Any, api: ApiClient, endpoint_id: str) -> li
 def test_delivery_log_and_redelivery_over_http(
     app: Any, api: ApiClient, other_api: ApiClient
 ) -> None:
-    endpoint = create(api, url="http://127.0.0.1:9/unused", event_types=["match.finished"])
+    endpoint = create(api, url="http://receiver.example:9/unused", event_types=["match.finished"])
     ids = _finished_match_deliveries(app, api, endpoint["id"])
     assert len(ids) == 1  # only the subscribed type
     log = api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries")

@@ -139,7 +139,7 @@ class World:
         try:
             issued = webhooks.create_endpoint(
                 session, Principal(self.operator_id), receiver.url, kwargs.pop("types", None),
-                "test", now - timedelta(seconds=1), **kwargs,
+                "test", now - timedelta(seconds=1), **kwargs, allow_private=True,
             )
         finally:
             session.close()
