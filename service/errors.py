@@ -23,6 +23,12 @@ class ServiceError(Exception):
     status = 400
     code = "bad_request"
     title = "Bad request"
+    #: Whether this is a use case's decision (``insufficient_funds``, ``table_not_open``): a
+    #: request with an ``Idempotency-Key`` that ends in it stores it as the key's answer, which
+    #: a retry gets again. ``False`` for a refusal of the request itself, made before any use
+    #: case decided (who asks, what the path names, how the request is written): nothing is
+    #: stored, and the caller can correct the request and retry it with the same key.
+    decision = True
 
     def __init__(self, detail: str, *, errors: Sequence[FieldError] = ()) -> None:
         super().__init__(detail)
@@ -37,14 +43,18 @@ class ValidationFailed(ServiceError):
     status = 422
     code = "validation_failed"
     title = "Validation failed"
+    decision = False
 
 
 class MalformedRequest(ServiceError):
-    """Raised when the request body is not parseable JSON."""
+    """Raised when the request cannot be read as HTTP and JSON allow: a body that is not
+    JSON (or repeats a key), a body missing where one is required, a header or path that
+    breaks its rule."""
 
     status = 400
     code = "malformed_request"
     title = "Malformed request"
+    decision = False
 
 
 class Unauthenticated(ServiceError):
@@ -53,6 +63,7 @@ class Unauthenticated(ServiceError):
     status = 401
     code = "unauthenticated"
     title = "Authentication required"
+    decision = False
 
 
 class TokenExpired(Unauthenticated):
@@ -68,6 +79,7 @@ class Forbidden(ServiceError):
     status = 403
     code = "forbidden"
     title = "Forbidden"
+    decision = False
 
 
 class NotFound(ServiceError):
@@ -76,6 +88,7 @@ class NotFound(ServiceError):
     status = 404
     code = "not_found"
     title = "Not found"
+    decision = False
 
 
 class Conflict(ServiceError):
@@ -99,6 +112,7 @@ class IdempotencyKeyRequired(ServiceError):
     status = 400
     code = "idempotency_key_required"
     title = "Idempotency-Key header required"
+    decision = False
 
 
 class IdempotencyKeyReused(ServiceError):
@@ -107,6 +121,7 @@ class IdempotencyKeyReused(ServiceError):
     status = 422
     code = "idempotency_key_reused"
     title = "Idempotency key reused"
+    decision = False
 
 
 class IdempotencyKeyInUse(ServiceError):
@@ -115,6 +130,7 @@ class IdempotencyKeyInUse(ServiceError):
     status = 409
     code = "idempotency_key_in_use"
     title = "Idempotency key in use"
+    decision = False
 
 
 class ServiceUnavailable(ServiceError):
@@ -124,6 +140,7 @@ class ServiceUnavailable(ServiceError):
     status = 503
     code = "service_unavailable"
     title = "Service unavailable"
+    decision = False
 
 
 class InvalidCursor(ServiceError):
@@ -132,6 +149,7 @@ class InvalidCursor(ServiceError):
     status = 400
     code = "invalid_cursor"
     title = "Invalid cursor"
+    decision = False
 
 
 class UnsupportedCurrency(ServiceError):
@@ -140,6 +158,7 @@ class UnsupportedCurrency(ServiceError):
     status = 422
     code = "unsupported_currency"
     title = "Unsupported currency"
+    decision = False
 
 
 class InsufficientFunds(ServiceError):
@@ -180,6 +199,7 @@ class CurrencyMismatch(ServiceError):
     status = 422
     code = "currency_mismatch"
     title = "Currency mismatch"
+    decision = False
 
 
 class LedgerInvariantBroken(ServiceError):
@@ -243,3 +263,86 @@ class WebhookEndpointDisabled(ServiceError):
     status = 409
     code = "webhook_endpoint_disabled"
     title = "Webhook endpoint disabled"
+
+
+# --- Refusals of the HTTP request itself, before any operation reads it ----------------------
+
+
+class MethodNotAllowed(ServiceError):
+    """Raised when the path exists but does not take the request's method (``Allow`` lists
+    the ones it takes)."""
+
+    status = 405
+    code = "method_not_allowed"
+    title = "Method not allowed"
+    decision = False
+
+
+class ContentTooLarge(ServiceError):
+    """Raised when a request body is longer than the service reads (``MAX_CONTENT_LENGTH``),
+    by its ``Content-Length`` or as it arrives (chunked)."""
+
+    status = 413
+    code = "content_too_large"
+    title = "Content too large"
+    decision = False
+
+
+class UriTooLong(ServiceError):
+    """Raised when a request's path and query together are longer than the service reads."""
+
+    status = 414
+    code = "uri_too_long"
+    title = "URI too long"
+    decision = False
+
+
+class UnsupportedMediaType(ServiceError):
+    """Raised when a request body is not ``application/json`` (UTF-8) where an operation
+    reads JSON."""
+
+    status = 415
+    code = "unsupported_media_type"
+    title = "Unsupported media type"
+    decision = False
+
+
+class RateLimited(ServiceError):
+    """Raised when the caller's rate limit is used up (``Retry-After`` says for how long)."""
+
+    status = 429
+    code = "rate_limited"
+    title = "Too many requests"
+    decision = False
+
+
+class HeaderFieldsTooLarge(ServiceError):
+    """Raised when a request has more header fields, or a longer one, than the service
+    reads."""
+
+    status = 431
+    code = "header_fields_too_large"
+    title = "Request header fields too large"
+    decision = False
+
+
+class InternalError(ServiceError):
+    """Answered when the service failed to answer (a bug or an unexpected fault); the error
+    is logged, and the answer carries no detail of it."""
+
+    status = 500
+    code = "internal_error"
+    title = "Internal server error"
+    decision = False
+
+
+def problem_classes() -> dict[str, type[ServiceError]]:
+    """Every problem the service answers, by ``code``: the classes of this family, and those
+    other packages derive from it (imported by then)."""
+    found: dict[str, type[ServiceError]] = {}
+    pending: list[type[ServiceError]] = [ServiceError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.code, cls)
+        pending.extend(cls.__subclasses__())
+    return found

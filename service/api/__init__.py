@@ -24,7 +24,9 @@ SPEC_OPTIONS: dict[str, Any] = {
             "player token (`playerToken`); each operation names which it accepts. Missing or "
             "bad credentials: 401; another operator's resource: 404; not yours to touch: 403.\n"
             "- **Errors**: every 4xx and 5xx is `application/problem+json` (RFC 9457) with a "
-            "stable `code`, listed per operation; validation failures carry `errors`.\n"
+            "stable `code`, listed per operation; validation failures carry `errors`. A "
+            "problem's `type` is `/problems/<code>` (relative to the request's URI), a page "
+            "saying what the code means.\n"
             "- **Idempotency**: POSTs that move money require `Idempotency-Key`; match actions "
             "accept one. A replay answers the first response with `Idempotent-Replayed: true`.\n"
             "- **Lists**: `limit` (1-100, default 20), `starting_after` / `ending_before`; "
@@ -76,6 +78,7 @@ def init_api(app: Flask) -> Api:
     ):
         api.register_blueprint(module.blp)
     api.register_blueprint(audit.blp)
+    api.register_blueprint(problems.blp)
     app.register_blueprint(
         get_swaggerui_blueprint(
             DOCS_PATH, "/openapi.json", config={"app_name": app.config["API_TITLE"]},

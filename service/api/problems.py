@@ -1,7 +1,19 @@
-"""The one place that turns errors into RFC 9457 ``application/problem+json`` responses."""
+"""The one place that turns errors into RFC 9457 ``application/problem+json`` responses, and
+the pages their ``type`` points at.
+
+A problem's ``type`` is ``/problems/<code>``, a page this service serves for every code it
+answers (:func:`service.errors.problem_classes`, the one list), saying what the code means.
+It is a relative reference with the full path, as RFC 9457 (3.1.1) allows and asks of
+relative ones: the client resolves it against the request's URI, so it names the page on
+whichever host the client reached, and the body stays the same on every host: a stored
+answer replayed for an ``Idempotency-Key`` carries no host of an earlier request, and no
+``Host`` header a client made up ends in a body. A status no code is defined for (a
+framework's refusal) has the type ``about:blank`` (RFC 9457 4.2.1).
+"""
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
@@ -15,16 +27,36 @@ from werkzeug.exceptions import HTTPException
 
 from service.api.schemas import ProblemSchema
 from service.errors import (
+    ContentTooLarge,
     FieldError,
+    HeaderFieldsTooLarge,
+    InternalError,
     MalformedRequest,
+    MethodNotAllowed,
+    NotFound,
     ServiceError,
     ServiceUnavailable,
     Unauthenticated,
+    UnsupportedMediaType,
+    UriTooLong,
     ValidationFailed,
+    problem_classes,
 )
 
-PROBLEM_TYPE_BASE = "https://docs.gin-service.example/problems/"
+PROBLEMS_PATH = "/problems/"
 PROBLEM_JSON = "application/problem+json"
+#: The framework's own refusals (werkzeug's exceptions), by status, as the service's problems.
+HTTP_PROBLEMS: dict[int, type[ServiceError]] = {
+    cls.status: cls
+    for cls in (MalformedRequest, NotFound, MethodNotAllowed, ContentTooLarge, UriTooLong,
+                UnsupportedMediaType, HeaderFieldsTooLarge, InternalError)
+}
+
+
+def problem_type(code: str) -> str:
+    """The ``type`` of the problem ``code``: its page here, or ``about:blank`` for a code
+    that has none."""
+    return PROBLEMS_PATH + code if code in problem_classes() else "about:blank"
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +71,7 @@ def problem(
     extensions: Mapping[str, str] | None = None,
 ) -> Response:
     body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code.replace("_", "-"),
+        "type": problem_type(code),
         "title": title,
         "status": status,
         "detail": detail,
@@ -108,31 +140,34 @@ def handle_http_exception(error: HTTPException) -> Response:
             "The request body is not valid JSON.",
             errors,
         )
-    code = _snake(error.name or "error")
+    if status >= 500:
+        return _internal_error()
     headers = dict(data.get("headers") or {})
     valid_methods = getattr(error, "valid_methods", None)
     if status == 405 and valid_methods:
         headers["Allow"] = ", ".join(valid_methods)
-    if status >= 500:
-        return problem(
-            status,
-            "internal_error",
-            "Internal server error",
-            "The server failed to answer; the error has been logged.",
-        )
+    known = HTTP_PROBLEMS.get(status)
+    if known is not None:
+        return problem(status, known.code, known.title,
+                       error.description or known.title, (), headers)
     return problem(
-        status, code, error.name or "Error", error.description or error.name, (), headers
+        status, _snake(error.name or "error"), error.name or "Error",
+        error.description or error.name, (), headers,
+    )
+
+
+def _internal_error() -> Response:
+    return problem(
+        InternalError.status,
+        InternalError.code,
+        InternalError.title,
+        "The server failed to answer; the error has been logged.",
     )
 
 
 def handle_unexpected(error: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
-    return problem(
-        500,
-        "internal_error",
-        "Internal server error",
-        "The server failed to answer; the error has been logged.",
-    )
+    return _internal_error()
 
 
 def handle_database_unavailable(error: Exception) -> Response:
@@ -188,7 +223,7 @@ def problem_examples(
     examples: dict[str, Any] = {}
     for error in errors:
         value: dict[str, Any] = {
-            "type": PROBLEM_TYPE_BASE + error.code.replace("_", "-"),
+            "type": PROBLEMS_PATH + error.code,
             "title": error.title,
             "status": error.status,
             "detail": detail or PROBLEM_EXAMPLE_DETAILS.get(error.code) or _example_detail(error),
@@ -230,3 +265,42 @@ def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], An
         return view
 
     return decorator
+
+
+blp = Blueprint(
+    "problems", __name__, url_prefix=PROBLEMS_PATH.rstrip("/"),
+    description="What each problem `code` means: the pages problem `type`s point at.",
+)
+
+
+@blp.route("/<code>")
+@blp.doc(
+    security=[],
+    responses={
+        "200": {
+            "description": "A page (HTML) saying what the problem means: its status, title "
+            "and when the service answers it.",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+)
+@documents(blp, NotFound)
+def problem_page(code: str) -> Response:
+    """What a problem ``code`` means (the page its ``type`` points at)."""
+    found = problem_classes().get(code)
+    if found is None:
+        raise NotFound(f"No problem has the code {code!r}.")
+    meaning = html.escape(" ".join((found.__doc__ or found.title).split()))
+    meaning = re.sub(r"``(.+?)``", r"<code>\1</code>", meaning)
+    title = html.escape(found.title)
+    page = (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{found.status} {title}</title></head>\n<body>\n"
+        f"<h1>{title}</h1>\n"
+        f"<p>HTTP status <strong>{found.status}</strong>, problem code "
+        f"<code>{found.code}</code>.</p>\n<p>{meaning}</p>\n"
+        "<p>The problem's <code>detail</code> says what happened to the request, and "
+        "<code>errors</code>, when present, names each field or header at fault.</p>\n"
+        "</body></html>\n"
+    )
+    return Response(page, mimetype="text/html")

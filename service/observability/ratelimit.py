@@ -40,15 +40,16 @@ from limits import RateLimitItem, parse_many
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from service.api.problems import problem
+from service.api.problems import problem, problem_type
 from service.clock import utcnow
+from service.errors import RateLimited
 from service.usecases.auth import API_KEY_PREFIX, PLAYER_TOKEN_PREFIX, verify_player_token
 
 log = logging.getLogger(__name__)
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-CODE = "rate_limited"
-TITLE = "Too many requests"
+CODE = RateLimited.code
+TITLE = RateLimited.title
 KINDS = {"op": "RATELIMIT_OPERATOR", "ply": "RATELIMIT_PLAYER", "ip": "RATELIMIT_ANONYMOUS"}
 
 
@@ -239,7 +240,7 @@ PROBLEM_RESPONSE: dict[str, Any] = {
                 "rate_limited": {
                     "summary": "Too many requests",
                     "value": {
-                        "type": "https://docs.gin-service.example/problems/rate-limited",
+                        "type": problem_type(CODE),
                         "title": "Too many requests",
                         "status": 429,
                         "detail": "Rate limit exceeded; retry after 12 seconds.",

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from service.errors import InvalidCursor, ValidationFailed
+from service.errors import FieldError, InvalidCursor, ValidationFailed
 
 T = TypeVar("T")
 
@@ -40,7 +40,9 @@ def page_of(
     ``id``) of rows of the same list; ``order_column`` gives their position.
     """
     if starting_after and ending_before:
-        raise ValidationFailed("Send at most one of starting_after and ending_before.")
+        message = "Send at most one of starting_after and ending_before."
+        raise ValidationFailed(message, errors=[FieldError("starting_after", message),
+                                                FieldError("ending_before", message)])
     id_column = id_column if id_column is not None else model.id
     cursor = starting_after or ending_before
     if cursor:
@@ -48,7 +50,9 @@ def page_of(
             stmt.with_only_columns(order_column).where(id_column == cursor)
         ).one_or_none()
         if position is None:
-            raise InvalidCursor(f"Cursor {cursor!r} names no item of this list.")
+            message = f"Cursor {cursor!r} names no item of this list."
+            name = "starting_after" if starting_after else "ending_before"
+            raise InvalidCursor(message, errors=[FieldError(name, message)])
     if ending_before:
         rows = list(
             session.scalars(

@@ -17,7 +17,7 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.mimetype == "application/problem+json"
     body = dict(response.get_json())
     assert body["status"] == status and body["code"] == code
-    assert body["type"].endswith(code.replace("_", "-"))
+    assert body["type"] == f"/problems/{code}"  # a page of this service (test_http_edges)
     assert body["title"] and body["detail"]
     assert "Traceback" not in response.get_data(as_text=True)
     return body

@@ -44,7 +44,7 @@ def assert_rate_limited(response: Any) -> None:
     assert response.status_code == 429
     assert response.headers["Content-Type"] == "application/problem+json"
     body = response.get_json()
-    assert body["type"] == "https://docs.gin-service.example/problems/rate-limited"
+    assert body["type"] == "/problems/rate_limited"
     assert body["code"] == "rate_limited" and body["status"] == 429
     assert body["title"] == "Too many requests"
     retry = int(response.headers["Retry-After"])

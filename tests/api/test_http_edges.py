@@ -1,0 +1,70 @@
+"""The edges of HTTP the service answers itself, as problems: problem types that point at
+pages served here, and cursors that name nothing, named in ``errors``."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urljoin
+
+import pytest
+
+from service.errors import problem_classes
+from tests.api.test_auth_and_errors import assert_problem
+from tests.conftest import ApiClient
+
+
+def fields(problem: dict[str, Any]) -> list[str]:
+    return [e["field"] for e in problem.get("errors", [])]
+
+
+# --- Problem types are pages of this service ---------------------------------------------------
+
+
+def test_a_problem_type_resolves_to_a_page_saying_what_the_code_means(api: ApiClient) -> None:
+    response = api.get("/v1/players/ply_nope")
+    body = assert_problem(response, 404, "not_found")
+    # A relative reference (RFC 9457 3.1.1), resolved against the request's URI.
+    page_url = urljoin("http://api.example/v1/players/ply_nope", body["type"])
+    assert page_url == "http://api.example/problems/not_found"
+    page = api.as_(None).get(body["type"])
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    text = page.get_data(as_text=True)
+    assert "<code>not_found</code>" in text and "404" in text and "does not exist" in text
+
+
+@pytest.mark.parametrize("code", sorted(problem_classes()))
+def test_every_problem_code_has_its_page(api: ApiClient, code: str) -> None:
+    page = api.as_(None).get(f"/problems/{code}")
+    assert page.status_code == 200, code
+    assert f"<code>{code}</code>" in page.get_data(as_text=True)
+
+
+def test_an_unknown_code_has_no_page(api: ApiClient) -> None:
+    assert_problem(api.as_(None).get("/problems/no_such_code"), 404, "not_found")
+
+
+def test_framework_refusals_carry_codes_with_pages(api: ApiClient) -> None:
+    """Werkzeug's own refusals (no route, a method the path does not take) are the service's
+    problems, with types that resolve, as every other problem's."""
+    for response, status, code in (
+        (api.get("/v1/nothing-here"), 404, "not_found"),
+        (api.put("/v1/players", {}), 405, "method_not_allowed"),
+    ):
+        body = assert_problem(response, status, code)
+        assert api.as_(None).get(body["type"]).status_code == 200
+
+
+# --- Cursors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cursor", ["starting_after", "ending_before"])
+def test_an_invalid_cursor_names_its_parameter(api: ApiClient, cursor: str) -> None:
+    problem = assert_problem(api.get(f"/v1/players?{cursor}=ply_nope"), 400, "invalid_cursor")
+    assert fields(problem) == [cursor]
+
+
+def test_two_cursors_at_once_name_both(api: ApiClient) -> None:
+    problem = assert_problem(
+        api.get("/v1/players?starting_after=a&ending_before=b"), 422, "validation_failed"
+    )
+    assert fields(problem) == ["starting_after", "ending_before"]
