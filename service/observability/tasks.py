@@ -5,11 +5,14 @@ and task metrics.
   queues another) puts the current request id in the message headers as ``request_id``;
 - ``task_prerun`` (in the worker) sets :data:`~service.observability.logs.request_id_var` from
   that header, so every line the task logs carries it, and tasks it publishes pass it on;
-- ``task_postrun`` logs one line per task run (name, id, state, duration), observes
+- ``task_postrun`` logs one line per task run (name, id, state, duration; at DEBUG when it
+  succeeded and returned 0, a beat tick that found nothing to do), observes
   ``gin_task_duration_seconds`` and restores the context; ``task_failure`` counts
   ``gin_task_failures_total``;
 - ``setup_logging`` makes Celery's worker and beat log through :mod:`.logs` (``LOG_FORMAT``,
-  ``LOG_LEVEL``, else the ``--loglevel`` given) instead of its own format;
+  ``LOG_LEVEL``, else the ``--loglevel`` given) instead of its own format; Celery's own lines
+  per task sent, received and succeeded (beat's every second) only at DEBUG, since the line
+  above says the same once;
 - with ``WORKER_METRICS_PORT`` set, ``worker_ready`` serves the worker's metrics (its pool
   processes' summed through prometheus-client's multiprocess mode) on that port at
   ``/metrics``; :func:`prepare_worker_metrics` makes a fresh ``PROMETHEUS_MULTIPROC_DIR`` when
@@ -61,7 +64,8 @@ def _prerun(task_id: str | None = None, task: Any = None, **_: Any) -> None:
 
 
 def _postrun(
-    task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
+    task_id: str | None = None, task: Any = None, state: str | None = None,
+    retval: Any = None, **_: Any,
 ) -> None:
     started = _running.pop(task_id, None) if task_id is not None else None
     name = getattr(task, "name", "unknown")
@@ -72,7 +76,9 @@ def _postrun(
     from service.observability.metrics import TASK_DURATION
 
     TASK_DURATION.labels(name, state or "UNKNOWN").observe(elapsed)
-    level = logging.INFO if state not in ("FAILURE",) else logging.WARNING
+    level = (logging.WARNING if state == "FAILURE"
+             else logging.DEBUG if state == "SUCCESS" and retval == 0  # a tick with nothing done
+             else logging.INFO)
     log.log(
         level,
         "task %s %s in %.3f s",
@@ -99,6 +105,14 @@ def _setup_logging(loglevel: Any = None, **_: Any) -> None:
     if isinstance(level, int):
         level = logging.getLevelName(level)
     configure(os.environ.get("LOG_FORMAT", "text").lower(), str(level).upper())
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for chatty in _CELERY_PER_TASK_LOGGERS:
+            logging.getLogger(chatty).setLevel(logging.WARNING)
+
+
+#: Celery's loggers of a line per task sent (beat), received and succeeded: ``_postrun`` logs
+#: each run once, so these show only at DEBUG (their warnings and errors always).
+_CELERY_PER_TASK_LOGGERS = ("celery.beat", "celery.worker.strategy", "celery.app.trace")
 
 
 def prepare_worker_metrics() -> None:
