@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# BIND=HOST:PORT serves elsewhere (make run BIND=0.0.0.0:8000); default 127.0.0.1:8000.
 run: $(STAMP)
-	$(BIN)/gin-service run
+	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
