@@ -3,6 +3,7 @@
 - ``gin-service run``: migrate the database, serve the API under gunicorn and run a Celery
   worker with beat (embedded defaults: SQLite and a filesystem broker, no servers);
 - ``gin-service create-operator NAME``: create an operator and print its first API key (once);
+  ``gin-service operators list``: every operator (id, name, created; no secrets);
 - ``gin-service db upgrade``: apply migrations; ``gin-service openapi``: print the OpenAPI
   document; ``gin-service purge-idempotency``: drop idempotency keys past retention;
 - ``gin-service audit``: replay and check settlements and the ledger (exit 1 on any
@@ -12,9 +13,13 @@
 - ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``.
 
 On the embedded default (no ``DATABASE_URL``), ``run`` also creates a demo operator once (kept
-in ``$GIN_VAR_DIR/demo-operator.json``, reused across restarts) and prints its API key with
-copy-paste ``curl`` examples. Errors a caller can fix (unknown operator or key, a bad rate)
-print one line on stderr and exit with status 2.
+in ``$GIN_VAR_DIR/demo-operator.json``, reused across restarts) and prints its API key, the
+file's path and copy-paste ``curl`` examples.
+
+Exit status: 0 for success; 1 only for a finding (an audit discrepancy); 2, with one line on
+stderr, for every input the caller can fix (a usage error, an unknown operator or key, an
+empty name, a bad rate, an address in use, a database that cannot be reached). ``--help``
+shows every option's default.
 """
 
 from __future__ import annotations
@@ -23,7 +28,54 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn
+
+
+class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, unless it has none (``None``, a flag's False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with defaults in ``--help``, and a usage error as one line on stderr with exit
+    status 2 (as every other bad input)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpWithDefaults)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class Refused(Exception):
+    """Raised by a command for an input the caller can fix: one line on stderr, exit 2."""
+
+
+def _bind(text: str) -> str:
+    """``HOST:PORT`` (or gunicorn's ``unix:PATH``) for ``run --bind``."""
+    if text.startswith("unix:"):
+        return text
+    _host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}")
+    return text
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
 
 
 def _settings():  # type: ignore[no-untyped-def]
@@ -108,86 +160,159 @@ def _serve(bind: str, workers: int) -> int:
     return web.returncode or 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["simulate"]:  # every later argument belongs to the simulation
-        return _simulate(argv[1:])
-    parser = argparse.ArgumentParser(prog="gin-service")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _parser() -> Parser:
+    parser = Parser(prog="gin-service",
+                    description="The operators' tool: serve, migrate, operators and keys, "
+                                "audit, simulate. Prints JSON.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
-    run.add_argument("--bind", default=os.environ.get("GIN_BIND", "127.0.0.1:8000"))
-    run.add_argument("--workers", type=int, default=2)
+    run.add_argument("--bind", type=_bind, default=os.environ.get("GIN_BIND", "127.0.0.1:8000"),
+                     help="HOST:PORT to serve on (or GIN_BIND)")
+    run.add_argument("--workers", type=_positive, default=2, help="gunicorn processes")
     run.add_argument(
         "--demo", action=argparse.BooleanOptionalAction, default=None,
         help="create (once) and print a demo operator, its API key and curl examples "
         "(default: only on the embedded SQLite default, i.e. without DATABASE_URL)",
     )
     db = sub.add_parser("db", help="database migrations")
-    db.add_argument("action", choices=["upgrade"])
+    db.add_argument("action", choices=["upgrade"], help="apply every pending migration")
     create = sub.add_parser("create-operator", help="create an operator and its first API key")
-    create.add_argument("name")
+    create.add_argument("name", help="the operator's name, e.g. 'Acme Casino'")
+    listed = sub.add_parser("operators", help="list operators")
+    listed_sub = listed.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listed_sub.add_parser("list", help="every operator, oldest first: id, name, created "
+                                       "(no secrets)")
     sub.add_parser("openapi", help="print the OpenAPI document (YAML)")
     sub.add_parser("purge-idempotency", help="delete idempotency keys past their retention")
     _add_audit_parser(sub)
     _add_key_and_rate_parsers(sub)
     sub.add_parser("simulate", add_help=False,
                    help="run the simulation (arguments go to service.simulate; try --help)")
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.command == "run":
-        from service.db.migrate import upgrade
 
-        upgrade(_settings().database_url)
-        demo = "DATABASE_URL" not in os.environ if args.demo is None else args.demo
-        if demo:
-            print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
-        return _serve(args.bind, args.workers)
-    if args.command in ("api-key", "rates"):
-        return _keys_and_rates(args)
-    if args.command == "db":
-        from service.db.migrate import upgrade
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["simulate"]:  # every later argument belongs to the simulation
+        return _simulate(argv[1:])
+    args = _parser().parse_args(argv)
+    name = " ".join(["gin-service", args.command, *([args.action] if "action" in args else [])])
 
-        upgrade(_settings().database_url)
-        print("database is at the newest revision")
-    elif args.command == "create-operator":
-        from service.clock import utcnow
-        from service.db.migrate import upgrade
-        from service.usecases.operators import create_operator
+    from sqlalchemy.exc import ArgumentError, OperationalError
 
-        upgrade(_settings().database_url)
-        session = _session()
+    from service.config import ConfigError
+    from service.errors import ServiceError
+
+    try:
+        return COMMANDS[args.command](args)
+    except Refused as exc:
+        message = str(exc)
+    except ServiceError as exc:
+        message = exc.detail
+    except ConfigError as exc:
+        message = f"bad configuration: {exc}"
+    except (OperationalError, ArgumentError) as exc:  # no server there, a malformed URL...
+        first = (str(exc.orig) if isinstance(exc, OperationalError) else str(exc)).strip()
+        message = f"cannot use the database (DATABASE_URL): {first.splitlines()[0]}"
+    print(f"{name}: {message}", file=sys.stderr)
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from service.db.migrate import upgrade
+
+    _check_free(args.bind)
+    upgrade(_settings().database_url)
+    demo = "DATABASE_URL" not in os.environ if args.demo is None else args.demo
+    if demo:
+        print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
+    return _serve(args.bind, args.workers)
+
+
+def _check_free(bind: str) -> None:
+    """Refuse an address something else already listens on (before migrating or starting
+    anything), rather than leave gunicorn to retry and fail."""
+    import socket
+
+    if bind.startswith("unix:"):
+        return
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise Refused(f"cannot bind {bind}: {exc.strerror}") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            operator, issued = create_operator(session, args.name, utcnow())
-        finally:
-            _close(session)
-        print(
-            json.dumps(
-                {
-                    "operator_id": operator.id,
-                    "api_key_id": issued.key.id,
-                    "api_key": issued.secret,
-                    "note": "The API key is shown only now; store it safely.",
-                },
-                indent=2,
-            )
-        )
-    elif args.command == "openapi":
-        from service import create_app
-        from service.api import spec_yaml
+            probe.bind(address)
+        except OSError as exc:
+            raise Refused(f"cannot bind {bind}: {exc.strerror}") from None
 
-        sys.stdout.write(spec_yaml(create_app({"DATABASE_URL": "sqlite://"})))
-    elif args.command == "purge-idempotency":
-        from service.clock import utcnow
-        from service.usecases.idempotency import purge_expired
 
-        session = _session()
-        try:
-            purged = purge_expired(session, utcnow())
-        finally:
-            _close(session)
-        print(f"purged {purged} expired idempotency keys")
-    elif args.command == "audit":
-        return _audit(args)
+def _db(args: argparse.Namespace) -> int:
+    from service.db.migrate import upgrade
+
+    upgrade(_settings().database_url)
+    print("database is at the newest revision")
+    return 0
+
+
+def _create_operator(args: argparse.Namespace) -> int:
+    from service.clock import utcnow
+    from service.db.migrate import upgrade
+    from service.usecases.operators import create_operator
+
+    if not args.name.strip():  # refused before the database is touched
+        raise Refused("an operator needs a name (got an empty one)")
+    upgrade(_settings().database_url)
+    session = _session()
+    try:
+        operator, issued = create_operator(session, args.name, utcnow())
+    finally:
+        _close(session)
+    print(json.dumps({
+        "operator_id": operator.id,
+        "api_key_id": issued.key.id,
+        "api_key": issued.secret,
+        "note": "The API key is shown only now; store it safely.",
+    }, indent=2))
+    return 0
+
+
+def _operators(args: argparse.Namespace) -> int:
+    from service.usecases.operators import list_operators
+
+    session = _session()
+    try:
+        listed = [{"operator_id": operator.id, "name": operator.name,
+                   "created_at": operator.created_at.isoformat()}
+                  for operator in list_operators(session)]
+    finally:
+        _close(session)
+    print(json.dumps(listed, indent=2))
+    return 0
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from service import create_app
+    from service.api import spec_yaml
+
+    sys.stdout.write(spec_yaml(create_app({"DATABASE_URL": "sqlite://"})))
+    return 0
+
+
+def _purge_idempotency(args: argparse.Namespace) -> int:
+    from service.clock import utcnow
+    from service.usecases.idempotency import purge_expired
+
+    session = _session()
+    try:
+        purged = purge_expired(session, utcnow())
+    finally:
+        _close(session)
+    print(f"purged {purged} expired idempotency keys")
     return 0
 
 
@@ -196,18 +321,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def _add_key_and_rate_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     keys = sub.add_parser("api-key", help="create, revoke and list an operator's API keys")
-    key_sub = keys.add_subparsers(dest="action", required=True)
+    key_sub = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = key_sub.add_parser("create", help="issue a new API key (its secret is shown once)")
-    create.add_argument("operator_id")
+    create.add_argument("operator_id", help="op_...")
     create.add_argument("--label", default="cli", help="a name to tell the key apart")
     revoke = key_sub.add_parser("revoke", help="revoke a key at once (revoking twice is a no-op)")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", help="key_...")
     listing = key_sub.add_parser("list", help="the operator's keys, newest first, no secrets")
-    listing.add_argument("operator_id")
+    listing.add_argument("operator_id", help="op_...")
     rates = sub.add_parser("rates", help="display exchange rates (display only, never money)")
-    rate_sub = rates.add_subparsers(dest="action", required=True)
+    rate_sub = rates.add_subparsers(dest="action", required=True, metavar="ACTION")
     set_rate = rate_sub.add_parser("set", help="show one BASE unit as RATE QUOTE units")
-    set_rate.add_argument("operator_id")
+    set_rate.add_argument("operator_id", help="op_...")
     set_rate.add_argument("base", help="ISO 4217 code, e.g. EUR")
     set_rate.add_argument("quote", help="ISO 4217 code, e.g. USD")
     set_rate.add_argument("rate", help="a decimal string, e.g. 1.0850")
@@ -227,7 +352,7 @@ def _key_json(key) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def _keys_and_rates(args: argparse.Namespace) -> int:
     from service.clock import utcnow
     from service.db.models import ApiKey
-    from service.errors import NotFound, ServiceError
+    from service.errors import NotFound
     from service.usecases import operators, rates
     from service.usecases.auth import Principal
 
@@ -255,9 +380,6 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
                                   args.rate, now)
             out = {"operator_id": args.operator_id, "base": rate.base, "quote": rate.quote,
                    "rate": f"{rate.rate:f}", "updated_at": rate.rate_at.isoformat()}
-    except ServiceError as exc:
-        print(f"gin-service {args.command} {args.action}: {exc.detail}", file=sys.stderr)
-        return 2
     finally:
         _close(session)
     print(json.dumps(out, indent=2))
@@ -294,12 +416,11 @@ def ensure_demo_operator() -> dict[str, str]:
     ``$GIN_VAR_DIR/demo-operator.json`` as long as the key still works in this database
     (a deleted database or a revoked key gets a fresh demo operator)."""
     from service.clock import utcnow
-    from service.config import DEFAULT_VAR_DIR
     from service.db.models import ApiKey
     from service.usecases.auth import hash_api_key
     from service.usecases.operators import create_operator
 
-    path = DEFAULT_VAR_DIR / DEMO_FILE
+    path = demo_file()
     session = _session()
     try:
         try:
@@ -317,7 +438,7 @@ def ensure_demo_operator() -> dict[str, str]:
         demo = {"operator_id": operator.id, "api_key_id": issued.key.id, "api_key": issued.secret}
     finally:
         _close(session)
-    DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
     path.chmod(0o600)  # it holds a working API key
     return demo
@@ -330,66 +451,94 @@ def _base_url(bind: str) -> str:
     return f"http://{host}:{port}"
 
 
-DEMO_SCRIPT = r"""GIN={base_url}
-KEY={api_key}
-j() {{ python3 -c 'import json,sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."): v = v[k]
-print(v)' "$1"; }}
+#: The walk-through of README.md's "A first session, by hand", after its ``GIN=`` and ``KEY=``
+#: lines (which :func:`demo_script` fills in); a test keeps the two the same.
+DEMO_SCRIPT = r"""# README.md's "A first session, by hand"; j prints one field of a JSON answer
 AUTH="Authorization: Bearer $KEY"; JSON="Content-Type: application/json"
+j() { python3 -c 'import json, sys
+doc = value = json.load(sys.stdin)
+try:
+    for name in sys.argv[1].split("."): value = value[int(name) if name.isdigit() else name]
+except (KeyError, IndexError, TypeError): sys.exit(f"no {sys.argv[1]} in {json.dumps(doc)}")
+print(value if isinstance(value, str) else json.dumps(value))' "$1"; }
 
-# 1. two players, each depositing 15.00 EUR (amounts are integer minor units)
+# 1. two players, each depositing 15.00 EUR (integer minor units; the key names the deposit)
 P1=$(curl -s -X POST $GIN/v1/players -H "$AUTH" -H "$JSON" \
-  -d "{{\"external_id\": \"alice-$RANDOM\", \"display_name\": \"Alice\"}}" | j id)
+     -d "{\"external_id\": \"alice-$RANDOM\", \"display_name\": \"Alice\"}" | j id)
 P2=$(curl -s -X POST $GIN/v1/players -H "$AUTH" -H "$JSON" \
-  -d "{{\"external_id\": \"bob-$RANDOM\", \"display_name\": \"Bob\"}}" | j id)
+     -d "{\"external_id\": \"bob-$RANDOM\", \"display_name\": \"Bob\"}" | j id)
 for P in $P1 $P2; do
   curl -s -X POST $GIN/v1/players/$P/deposits -H "$AUTH" -H "$JSON" \
-    -H "Idempotency-Key: deposit-$P" -d '{{"amount": {{"amount": 1500, "currency": "EUR"}}}}'
-  echo
+       -H "Idempotency-Key: deposit-$P" -d '{"amount": {"amount": 1500, "currency": "EUR"}}' \
+    | j wallet.available
 done
 
-# 2. a Match Play table at 5.00 EUR a seat, 10% house fee
-TABLE=$(curl -s -X POST $GIN/v1/tables -H "$AUTH" -H "$JSON" \
-  -d '{{"format": "match_play", "currency": "EUR", "stake": 500, "fee": {{"bps": 1000}}}}')
+# 2. a Match Play table at 5.00 EUR a seat, 10% fee, an hour's clock (typing is slow)
+TABLE=$(curl -s -X POST $GIN/v1/tables -H "$AUTH" -H "$JSON" -d '{"format": "match_play",
+  "currency": "EUR", "stake": 500, "fee": {"bps": 1000},
+  "clock": {"turn_seconds": 3600, "bank_seconds": 3600, "fill_timeout_seconds": 3600}}')
 T=$(echo "$TABLE" | j id); M=$(echo "$TABLE" | j match_id)
+echo "table $T, match $M"
 
-# 3. a player token each, then both sit down (the second seat starts the match)
-T1=$(curl -s -X POST $GIN/v1/players/$P1/tokens -H "$AUTH" -H "$JSON" -d '{{}}' | j token)
-T2=$(curl -s -X POST $GIN/v1/players/$P2/tokens -H "$AUTH" -H "$JSON" -d '{{}}' | j token)
+# 3. a player token each; both sit down (the stake goes to escrow; the second seat starts the match)
+T1=$(curl -s -X POST $GIN/v1/players/$P1/tokens -H "$AUTH" -H "$JSON" \
+     -d '{"ttl_seconds": 3600}' | j token)
+T2=$(curl -s -X POST $GIN/v1/players/$P2/tokens -H "$AUTH" -H "$JSON" \
+     -d '{"ttl_seconds": 3600}' | j token)
 for TOKEN in $T1 $T2; do
-  curl -s -o /dev/null -w "sit: %{{http_code}}\n" -X POST $GIN/v1/tables/$T/seats \
-    -H "Authorization: Bearer $TOKEN" -H "$JSON" -H "Idempotency-Key: seat-$RANDOM" -d '{{}}'
+  curl -s -X POST $GIN/v1/tables/$T/seats -H "Authorization: Bearer $TOKEN" -H "$JSON" \
+       -H "Idempotency-Key: seat-$T" -d '{}' | j status
 done
 
-# 4. Alice's view (own hand, legal_actions, version); whoever is to act passes on the upcard
+# 4. the view of whoever is to act: hand, deadwood, legal actions (ready-to-send bodies)
 VIEW=$(curl -s $GIN/v1/matches/$M -H "Authorization: Bearer $T1")
-MOVER=$T2; [ "$(echo "$VIEW" | j you)" = "$(echo "$VIEW" | j hand.to_act)" ] && MOVER=$T1
-curl -s -X POST $GIN/v1/matches/$M/actions -H "Authorization: Bearer $MOVER" -H "$JSON" \
-  -d "{{\"action\": \"PASS\", \"expected_version\": $(echo "$VIEW" | j version)}}" | j status
+if [ "$(echo "$VIEW" | j hand.to_act)" = "$(echo "$VIEW" | j you)" ]; then ME=$T1; else ME=$T2; fi
+VIEW=$(curl -s $GIN/v1/matches/$M -H "Authorization: Bearer $ME")
+echo "$VIEW" | j hand.hand; echo "$VIEW" | j hand.deadwood; echo "$VIEW" | j hand.legal_actions
 
-# 5. Alice resigns (the match ends); a worker settles it within seconds: read the statement
+# 5. send the first legal action with the view's version
+BODY=$(echo "$VIEW" | python3 -c 'import json, sys
+view = json.load(sys.stdin)
+print(json.dumps({**view["hand"]["legal_actions"][0], "expected_version": view["version"]}))')
+echo "$BODY"
+curl -s -X POST $GIN/v1/matches/$M/actions -H "Authorization: Bearer $ME" -H "$JSON" \
+     -d "$BODY" | j version
+
+# 6. Alice resigns; a worker settles within seconds: Bob is paid 900, his wallet holds 1900
 curl -s -X POST $GIN/v1/matches/$M/actions -H "Authorization: Bearer $T1" -H "$JSON" \
-  -d '{{"action": "RESIGN"}}' | j status
+     -d '{"action": "RESIGN"}' | j status
 for i in $(seq 30); do
-  curl -sf $GIN/v1/matches/$M/settlement -H "$AUTH" && break; sleep 1
+  SETTLEMENT=$(curl -sf $GIN/v1/matches/$M/settlement -H "$AUTH") && break; sleep 1
 done
-echo
-curl -s $GIN/v1/players/$P2/wallets/EUR -H "$AUTH"; echo
+echo "$SETTLEMENT" | j payouts
+curl -s $GIN/v1/players/$P2/wallets/EUR -H "$AUTH" | j available
+
+# 7. the audit: the settlement replayed, the operator's books checked (true, true)
+curl -s $GIN/v1/audit/settlements/$M -H "$AUTH" | j ok
+curl -s $GIN/v1/audit/ledger -H "$AUTH" | j ok
 """
 
 
 def demo_script(demo: dict[str, str], base_url: str) -> str:
-    """The copy-paste walk-through, for bash (it uses ``$RANDOM``)."""
-    return DEMO_SCRIPT.format(base_url=base_url, api_key=demo["api_key"])
+    """The copy-paste walk-through with this service's address and the demo key, for bash
+    (it uses ``$RANDOM``)."""
+    return f"GIN={base_url}\nKEY={demo['api_key']}\n" + DEMO_SCRIPT
+
+
+def demo_file() -> Path:
+    """Where the demo operator and its key are kept, as an absolute path."""
+    from service.config import DEFAULT_VAR_DIR
+
+    return (DEFAULT_VAR_DIR / DEMO_FILE).resolve()
 
 
 def demo_banner(demo: dict[str, str], base_url: str) -> str:
     rule = "-" * 78
     return "\n".join([
         rule,
-        f"Demo operator {demo['operator_id']} (kept in $GIN_VAR_DIR/{DEMO_FILE})",
+        f"Demo operator {demo['operator_id']}",
         f"API key: {demo['api_key']}",
+        f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
         f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
         "Paste this into bash once the API answers (python3 and curl needed):",
         rule,
@@ -431,13 +580,16 @@ def _audit(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from service.db import make_engine, make_sessionmaker
-    from service.errors import NotFound
     from service.usecases.audit import run_audit
+    from service.usecases.operators import get_operator
 
     if args.match and (args.since or args.until):
-        print("gin-service audit: --match cannot be combined with --since/--until",
-              file=sys.stderr)
-        return 2
+        raise Refused("--match cannot be combined with --since/--until")
+    if args.since and args.until and args.since >= args.until:
+        raise Refused(f"--since {args.since.isoformat()} is not before --until "
+                      f"{args.until.isoformat()}")
+    if args.report and not Path(args.report).resolve().parent.is_dir():
+        raise Refused(f"--report {args.report}: no such folder")
 
     def progress(ids: list[str]):  # type: ignore[no-untyped-def]
         return tqdm(ids, desc="settlements", unit="stl", file=sys.stderr,
@@ -446,19 +598,21 @@ def _audit(args: argparse.Namespace) -> int:
     engine = make_engine(_settings().database_url, pool_size=1)
     session = make_sessionmaker(engine)()
     try:
+        if args.operator:  # an unknown one is a typo, not an operator with clean books
+            get_operator(session, args.operator)
         report = run_audit(session, match_id=args.match, since=args.since, until=args.until,
                            operator_id=args.operator, progress=progress)
-    except NotFound as exc:
-        print(f"gin-service audit: {exc.detail}", file=sys.stderr)
-        return 2
     finally:
         session.close()
         engine.dispose()
     data = report.to_dict()
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=True)
-            out.write("\n")
+        try:
+            with open(args.report, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=2, sort_keys=True)
+                out.write("\n")
+        except OSError as exc:
+            raise Refused(f"--report {args.report}: {exc.strerror}") from None
     for failed in report.failed:
         for problem in failed.discrepancies:
             print(f"{failed.match_id} ({failed.settlement_id}): {problem}", file=sys.stderr)
@@ -472,6 +626,20 @@ def _audit(args: argparse.Namespace) -> int:
         + (f"; report written to {args.report}" if args.report else "")
     )
     return 0 if report.ok else 1
+
+
+#: ``gin-service COMMAND`` -> its function (``simulate`` is forwarded before parsing).
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": _run,
+    "db": _db,
+    "create-operator": _create_operator,
+    "operators": _operators,
+    "openapi": _openapi,
+    "purge-idempotency": _purge_idempotency,
+    "audit": _audit,
+    "api-key": _keys_and_rates,
+    "rates": _keys_and_rates,
+}
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ from service.errors import NotFound, ValidationFailed
 from service.ids import new_id
 from service.usecases.auth import hash_api_key, new_api_key_secret
 
+#: The longest operator name (the column's width).
+NAME_MAX = 255
+
 
 @dataclass(frozen=True)
 class IssuedKey:
@@ -28,6 +31,8 @@ def create_operator(session: Session, name: str, now: datetime) -> tuple[Operato
     """A new operator with its first API key."""
     if not name.strip():
         raise ValidationFailed("An operator needs a name.")
+    if len(name.strip()) > NAME_MAX:
+        raise ValidationFailed(f"An operator's name has at most {NAME_MAX} characters.")
     with transaction(session):
         operator = Operator(id=new_id("op"), name=name.strip(), created_at=now)
         session.add(operator)
@@ -37,6 +42,8 @@ def create_operator(session: Session, name: str, now: datetime) -> tuple[Operato
 
 
 def create_api_key(session: Session, operator_id: str, label: str, now: datetime) -> IssuedKey:
+    if len(label) > NAME_MAX:
+        raise ValidationFailed(f"An API key's label has at most {NAME_MAX} characters.")
     with transaction(session):
         return _issue(session, operator_id, label, now)
 
@@ -76,6 +83,12 @@ def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetim
         if key.revoked_at is None:
             key.revoked_at = now
         return key
+
+
+def list_operators(session: Session) -> Sequence[Operator]:
+    """Every operator, oldest first."""
+    with transaction(session):
+        return session.scalars(select(Operator).order_by(Operator.id)).all()
 
 
 def get_operator(session: Session, operator_id: str) -> Operator:

@@ -145,6 +145,106 @@ def test_a_bad_rate_is_refused_with_status_2(
     assert as_key(app, first["api_key"], "/v1/exchange-rates").get_json()["data"] == []
 
 
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``gin-service argv`` as a shell runs it: exit status (argparse's exits included),
+    stdout, stderr."""
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 2
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (("audit", "--operator", "op_NOPE", "--no-progress"), "op_NOPE"),
+        (("audit", "--report", "/no/such/folder/report.json", "--no-progress"),
+         "/no/such/folder"),
+        (("audit", "--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z"),
+         "--since"),
+        (("audit", "--since", "yesterday"), "yesterday"),
+        (("create-operator", ""), "name"),
+        (("create-operator", "   "), "name"),
+        (("create-operator", "x" * 300), "255"),
+        (("run", "--bind", "localhost"), "localhost"),
+        (("run", "--workers", "0"), "--workers"),
+        (("operators", "show"), "show"),
+        (("no-such-command",), "no-such-command"),
+        ((), "COMMAND"),
+    ],
+)
+def test_every_bad_input_is_one_line_on_stderr_and_status_2(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...], named: str,
+) -> None:
+    status, out, err = run_cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and named in err, err
+
+
+def test_an_unreachable_database_is_status_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for url in (f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none", "nosuch://x"):
+        monkeypatch.setenv("DATABASE_URL", url)
+        status, out, err = run_cli(capsys, "operators", "list")
+        assert (status, out) == (2, "") and "DATABASE_URL" in err
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_run_refuses_an_address_in_use(
+    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, out, err = run_cli(capsys, "run", "--bind", f"127.0.0.1:{port}", "--no-demo")
+    assert (status, out) == (2, "") and f"127.0.0.1:{port}" in err
+
+
+def test_operators_are_listed_without_secrets(
+    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, first = operator
+    assert main(["create-operator", "Beta Bets"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    status, listed, _ = cli(capsys, "operators", "list")
+    assert status == 0
+    assert [(o["operator_id"], o["name"]) for o in listed] == [
+        (first["operator_id"], "Acme"), (second["operator_id"], "Beta Bets")]
+    assert all(set(o) == {"operator_id", "name", "created_at"} for o in listed)
+    assert first["api_key"] not in json.dumps(listed)
+    status, out, err = run_cli(capsys, "audit", "--operator", listed[1]["operator_id"],
+                               "--no-progress")  # a known operator: audited, clean books
+    assert status == 0 and out.startswith("audit OK"), out + err
+
+
+@pytest.mark.parametrize(
+    "argv, shown",
+    [
+        (("run", "--help"), ["127.0.0.1:8000", "(default: 2)"]),
+        (("api-key", "create", "--help"), ["(default: cli)"]),
+        (("simulate", "--help"), ["(default: 10)", "(default: match_play)", "(default: 4)",
+                                  "(default: 500)", "(default: EUR)"]),
+    ],
+)
+def test_help_shows_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...], shown: list[str],
+) -> None:
+    monkeypatch.setenv("GIN_API_KEY", "sk_secret_from_the_environment")
+    monkeypatch.setenv("COLUMNS", "200")  # one option a line: defaults not wrapped apart
+    status, out, _ = run_cli(capsys, *argv)
+    assert status == 0
+    for text in shown:
+        assert text in out, out
+    assert "sk_secret_from_the_environment" not in out  # --help never prints a key
+
+
 # --- simulate ------------------------------------------------------------------------------
 
 
@@ -271,17 +371,15 @@ def test_run_serves_prints_working_examples_and_stops_cleanly(
 
         # the whole printed walk-through, as a newcomer pastes it into bash
         script = printed.split("-" * 78)[2]
-        result = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
-                                timeout=120, check=False)
-        assert result.returncode == 0, result.stderr
+        result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
         lines = result.stdout.splitlines()
-        assert lines.count("sit: 201") == 2, result.stdout
         assert "playing" in lines and "finished" in lines, result.stdout
-        settlement = json.loads(next(line for line in lines if '"settlement"' in line))
-        assert settlement["forfeiter"] == 0 and settlement["winner"] == 1
-        assert [p["amount"] for p in settlement["payouts"]] == [0, 900]  # 2 x 500, 10% fee
-        wallet = json.loads([line for line in lines if line.strip()][-1])
-        assert wallet["available"]["amount"] == 1500 - 500 + 900
+        payouts, wallet, *audits = lines[-4:]
+        assert [p["amount"] for p in json.loads(payouts)] == [0, 900]  # 2 x 500, 10% fee
+        assert json.loads(wallet)["amount"] == 1500 - 500 + 900
+        assert audits == ["true", "true"]
     finally:
         server.send_signal(signal.SIGTERM)
         try:
