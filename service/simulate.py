@@ -14,7 +14,10 @@ a client until its settlement is readable, p50/p99), house fees, every bot's net
 the ledger invariants checked through the API: every settlement zero-sum, the bots' money
 plus the fees equal to what was deposited, no negative balance, no escrow left, and the
 operator's ledger audit (balanced transactions, balances equal to their entries, hash chains
-intact, settled matches' escrow empty). Exit status 1 on any violation or failed match.
+intact, settled matches' escrow empty). Exit status 1 on any violation or failed match; 2,
+with one line on stderr, for a bad input (an unreachable ``--url``, a refused ``--api-key``, a
+bad option). Each phase (the service, the matches, the books) is announced by one line on
+stderr, with or without the progress bar.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 import httpx
 
 from service.bots import Bot
+from service.cli import Parser
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView
 
@@ -208,6 +212,8 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
 
     jobs = [(i, fmt) for fmt in args.formats for i in range(args.matches)]
     results: list[MatchResult] = []
+    _phase(f"playing {len(jobs)} matches ({args.matches} of {', '.join(args.formats)}), "
+           f"{args.parallel} at once")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool, tqdm(
         total=len(jobs), desc="matches", unit="match", file=sys.stderr,
@@ -224,6 +230,8 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
     problems = [f"match {r.index} ({r.format} {r.match_id}): {r.error}"
                 for r in results if r.error is not None]
     problems += [p for r in done for p in r.problems]
+    _phase(f"{len(done)} matches played in {elapsed:.1f} s; checking the books (wallets, the "
+           f"ledger audit, {min(args.audit_sample, len(done))} settlements replayed)")
     problems += check_books(operator, done, args.currency, args.audit_sample)
     latencies = [r.latency for r in done]
     report = {
@@ -273,6 +281,15 @@ def _print_report(report: dict[str, Any]) -> None:
         print(f"  violation: {problem}")
 
 
+def _phase(text: str) -> None:
+    """What the run is doing now: one line on stderr per phase."""
+    print(f"simulate: {text}", file=sys.stderr, flush=True)
+
+
+class Refused(Exception):
+    """Raised for an input the caller can fix (exit status 2, one line on stderr)."""
+
+
 # --- the embedded service ----------------------------------------------------------------
 
 
@@ -292,8 +309,11 @@ def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
         env.setdefault("CELERY_BROKER_URL", f"filesystem://{var}/broker")
         created = subprocess.run(
             [sys.executable, "-m", "service.cli", "create-operator", "Simulator"],
-            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+            cwd=ROOT, env=env, capture_output=True, text=True, check=False,
         )
+        if created.returncode != 0:
+            said = created.stderr.strip().splitlines() or [f"exit status {created.returncode}"]
+            raise Refused(f"the embedded service could not start: {said[-1]}")
         key = json.loads(created.stdout)["api_key"]
         port = _free_port()
         out: Any = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
@@ -331,14 +351,14 @@ def _wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: fl
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(c.poll() is not None for c in children):
-            raise RuntimeError("the embedded service exited while starting")
+            raise Refused("the embedded service exited while starting (see --service-log)")
         try:
             if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)  # gunicorn is starting in another process: nothing to await
-    raise RuntimeError(f"the embedded service did not answer on {url} in {timeout} s")
+    raise Refused(f"the embedded service did not answer on {url} in {timeout} s")
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -365,26 +385,36 @@ def _formats(text: str) -> list[str]:
     return list(chosen)
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="gin-service simulate",
         description="Play N complete matches through the HTTP API with bot clients, then "
                     "check the ledger invariants (exit 1 on any violation).",
     )
-    p.add_argument("-n", "--matches", type=int, default=10, help="matches per format")
-    p.add_argument("--format", dest="formats", type=_formats, default=["match_play"],
-                   help="a format, a comma-separated list, or 'all' (default match_play)")
+    p.add_argument("-n", "--matches", type=_at_least_one, default=10, help="matches per format")
+    p.add_argument("--format", dest="formats", type=_formats, default="match_play",
+                   help=f"a format, a comma-separated list, or 'all' ({', '.join(FORMATS)})")
     p.add_argument("--stake", type=int, default=500,
                    help="stake in minor units (buy-in formats: stake/100 per point)")
     p.add_argument("--currency", default="EUR", help="EUR, ... or XPM (practice tables)")
     p.add_argument("--fee-bps", type=int, default=500, help="house fee in basis points")
     p.add_argument("--target", type=int, default=None,
-                   help="match target for Match Play and classic (default the table's)")
-    p.add_argument("--parallel", type=int, default=4, help="matches played at once")
+                   help="match target for Match Play and classic (default: the table's)")
+    p.add_argument("--parallel", type=_at_least_one, default=4, help="matches played at once")
     p.add_argument("--url", help="a running service (default: start one on the embedded "
                                  "default in a temporary folder)")
-    p.add_argument("--api-key", default=os.environ.get("GIN_API_KEY"),
-                   help="an operator API key for --url (or GIN_API_KEY)")
+    p.add_argument("--api-key",  # no default shown: --help must never print a secret
+                   help="an operator API key for --url (default: $GIN_API_KEY)")
     p.add_argument("--settle-timeout", type=float, default=60.0,
                    help="seconds to wait for a settlement to appear")
     p.add_argument("--max-actions", type=int, default=20_000, help="per match, a safety net")
@@ -392,31 +422,54 @@ def parser() -> argparse.ArgumentParser:
                    help="settlements replayed by the audit endpoint")
     p.add_argument("--report", metavar="PATH", help="also write the report as JSON here")
     p.add_argument("--service-log", metavar="PATH", help="embedded service output (debugging)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (each phase is still one line on stderr)")
     return p
+
+
+def _check_operator(operator: GinClient, url: str) -> None:
+    """The service answers at ``url`` and takes the key, before any match is opened."""
+    try:
+        found = operator.operator()
+    except httpx.HTTPError as exc:
+        raise Refused(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+    except ApiProblem as exc:
+        if exc.status in (401, 403):
+            raise Refused(f"{url} refused the API key ({exc})") from None
+        raise Refused(f"{url} answered {exc}") from None
+    _phase(f"operator {found.get('id')} ({found.get('name')}) at {url}")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.matches < 1 or args.parallel < 1:
-        print("simulate: --matches and --parallel must be at least 1", file=sys.stderr)
-        return 2
+    args.api_key = args.api_key or os.environ.get("GIN_API_KEY")
     if args.url and not args.api_key:
         print("simulate: --url needs --api-key (or GIN_API_KEY)", file=sys.stderr)
         return 2
+    if args.report and not Path(args.report).resolve().parent.is_dir():
+        print(f"simulate: --report {args.report}: no such folder", file=sys.stderr)
+        return 2
+
     def run(url: str, key: str) -> int:
         with GinClient(url, key, timeout=60.0) as operator:
+            _check_operator(operator, url)
             report, status = simulate(operator, args)
         _print_report(report)
         if args.report:
             Path(args.report).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         return status
 
-    if args.url:
-        return run(args.url, args.api_key)
-    log = Path(args.service_log) if args.service_log else None
-    with embedded_service(log) as (url, key):
-        return run(url, key)
+    try:
+        if args.url:
+            return run(args.url, args.api_key)
+        log = Path(args.service_log) if args.service_log else None
+        _phase("starting a service on the embedded default in a temporary folder"
+               + (f" (its log: {log})" if log else ""))
+        with embedded_service(log) as (url, key):
+            return run(url, key)
+    except Refused as exc:
+        print(f"simulate: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

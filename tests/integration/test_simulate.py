@@ -4,20 +4,23 @@ hold; on the embedded default, and on PostgreSQL + Redis when the test run has t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from werkzeug.serving import make_server
 
 from service import simulate
-from tests.conftest import throwaway_postgres
-from tests.integration.workers import Broker
+from tests.conftest import new_operator, serving, throwaway_postgres
+from tests.integration.workers import Broker, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MATCHES_PER_FORMAT = 2
@@ -67,6 +70,9 @@ def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -
     lat = report["settlement_latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"]
     assert "ledger invariants: OK" in done.stdout and "hands/s" in done.stdout
+    phases = [line for line in done.stderr.splitlines() if line.startswith("simulate: ")]
+    assert [p.split()[1] for p in phases] == ["starting", "operator", "playing",
+                                              f"{played}"], done.stderr
 
 
 def test_a_violation_fails_the_run() -> None:
@@ -89,3 +95,70 @@ def test_a_violation_fails_the_run() -> None:
     assert any("still in escrow" in p for p in problems)
     assert any("not zero-sum" in p for p in problems)
     assert simulate.main(["--url", "http://127.0.0.1:9", "--api-key", ""]) == 2
+
+
+@contextmanager
+def live_api(database_url: str) -> Iterator[tuple[str, str]]:
+    """(base URL, operator API key) of the test app served over real HTTP in a thread."""
+    with serving(database_url) as app:
+        _, key = new_operator(app)
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_port}", key
+        finally:
+            server.shutdown()
+            thread.join(timeout=10)
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = simulate.main(list(argv))
+    except SystemExit as exc:  # argparse
+        status = exc.code if isinstance(exc.code, int) else 2
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_bad_inputs_are_one_line_on_stderr_and_status_2(
+    fresh_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    with live_api(fresh_database_url) as (url, _key):
+        cases = [
+            (["--url", dead, "--api-key", "sk_anything"], f"cannot reach {dead}"),
+            (["--url", url, "--api-key", "sk_bogus"], "refused the API key"),
+            (["--url", url], "--api-key"),
+            (["--matches", "0"], "--matches"),
+            (["--format", "snap"], "snap"),
+            (["--report", "/no/such/folder/report.json"], "/no/such/folder"),
+        ]
+        for argv, named in cases:
+            status, out, err = run_main(capsys, *argv)
+            assert (status, out) == (2, ""), (argv, out, err)
+            assert len(err.strip().splitlines()) == 1 and named in err, (argv, err)
+
+
+def test_without_a_progress_bar_each_phase_is_still_one_line(
+    fresh_database_url: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--no-progress`` drops the bar, not the news: the operator found, the matches being
+    played, the books being checked (the matches themselves are faked here)."""
+
+    def played(operator: Any, index: int, fmt: str, args: argparse.Namespace
+               ) -> simulate.MatchResult:
+        return simulate.MatchResult(index, fmt, latency=0.01)
+
+    monkeypatch.setattr(simulate, "play_one", played)
+    with live_api(fresh_database_url) as (url, key):
+        status, out, err = run_main(capsys, "--url", url, "--api-key", key, "--matches", "3",
+                                    "--no-progress", "--audit-sample", "0")
+    assert status == 0, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("simulate: ") for line in lines), err
+    assert "Acme Casino" in lines[0] and url in lines[0]
+    assert "playing 3 matches" in lines[1]
+    assert "3 matches played" in lines[2] and "checking the books" in lines[2]
+    assert "matches: 3 played" in out
