@@ -1,0 +1,189 @@
+"""The integrator's first hour against what ``make run`` starts (``gin-service run`` on the
+embedded default, from a folder of its own): README.md's walk-through ("A first session, by
+hand") run as it is, the banner's walk-through the same commands, and a log that keeps the
+demo key in view (the worker's routine ticks at DEBUG, the key's file named)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.cli import DEMO_SCRIPT
+from tests.integration.workers import free_port, wait_until
+from tests.ops.servers import HttpClient
+
+ROOT = Path(__file__).resolve().parents[2]
+GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
+SECTION = "## A first session, by hand"
+
+#: A line of the text log: "2026-12-03 06:44:26,741 INFO celery.beat message".
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<level>[A-Z]+) (?P<logger>\S+) ")
+
+
+def readme_blocks() -> list[str]:
+    """The fenced ``sh`` blocks of README.md's walk-through section, in order."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert SECTION in text, f"README.md has no section {SECTION!r}"
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```sh\n(.*?)^```", section, re.S | re.M)
+    assert blocks, "the walk-through has no sh blocks"
+    return blocks
+
+
+def commands(script: str) -> list[str]:
+    """The lines that run (no comments, no blank lines), but the address and the key."""
+    return [line for line in script.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+            and not line.startswith(("GIN=", "KEY="))]
+
+
+def test_the_banner_prints_the_readme_walk_through() -> None:
+    """One walk-through: what ``make run`` prints is README.md's, address and key filled in."""
+    assert commands(DEMO_SCRIPT) == commands("\n".join(readme_blocks()))
+
+
+@dataclass
+class Served:
+    base: str
+    folder: Path  # the working directory of `gin-service run`, where var/ is
+    log: Path  # its stdout and stderr, as `make run` shows them in a terminal
+
+    def lines(self) -> list[str]:
+        return self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def _ready(base: str, server: subprocess.Popen[bytes]) -> bool:
+    assert server.poll() is None, "gin-service run exited early"
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``gin-service run`` as ``make run`` starts it: the embedded default, no GIN_VAR_DIR
+    (so ``var/`` in its working directory), the default log level and format."""
+    folder = tmp_path_factory.mktemp("make-run")
+    port = free_port()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "GIN_VAR_DIR", "GIN_BIND",
+                          "LOG_LEVEL", "LOG_FORMAT")}
+    log = folder / "run.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"], cwd=folder, env=env,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _ready(base, server), 90, "gin-service run to be ready")
+        yield Served(base, folder, log)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
+
+
+def test_the_readme_walk_through_plays_a_match_to_its_audited_settlement(
+    make_run: Served,
+) -> None:
+    """README.md's blocks pasted into bash in the folder `make run` runs in (only the address
+    changed): two players, deposits, a table, seats, an action from the view's legal actions,
+    a resignation, the settlement and the audit."""
+    script = "\n".join(readme_blocks())
+    script, replaced = re.subn(r"^GIN=.*$", f"GIN={make_run.base}", script, count=1,
+                               flags=re.M)
+    assert replaced == 1, "the walk-through sets no GIN address"
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=make_run.folder,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [json.loads(line) for line in lines[:2]] == [{"amount": 1500, "currency": "EUR"}] * 2
+    found = re.search(r"match (mch_\w+)", done.stdout)
+    assert found, done.stdout
+    assert lines[3:5] == ["open", "playing"], done.stdout  # the second seat starts the match
+    assert "finished" in lines, done.stdout
+    payouts, wallet, *audits = lines[-4:]
+    assert [p["amount"] for p in json.loads(payouts)] == [0, 900]  # 2 x 500 less the 10% fee
+    assert json.loads(wallet)["amount"] == 1500 - 500 + 900
+    assert audits == ["true", "true"]
+
+    key = json.loads((make_run.folder / "var" / "demo-operator.json").read_text())["api_key"]
+    auth = {"Authorization": f"Bearer {key}"}
+    client = HttpClient(make_run.base)
+    settlement = client.open(f"/v1/matches/{found.group(1)}/settlement", headers=auth)
+    assert settlement.status_code == 200
+    assert (settlement.get_json()["winner"], settlement.get_json()["forfeiter"]) == (1, 0)
+
+
+def _timed_out_match(base: str, key: str) -> str:
+    """A match whose first player's clock runs out at once (1 s, no bank, a timeout forfeits):
+    the clock sweep, a routine tick until then, finds something to do."""
+    client = HttpClient(base)
+    auth = {"Authorization": f"Bearer {key}"}
+
+    def call(method: str, path: str, body: Any, **headers: str) -> Any:
+        answer = client.open(path, method=method, json=body, headers={**auth, **headers})
+        assert answer.status_code in (200, 201), answer.get_data(as_text=True)
+        return answer.get_json()
+
+    table = call("POST", "/v1/tables", {
+        "format": "match_play", "currency": "EUR", "stake": 100,
+        "clock": {"turn_seconds": 1, "bank_seconds": 0, "on_timeout": "FORFEIT"},
+    })
+    for seat in range(2):
+        player = call("POST", "/v1/players", {"external_id": f"slow-{seat}",
+                                              "display_name": f"Slow {seat}"})
+        call("POST", f"/v1/players/{player['id']}/deposits",
+             {"amount": {"amount": 100, "currency": "EUR"}},
+             **{"Idempotency-Key": f"slow-{seat}"})
+        token = call("POST", f"/v1/players/{player['id']}/tokens", {})["token"]
+        call("POST", f"/v1/tables/{table['id']}/seats", {},
+             **{"Authorization": f"Bearer {token}", "Idempotency-Key": "sit"})
+    return str(table["match_id"])
+
+
+def test_make_run_keeps_the_demo_key_in_view(make_run: Served) -> None:
+    """The banner names the file that keeps the key (its real path), and the INFO log has no
+    routine tick lines: beat sending, the worker receiving and Celery's "succeeded" line per
+    task, and our own line for a tick that found nothing, are DEBUG."""
+    printed = "\n".join(make_run.lines())
+    key = re.search(r"^API key: (sk_\S+)$", printed, re.M)
+    kept = re.search(r"kept in (\S+demo-operator\.json)", printed)
+    assert key and kept, printed[:3000]
+    path = Path(kept.group(1))
+    assert path.is_absolute() and path == (make_run.folder / "var" / "demo-operator.json")
+    assert json.loads(path.read_text())["api_key"] == key.group(1)
+
+    _timed_out_match(make_run.base, key.group(1))
+    tick_done = re.compile(r" INFO gin\.tasks .*task matches\.enforce_clocks SUCCESS")
+    wait_until(lambda: any(tick_done.search(line) for line in make_run.lines()), 60,
+               "the clock sweep to forfeit the match")
+
+    info = [line for line in make_run.lines()
+            if (parsed := LOG_LINE.match(line)) and parsed["level"] == "INFO"]
+    chatty = [line for line in info
+              if LOG_LINE.match(line)["logger"] in  # type: ignore[index]
+              ("celery.beat", "celery.worker.strategy", "celery.app.trace")]
+    assert chatty == [], "\n".join(chatty[:10])
+    ticks = [line for line in info if re.search(
+        r"matches\.enforce_clocks|bots\.play_turns|tables\.cancel_unfilled|webhooks\.sweep",
+        line)]
+    # the sweep ran every second since the start; it found something once (the forfeit)
+    assert len(ticks) == 1 and tick_done.search(ticks[0]), "\n".join(ticks[:10])
