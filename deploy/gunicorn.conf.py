@@ -34,6 +34,13 @@
   for every server start (a new folder, inside the one given if the variable is set), workers
   inherit it, a dead worker's live gauges are dropped (``child_exit``) and the folder is
   removed when the server stops. ``GET /metrics`` then sums every worker's samples.
+- Limits: gunicorn refuses a request line longer than 8190 bytes (its maximum,
+  ``limit_request_line``), and header fields beyond twice the service's own limits
+  (``limit_request_fields``, ``limit_request_field_size``), with its own HTML pages; within
+  them the application reads the request and refuses what is longer than it reads (a path
+  and query over ``MAX_REQUEST_TARGET_BYTES``, more or longer header fields than
+  ``MAX_HEADER_FIELDS`` / ``MAX_HEADER_FIELD_BYTES``, a body over ``MAX_CONTENT_LENGTH``) as
+  problems (414, 431, 413). docs/deploy.md, "Request limits", lists which answers are whose.
 - Logs: one line per record on stdout, JSON with ``LOG_FORMAT=json`` (see
   ``service.observability.logs``), at ``LOG_LEVEL``. The application logs one line per request
   (method, route, status, duration, request id); gunicorn's own access log (same format, with
@@ -59,7 +66,12 @@ if _ROOT not in sys.path:
 from gunicorn.glogging import Logger  # noqa: E402
 
 from service import connection_share  # noqa: E402
-from service.config import bool_env, int_env  # noqa: E402
+from service.config import (  # noqa: E402
+    MAX_HEADER_FIELD_BYTES,
+    MAX_HEADER_FIELDS,
+    bool_env,
+    int_env,
+)
 from service.observability.logs import dict_config  # noqa: E402
 
 bind = os.environ.get("GIN_BIND", "0.0.0.0:8000")
@@ -73,6 +85,12 @@ preload_app = bool_env("GUNICORN_PRELOAD", True)
 max_requests = int_env("GUNICORN_MAX_REQUESTS", 10000)
 max_requests_jitter = int_env("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+# Beyond the application's limits, so that the application answers (problem+json) wherever
+# gunicorn lets it: gunicorn's request line cannot be longer than 8190 bytes (the
+# application's limit on a path and query, MAX_REQUEST_TARGET_BYTES, is 4096).
+limit_request_line = 8190
+limit_request_fields = 2 * MAX_HEADER_FIELDS
+limit_request_field_size = 2 * MAX_HEADER_FIELD_BYTES
 _balance = connection_share.ConnectionTable() if bool_env("GUNICORN_BALANCE", True) else None
 
 _log_format = (os.environ.get("LOG_FORMAT") or "text").lower()

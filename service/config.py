@@ -16,6 +16,13 @@ DEFAULT_VAR_DIR = Path(os.environ.get("GIN_VAR_DIR", "var"))
 #: Idempotency keys are kept at least this long (API_CONVENTIONS: "at least 24 hours").
 MIN_IDEMPOTENCY_RETENTION_HOURS = 24
 
+#: What the API reads of a request beyond its body (``MAX_CONTENT_LENGTH``): longer is refused
+#: as a problem (414, 431); gunicorn's own limits lie beyond these (deploy/gunicorn.conf.py).
+MAX_REQUEST_TARGET_BYTES = 4096  # the path and query
+MAX_HEADER_FIELDS = 100
+MAX_HEADER_FIELD_BYTES = 16384  # one "Name: value"
+DEFAULT_MAX_CONTENT_LENGTH = 64 * 1024
+
 
 class ConfigError(ValueError):
     """Raised when an environment variable holds a value the service cannot run with."""
@@ -82,6 +89,8 @@ class Settings:
     ratelimit_player: str = "30000 per minute"
     ratelimit_anonymous: str = "30000 per minute"
     ratelimit_key_prefix: str = "gin"
+    # Request bodies (issue 19): a longer one is refused (413), unread by its Content-Length.
+    max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH
     # Webhooks may reach loopback and private addresses (service.webhook_targets): for
     # development only, in production that is server-side request forgery.
     webhook_allow_private_networks: bool = False
@@ -99,6 +108,10 @@ class Settings:
         if self.match_states_kept < 0:
             raise ConfigError(
                 f"MATCH_STATES_KEPT must be 0 or more, got {self.match_states_kept!r}"
+            )
+        if self.max_content_length <= 0:
+            raise ConfigError(
+                f"MAX_CONTENT_LENGTH must be positive, got {self.max_content_length!r}"
             )
         if self.player_token_ttl_seconds <= 0:
             raise ConfigError(
@@ -128,6 +141,7 @@ class Settings:
             ratelimit_player=_rate_limit("RATELIMIT_PLAYER", "30000 per minute"),
             ratelimit_anonymous=_rate_limit("RATELIMIT_ANONYMOUS", "30000 per minute"),
             ratelimit_key_prefix=os.environ.get("RATELIMIT_KEY_PREFIX") or "gin",
+            max_content_length=int_env("MAX_CONTENT_LENGTH", DEFAULT_MAX_CONTENT_LENGTH),
             webhook_allow_private_networks=bool_env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
         )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,15 +17,24 @@ from flask.sessions import SessionInterface
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from webargs.flaskparser import FlaskParser
+from werkzeug.exceptions import RequestEntityTooLarge
 
+from service import jsoncodec
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
+from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUEST_TARGET_BYTES
 from service.db import ATTEMPTS, retryable, shared
 from service.errors import (
+    ContentTooLarge,
+    FieldError,
+    HeaderFieldsTooLarge,
     IdempotencyKeyInUse,
     IdempotencyKeyReused,
     MalformedRequest,
     ServiceError,
+    UnsupportedMediaType,
+    UriTooLong,
+    ValidationFailed,
 )
 from service.usecases import idempotency
 from service.usecases.auth import Principal, authenticate, require_operator
@@ -51,6 +59,11 @@ class SchemaReusingParser(FlaskParser):  # type: ignore[misc]
             return schema
         found: ma.Schema = super()._get_schema(argmap, req)
         return found
+
+    def _raw_load_json(self, req: Any) -> Any:
+        """The body as :func:`request_json` read it (webargs' own reading, which takes any
+        body that is not JSON for none at all, is never used)."""
+        return request_json()
 
 
 # Set before the blueprint modules apply @blp.arguments (each imports this module first).
@@ -115,29 +128,132 @@ def _take_request_id() -> None:
     g.request_id = request_id(request.headers.get("X-Request-Id", ""))
 
 
-#: A body with more brackets than this is parsed once up front to catch nesting too deep for
-#: Python's JSON parser (its RecursionError is not a ValueError, so nothing else catches it).
-BRACKETS_WORTH_CHECKING = 500
-
-
-def _refuse_malformed() -> None:
-    """NUL characters are never meaningful here, and PostgreSQL text cannot store them; JSON
-    nested thousands deep is refused before any parser meets it."""
-    body = request.get_data(cache=True)
+def _refuse_unreadable() -> None:
+    """What no operation reads, refused before anything else looks at the request: a path
+    and query, a header field or a number of them beyond the limits in
+    :mod:`service.config` (gunicorn's own limits, in ``deploy/gunicorn.conf.py``, lie beyond
+    these, so these answers are problems too), NUL characters in the path or query (never
+    meaningful here, and PostgreSQL text cannot store them), and a body whose
+    ``Content-Length`` is over ``MAX_CONTENT_LENGTH`` (refused unread)."""
+    wsgi = request.environ
+    raw = wsgi.get("RAW_URI") or wsgi.get("REQUEST_URI")
+    target = len(raw) if raw else len(wsgi.get("PATH_INFO", "")) + 1 + len(
+        wsgi.get("QUERY_STRING", ""))
+    if target > MAX_REQUEST_TARGET_BYTES:
+        raise UriTooLong(f"The path and query are {target} bytes long; at most "
+                         f"{MAX_REQUEST_TARGET_BYTES} are read.")
+    count = 0
+    for name, value in wsgi.items():
+        if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            count += 1
+            sent = len(name) - 3 + len(value) if name[0] == "H" else len(name) + 2 + len(value)
+            if sent > MAX_HEADER_FIELD_BYTES:  # "Name: value", as it was sent
+                header = _header_name(name)
+                message = f"At most {MAX_HEADER_FIELD_BYTES} bytes per header field."
+                raise HeaderFieldsTooLarge(f"The {header} header is too long: {message}",
+                                           errors=[FieldError(header, message)])
+    if count > MAX_HEADER_FIELDS:
+        raise HeaderFieldsTooLarge(f"The request has {count} header fields; at most "
+                                   f"{MAX_HEADER_FIELDS} are read.")
     if (
         "\x00" in request.path
         or b"%00" in request.query_string
         or b"\x00" in request.query_string
-        or b"\\u0000" in body
     ):
-        raise MalformedRequest("NUL characters are not accepted in paths, queries or bodies.")
-    if body.count(b"[") + body.count(b"{") > BRACKETS_WORTH_CHECKING:
-        try:
-            json.loads(body)
-        except RecursionError:
-            raise MalformedRequest("The JSON body is nested too deeply.") from None
-        except ValueError:
-            pass  # not JSON: the request's parser answers that
+        raise MalformedRequest("NUL characters are not accepted in paths or queries.")
+    length, limit = request.content_length, current_app.config["MAX_CONTENT_LENGTH"]
+    if length is not None and limit is not None and length > limit:
+        raise _too_large(limit)
+
+
+def _header_name(environ_key: str) -> str:
+    """``HTTP_IDEMPOTENCY_KEY`` as ``Idempotency-Key``."""
+    return "-".join(part.capitalize() for part in environ_key.removeprefix("HTTP_").split("_"))
+
+
+def _too_large(limit: int) -> ContentTooLarge:
+    return ContentTooLarge(f"The request body is longer than {limit} bytes "
+                           "(MAX_CONTENT_LENGTH).")
+
+
+#: ``app.extensions["gin"]`` key: (endpoint, method) -> whether that operation's JSON body is
+#: required, for every operation that reads one (from the ``@blp.arguments`` it declares).
+JSON_BODIES = "json_bodies"
+
+
+def json_bodies(app: Flask) -> dict[tuple[str, str], bool]:
+    """The operations that take a JSON body, as their blueprints declare them in the OpenAPI
+    document (``requestBody`` and its ``required``), by endpoint and method."""
+    found: dict[tuple[str, str], bool] = {}
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions[rule.endpoint]
+        view_class = getattr(view, "view_class", None)
+        for method in rule.methods or ():
+            handler = getattr(view_class, method.lower(), None) if view_class else view
+            declared = getattr(handler, "_apidoc", {}).get("arguments", {})
+            for argument in declared.get("parameters", []):
+                if argument.get("in") == "json":
+                    found[(rule.endpoint, method)] = bool(argument.get("required", True))
+    return found
+
+
+def _read_body() -> None:
+    """The one place a request body is read, for every operation alike: an operation that
+    declares a JSON body gets it as ``application/json`` (UTF-8) or refuses it (415), and
+    one that requires it refuses a request without it (400); then it is read, at most
+    ``MAX_CONTENT_LENGTH`` bytes of it, chunked or not (413), and decoded strictly
+    (:func:`request_json`). An operation that declares no body reads none."""
+    rule = request.url_rule
+    if rule is None:
+        return  # no such route or method: answered by the routing error
+    required = current_app.extensions["gin"][JSON_BODIES].get((rule.endpoint, request.method))
+    if required is None:
+        return
+    sent = (request.content_length or 0) > 0 or "chunked" in request.headers.get(
+        "Transfer-Encoding", "").lower()
+    if sent:
+        charset = request.mimetype_params.get("charset", "utf-8").lower()
+        if request.mimetype != "application/json" or charset not in ("utf-8", "utf8"):
+            given = request.headers.get("Content-Type") or "none"
+            raise UnsupportedMediaType(
+                f"This operation reads an application/json body (UTF-8); the request's "
+                f"Content-Type is {given!r}.")
+    if request_json() is ma.missing and required:
+        message = "This operation takes a JSON body; none was sent."
+        raise MalformedRequest(message, errors=[FieldError("(body)", message)])
+
+
+def request_json() -> Any:
+    """The request's JSON body, decoded once (``marshmallow.missing`` when there is none):
+    strictly, by :func:`service.jsoncodec.loads_request`. A key twice in an object or a body
+    that is not JSON is a 400 ``malformed_request``, a string that is not text (a NUL, a
+    lone surrogate) a 422 ``validation_failed``; either names the place in ``errors``."""
+    if "json_body" in g:
+        return g.json_body
+    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    try:
+        data = request.get_data(cache=True)
+    except RequestEntityTooLarge:
+        raise _too_large(limit) from None
+    # A body of no announced length (chunked) is read up to the limit and, if it gets there,
+    # silently cut (werkzeug's LimitedStream): one byte more from the server says whether it
+    # was longer.
+    if (
+        request.content_length is None and limit is not None and len(data) >= limit
+        and request.environ["wsgi.input"].read(1)
+    ):
+        raise _too_large(limit)
+    if not data:
+        g.json_body = ma.missing
+        return g.json_body
+    try:
+        g.json_body = jsoncodec.loads_request(data)
+    except jsoncodec.NotText as exc:
+        raise ValidationFailed(f"{exc.path}: {exc.message}",
+                               errors=[FieldError(exc.path, exc.message)]) from None
+    except jsoncodec.RequestJSONError as exc:
+        raise MalformedRequest(exc.message, errors=[FieldError(exc.path, exc.message)]) from None
+    return g.json_body
 
 
 class NoSessions(SessionInterface):
@@ -153,11 +269,12 @@ class NoSessions(SessionInterface):
 
 
 def register(app: Flask) -> None:
-    app.config.setdefault("MAX_CONTENT_LENGTH", 1024 * 1024)
     app.session_interface = NoSessions()
+    app.extensions["gin"][JSON_BODIES] = json_bodies(app)
     app.before_request(_take_request_id)
-    app.before_request(_refuse_malformed)
+    app.before_request(_refuse_unreadable)
     app.before_request(_authenticate)
+    app.before_request(_read_body)
     app.after_request(_request_id)
     app.teardown_appcontext(_close_session)
 
@@ -229,8 +346,9 @@ def _once(
     kwargs: dict[str, Any],
 ) -> Response:
     """Run ``view`` once for ``key``: claim, work and stored answer in one transaction."""
+    body = g.get("json_body", ma.missing)  # read by _read_body when the operation takes one
     digest = idempotency.request_hash(
-        request.method, request.path, request.get_json(silent=True)
+        request.method, request.path, None if body is ma.missing else body
     )
     retention = timedelta(hours=current_app.config["IDEMPOTENCY_RETENTION_HOURS"])
     session = db_session()

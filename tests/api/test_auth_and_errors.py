@@ -175,11 +175,12 @@ def test_nul_characters_are_refused_not_500(api: ApiClient) -> None:
     assert_problem(
         api.get("/v1/players", query_string={"starting_after": "a\x00"}), 400, "malformed_request"
     )
-    assert_problem(
+    problem = assert_problem(
         api.post("/v1/players", {"external_id": "a\x00b", "display_name": "N"}),
-        400,
-        "malformed_request",
+        422,
+        "validation_failed",
     )
+    assert [e["field"] for e in problem["errors"]] == ["external_id"]
     assert_problem(
         api.deposit(player["id"], 100, key="nul\x00key"), 400, "idempotency_key_required"
     )

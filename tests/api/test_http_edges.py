@@ -1,5 +1,6 @@
 """The edges of HTTP the service answers itself, as problems: problem types that point at
-pages served here, and cursors that name nothing, named in ``errors``."""
+pages served here, paths, queries and headers longer than it reads, and cursors that name
+nothing, each named in ``errors``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from urllib.parse import urljoin
 
 import pytest
 
+from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUEST_TARGET_BYTES
 from service.errors import problem_classes
 from tests.api.test_auth_and_errors import assert_problem
 from tests.conftest import ApiClient
@@ -52,6 +54,40 @@ def test_framework_refusals_carry_codes_with_pages(api: ApiClient) -> None:
     ):
         body = assert_problem(response, status, code)
         assert api.as_(None).get(body["type"]).status_code == 200
+
+
+# --- Longer than the service reads: problems, not the HTTP server's pages ---------------------
+
+
+def test_a_path_longer_than_read_is_414(api: ApiClient) -> None:
+    problem = assert_problem(
+        api.get("/v1/players/" + "p" * MAX_REQUEST_TARGET_BYTES), 414, "uri_too_long"
+    )
+    assert str(MAX_REQUEST_TARGET_BYTES) in problem["detail"]
+
+
+def test_a_cursor_longer_than_read_is_414(api: ApiClient) -> None:
+    long_cursor = "ply_" + "x" * MAX_REQUEST_TARGET_BYTES
+    assert_problem(api.get(f"/v1/players?starting_after={long_cursor}"), 414, "uri_too_long")
+
+
+def test_a_header_longer_than_read_is_431_naming_it(api: ApiClient) -> None:
+    problem = assert_problem(
+        api.get("/v1/players", headers={"X-Trace": "t" * MAX_HEADER_FIELD_BYTES}),
+        431, "header_fields_too_large",
+    )
+    assert fields(problem) == ["X-Trace"]
+
+
+def test_more_header_fields_than_read_is_431(api: ApiClient) -> None:
+    headers = {f"X-Extra-{i}": "1" for i in range(MAX_HEADER_FIELDS)}
+    assert_problem(api.get("/v1/players", headers=headers), 431, "header_fields_too_large")
+
+
+def test_headers_within_the_limits_are_read(api: ApiClient) -> None:
+    headers = {f"X-Extra-{i}": "1" for i in range(MAX_HEADER_FIELDS // 2)}
+    headers["X-Trace"] = "t" * (MAX_HEADER_FIELD_BYTES // 2)
+    assert api.get("/v1/players", headers=headers).status_code == 200
 
 
 # --- Cursors -------------------------------------------------------------------------------------
