@@ -279,7 +279,8 @@ def test_the_builder_stage_wheel_carries_the_app_and_its_migrations(tmp_path: Pa
     (wheel,) = (tmp_path / "wheels").glob("gin_service-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     migrations = {p.relative_to(ROOT).as_posix()
-                  for p in (ROOT / "service/db/migrations/versions").glob("*.py")}
+                  for p in [*(ROOT / "service/db/migrations/versions").glob("*.py"),
+                            *(ROOT / "service/db/sql").glob("*.sql")]}
     assert migrations and migrations <= names
     assert {"service/wsgi.py", "worker/celery_app.py", "service/db/migrations/env.py"} <= names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

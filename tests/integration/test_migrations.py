@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from service.db import make_engine
 from service.db.migrate import alembic_config, head_revision, is_current
+from service.db.migrations import sqlfiles
 from service.db.models import Base
 
 
@@ -63,25 +65,40 @@ def test_ledger_tables_are_append_only(funded: Any, statement: str) -> None:
     engine.dispose()
 
 
-def test_0014_drops_the_cashier_functions_and_its_downgrade_puts_them_back(
+def test_the_guards_in_the_database_are_exactly_those_of_the_sql_files(
     fresh_database_url: str,
 ) -> None:
-    if not fresh_database_url.startswith("postgresql"):
-        pytest.skip("the cashier functions existed on PostgreSQL only")
+    """Every database function and trigger is defined in a revision's .sql file, and nothing
+    else is left in the database (no function outliving the revision that replaced it)."""
+    engine = make_engine(fresh_database_url)
+    dialect = engine.dialect.name
+    text_of = sqlfiles.read("0001", dialect)
+    defined = set(re.findall(r"CREATE (?:CONSTRAINT )?TRIGGER (\w+)", text_of))
+    with engine.connect() as connection:
+        if dialect == "postgresql":
+            functions = set(connection.execute(text(
+                "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                " WHERE n.nspname = 'public'")).scalars())
+            triggers = set(connection.execute(text(
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")).scalars())
+            assert functions == set(sqlfiles.functions("0001", dialect))
+        else:
+            triggers = set(connection.execute(text(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars())
+    engine.dispose()
+    assert defined and triggers == defined
 
-    def functions() -> set[str]:
-        engine = make_engine(fresh_database_url)
-        with engine.connect() as connection:
-            names = connection.execute(text(
-                "SELECT proname FROM pg_proc WHERE proname IN"
-                " ('cashier_post', 'cashier_post_batch', 'gin_idempotency_lock_id')")).scalars()
-            found = set(names)
-        engine.dispose()
-        return found
 
-    config = alembic_config(fresh_database_url)
-    assert functions() == set()
-    command.downgrade(config, "0013")
-    assert functions() == {"cashier_post", "cashier_post_batch", "gin_idempotency_lock_id"}
-    command.upgrade(config, "head")
-    assert functions() == set()
+@pytest.mark.parametrize("dialect", ["postgresql", "sqlite"])
+def test_a_sql_file_splits_into_its_statements(dialect: str) -> None:
+    found = sqlfiles.statements(sqlfiles.read("0001", dialect), dialect)
+    creates = sqlfiles.read("0001", dialect).count("\nCREATE ")
+    assert len(found) == creates
+    assert all(s.startswith("CREATE ") and not s.endswith(";") for s in found)
+    body = "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  x;\nEND $$;"
+    trigger = "CREATE TRIGGER t BEFORE DELETE ON x\nBEGIN SELECT RAISE(ABORT, 'no');\nEND;"
+    text_of = body if dialect == "postgresql" else trigger
+    assert sqlfiles.statements(f"-- a comment\n{text_of}\n\n{text_of}\n", dialect) == [
+        text_of.removesuffix(";")] * 2
+    with pytest.raises(ValueError, match="unterminated"):
+        sqlfiles.statements(text_of.removesuffix(";"), dialect)
