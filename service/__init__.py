@@ -18,8 +18,8 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from service.api.json_provider import FastJSONProvider
     from service.config import Settings
     from service.db import make_engine, make_sessionmaker
+    from service.db.match_states import keep_decoded_states
     from service.observability import metrics, ratelimit, tasks
-    from service.usecases.play import keep_decoded_states
 
     app = Flask(__name__)
     app.json = FastJSONProvider(app)

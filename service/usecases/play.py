@@ -15,13 +15,9 @@ and a timeout racing for the same turn cannot both apply.
 from __future__ import annotations
 
 import secrets
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, bindparam, case, insert, null, select, type_coerce, update
 from sqlalchemy.orm import Session
@@ -29,6 +25,7 @@ from sqlalchemy.orm import Session
 from service.clock import rfc3339
 from service.db import first_alone, in_shared_transaction, is_postgres, transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
+from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
 from service.formats import Match, MatchSettings, MatchStatus
@@ -137,77 +134,6 @@ def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
         _SELECT_MATCH_FOR_UPDATE if lock else _SELECT_MATCH, {"match_id": match_id}
     ).first()
     return None if found is None else MatchRecord(**found._mapping)
-
-
-# --- decoded states --------------------------------------------------------------------
-
-#: How many matches' decoded states a process keeps per database, unless the app sets it
-#: (``MATCH_STATES_KEPT``). A decoded match state six hands in (123 actions in its hand)
-#: took 26.5 KB (tracemalloc).
-DECODED_STATES = 1024
-
-
-class DecodedStates:
-    """The decoded states of recently used matches: match id -> (version, :class:`Match`).
-
-    A match's state is its row's largest column, and decoding it (JSON, then the engine's
-    objects) was a fifth of a request's CPU. A read names the version whose state this
-    process holds, and while the row is still at that version the database leaves the state
-    out of its answer and the decoded one serves. That is safe because every change to a
-    match's state gives it a new version (:func:`_advance`) and only committed states are kept:
-    ones read outside a transaction, and ones written by a statement that committed. Kept
-    matches are never changed (an action plays on a copy), so threads share them. The least
-    recently used go first. Nothing depends on a state being here: any process serves any
-    request."""
-
-    def __init__(
-        self, size: int = DECODED_STATES, on_read: Callable[[bool], None] | None = None
-    ) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, tuple[int, Match]] = OrderedDict()
-        #: Told of each read of a started match: ``True`` when its state was kept here,
-        #: ``False`` when it was fetched (the API counts them: ``gin_match_state_reads``).
-        self.on_read = on_read
-
-    def get(self, match_id: str) -> tuple[int, Match] | None:
-        with self._lock:
-            found = self._items.get(match_id)
-            if found is not None:
-                self._items.move_to_end(match_id)
-            return found
-
-    def put(self, match_id: str, version: int, match: Match) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._items[match_id] = (version, match)
-            self._items.move_to_end(match_id)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-_DECODED: WeakKeyDictionary[Any, DecodedStates] = WeakKeyDictionary()
-_DECODED_LOCK = threading.Lock()
-
-
-def decoded_states(session: Session) -> DecodedStates:
-    """The states kept for the database ``session`` is bound to."""
-    bind = session.get_bind()
-    found = _DECODED.get(bind)
-    if found is None:
-        with _DECODED_LOCK:
-            found = _DECODED.setdefault(bind, DecodedStates())
-    return found
-
-
-def keep_decoded_states(
-    engine: Engine, size: int, on_read: Callable[[bool], None] | None = None
-) -> None:
-    """Keep up to ``size`` decoded states for ``engine``'s database (0: none); ``on_read``
-    is told of each read whether the state was kept (see :class:`DecodedStates`)."""
-    with _DECODED_LOCK:
-        _DECODED[engine] = DecodedStates(size, on_read)
 
 
 # --- writing ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Decoded match states kept per process (service.usecases.play.DecodedStates).
+"""Decoded match states kept per process (service.db.match_states).
 
 A process that holds a match's state at the row's version reads the row without it; a
 change made anywhere else (another process, the worker's timeouts, a locked action) gives the
