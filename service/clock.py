@@ -11,6 +11,6 @@ def utcnow() -> datetime:
 
 
 def rfc3339(moment: datetime) -> str:
-    """``2026-11-30T21:38:20Z``: whole seconds, UTC, as API_CONVENTIONS asks (ISO 8601's
-    form without its ``+00:00``: 1.8 us, against 3.0 us through ``strftime``)."""
+    """``2026-11-30T21:38:20Z``: whole seconds, UTC, as the API's timestamps are (ISO 8601's
+    form without its ``+00:00``; cheaper than ``strftime``, and every view writes several)."""
     return moment.astimezone(UTC).isoformat(timespec="seconds")[:-6] + "Z"

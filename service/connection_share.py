@@ -2,9 +2,9 @@
 
 A keep-alive connection stays with the worker that accepted it, and the CPU is shared per
 worker process (a worker's threads take turns on one interpreter lock), so a client whose
-connection landed on a crowded worker waits longer than one alone on its worker. With 16
-clients on 5 workers, ``bench/play.py`` saw the clients' mean action latencies split by worker:
-one client at 12 ms, three at 22-24 ms and twelve at 63-68 ms in one round.
+connection landed on a crowded worker waits longer than one alone on its worker:
+``bench/play.py`` with 16 clients on 5 workers saw the clients' latencies split by worker
+(docs/performance.md).
 
 Each worker publishes how many connections it holds in a table shared by all of them (shared
 memory the master maps before it forks, one slot per live worker, handed out and taken back

@@ -126,8 +126,8 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
             return driver.first_autocommit(bind, prepared, params)
         with bind.connect() as connection:
             # psycopg's own switch, not SQLAlchemy's isolation_level option: that one copies
-            # the connection and sets and resets its characteristics on every call (about 5%
-            # of a match request's CPU). Switching on an idle connection sends nothing; the
+            # the connection and sets and resets its characteristics on every call, a
+            # measurable part of a match request's CPU. Switching on an idle connection sends nothing; the
             # closing rollback of an idle connection sends nothing either.
             dbapi_connection = connection.connection.driver_connection
             dbapi_connection.autocommit = True

@@ -2,8 +2,7 @@
 
 :func:`service.db.first_alone` runs a read or a single-statement write in autocommit. Through
 SQLAlchemy's ``Connection`` that costs about as much client CPU again as psycopg itself (a
-connection object, the execution context, the result object: about 65 us of a match
-request's 1.6 ms, twice per action). Here a Core statement is compiled once per dialect and
+connection object, the execution context, the result object, twice per action). Here a Core statement is compiled once per dialect and
 then executed on the pooled connection's psycopg connection as it is, with SQLAlchemy's own
 type processing applied to what goes in and comes out:
 

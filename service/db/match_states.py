@@ -15,8 +15,7 @@ from sqlalchemy.orm import Session
 from service.formats import Match
 
 #: How many matches' decoded states a process keeps per database, unless the app sets it
-#: (``MATCH_STATES_KEPT``). A decoded match state six hands in (123 actions in its hand)
-#: took 26.5 KB (tracemalloc).
+#: (``MATCH_STATES_KEPT``); docs/performance.md gives a decoded state's size.
 DECODED_STATES = 1024
 
 
@@ -24,7 +23,7 @@ class DecodedStates:
     """The decoded states of recently used matches: match id -> (version, :class:`Match`).
 
     A match's state is its row's largest column, and decoding it (JSON, then the engine's
-    objects) was a fifth of a request's CPU. A read names the version whose state this
+    objects) was a large part of a request's CPU. A read names the version whose state this
     process holds, and while the row is still at that version the database leaves the state
     out of its answer and the decoded one serves. That is safe because every change to a
     match's state gives it a new version (``service.usecases.play``) and only committed states
