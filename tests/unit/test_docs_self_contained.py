@@ -1,0 +1,51 @@
+"""A clone is all a reader has: the README, the docs and the code's docstrings point at nothing
+outside the repository (the rules are stated in docs/engine.md, the API conventions in
+docs/api-conventions.md), the documents they name exist, and the docs describe no code that
+was deleted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Ways of pointing at the specification folder that lies beside the repository, not in it.
+OUTSIDE = ("../shared", "shared/RULES.md", "shared/API_CONVENTIONS.md", "/work/shared")
+TEXT = {".py", ".md", ".sql", ".mako", ".ini", ".txt", ".yaml", ".yml", ".toml"}
+
+#: The WSGI fast paths in front of Flask, the deposit batcher and their database functions and
+#: settings, all deleted (one request path through Flask).
+DELETED = ("CASHIER_FAST_PATH", "CASHIER_BATCH", "MATCH_FAST_PATH", "cashier_post",
+           "api/cashier.py", "matchpath", "fastpath", "array_literal", "One-call cashier")
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def sources() -> list[Path]:
+    return [path for folder in ("service", "worker") for path in sorted((ROOT / folder).rglob("*"))
+            if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts]
+
+
+def lines_naming(paths: list[Path], names: tuple[str, ...]) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+            for path in paths
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if any(name in line for name in names)]
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    assert lines_naming(documents() + sources(), OUTSIDE) == []
+
+
+def test_the_documents_named_exist() -> None:
+    named = {name for path in documents()
+             for name in re.findall(r"`(docs/[\w./-]+\.md)`", path.read_text("utf-8"))}
+    assert {"docs/engine.md", "docs/api-conventions.md"} <= named
+    assert sorted(name for name in named if not (ROOT / name).is_file()) == []
+
+
+def test_the_docs_describe_no_deleted_request_path() -> None:
+    assert lines_naming(documents(), DELETED) == []
