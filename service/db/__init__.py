@@ -120,16 +120,18 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
     on a pooled connection of its own; elsewhere, or inside a transaction, it runs there as
     usual."""
     bind = session.get_bind()
-    if bind.dialect.name == "postgresql" and not session.in_transaction():
+    if isinstance(bind, Engine) and bind.dialect.name == "postgresql" and (
+        not session.in_transaction()
+    ):
         prepared = driver.prepare(statement, bind.dialect)
         if prepared is not None:  # the common case: straight on psycopg (service.db.driver)
             return driver.first_autocommit(bind, prepared, params)
         with bind.connect() as connection:
             # psycopg's own switch, not SQLAlchemy's isolation_level option: that one copies
             # the connection and sets and resets its characteristics on every call, a
-            # measurable part of a match request's CPU. Switching on an idle connection sends nothing; the
-            # closing rollback of an idle connection sends nothing either.
-            dbapi_connection = connection.connection.driver_connection
+            # measurable part of a match request's CPU. Switching on an idle connection sends
+            # nothing; the closing rollback of an idle connection sends nothing either.
+            dbapi_connection: Any = connection.connection.driver_connection
             dbapi_connection.autocommit = True
             try:
                 return connection.execute(statement, params).first()

@@ -2,9 +2,9 @@
 
 :func:`service.db.first_alone` runs a read or a single-statement write in autocommit. Through
 SQLAlchemy's ``Connection`` that costs about as much client CPU again as psycopg itself (a
-connection object, the execution context, the result object, twice per action). Here a Core statement is compiled once per dialect and
-then executed on the pooled connection's psycopg connection as it is, with SQLAlchemy's own
-type processing applied to what goes in and comes out:
+connection object, the execution context, the result object, twice per action). Here a Core
+statement is compiled once per dialect and then executed on the pooled connection's psycopg
+connection as it is, with SQLAlchemy's own type processing applied to what goes in and comes out:
 
 - the SQL text is SQLAlchemy's compilation of the statement (its casts included);
 - each parameter goes through its type's bind processor (a JSON value is wrapped for psycopg,
@@ -43,7 +43,7 @@ class DriverStatement:
     names: tuple[str, ...]  # the statement's parameters
     binds: tuple[tuple[str, Processor], ...]  # parameter -> its type's bind processor
     results: tuple[tuple[int, Processor], ...]  # column position -> its result processor
-    row: type  # a named tuple of the returned columns, with ``_mapping`` like a Row's
+    row: Any  # a named tuple class of the returned columns, with ``_mapping`` like a Row's
 
 
 _prepared: dict[tuple[int, str], tuple[ClauseElement, DriverStatement | None]] = {}
@@ -54,10 +54,10 @@ _lock = threading.Lock()
 MAX_PREPARED = 512
 
 
-def _row_type(names: list[str]) -> type:
-    base = namedtuple("DriverRow", names)  # type: ignore[misc]
+def _row_type(names: list[str]) -> Any:
+    base: Any = namedtuple("DriverRow", names)  # type: ignore[misc]
 
-    class DriverRow(base):  # type: ignore[valid-type,misc]
+    class DriverRow(base):
         __slots__ = ()
 
         @property
@@ -71,7 +71,7 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> DriverStatement | No
     columns = getattr(statement, "exported_columns", None)
     if columns is None:  # text() and the like: no column types to process results by
         return None
-    compiled = statement.compile(dialect=dialect)
+    compiled: Any = statement.compile(dialect=dialect)  # a SQLCompiler
     if (
         compiled.positional
         or getattr(compiled, "escaped_bind_names", None)
@@ -135,11 +135,7 @@ def first_autocommit(engine: Engine, prepared: DriverStatement, params: dict[str
     row = fetch_one_autocommit(engine, prepared.sql, values)
     if row is None:
         return None
-    if prepared.results:
-        row = list(row)
-        for position, process in prepared.results:
-            row[position] = process(row[position])
-    return prepared.row._make(row)
+    return _rows(prepared, [row])[0]
 
 
 def fetch_one_autocommit(
@@ -158,7 +154,7 @@ def _autocommit(
     dialect = engine.dialect
     pooled = engine.raw_connection()
     try:
-        driver = pooled.driver_connection
+        driver = _psycopg(pooled)
         try:
             # Switching an idle connection sends nothing; so does the rollback with which the
             # pool takes it back.
@@ -186,6 +182,14 @@ def _autocommit(
         pooled.close()
     return rows
 
+
+
+def _psycopg(pooled: Any) -> Any:
+    """The psycopg connection under a pooled (SQLAlchemy) connection."""
+    driver = pooled.driver_connection
+    if driver is None:  # pragma: no cover - only after the pool invalidated it
+        raise RuntimeError("the pooled connection has no driver connection")
+    return driver
 
 
 def _values(prepared: DriverStatement, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,7 +221,7 @@ def _raise_as_sqlalchemy(
     invalidated when it was lost (as ``Connection.execute`` does)."""
     dialect = connection.dialect
     driver = connection.connection.driver_connection
-    lost = dialect.is_disconnect(error, driver, None)
+    lost = dialect.is_disconnect(error, driver, None)  # type: ignore[arg-type]
     if lost:
         connection.invalidate(error)
         connection.engine.dispose()
@@ -242,7 +246,7 @@ def execute(session: Session, statement: Executable, params: Mapping[str, Any]) 
         return [] if isinstance(result, CursorResult) and not result.returns_rows else list(result)
     values = _values(prepared, params)
     try:
-        cursor = connection.connection.driver_connection.execute(prepared.sql, values)
+        cursor = _psycopg(connection.connection).execute(prepared.sql, values)
         raw = cursor.fetchall() if prepared.row._fields else []
     except connection.dialect.loaded_dbapi.Error as error:
         _raise_as_sqlalchemy(connection, error, prepared.sql, values)
@@ -264,7 +268,7 @@ def execute_many(
         return
     values = [_values(prepared, item) for item in params]
     try:
-        with connection.connection.driver_connection.cursor() as cursor:
+        with _psycopg(connection.connection).cursor() as cursor:
             cursor.executemany(prepared.sql, values)
     except connection.dialect.loaded_dbapi.Error as error:
         _raise_as_sqlalchemy(connection, error, prepared.sql, values)
@@ -280,7 +284,7 @@ def pipeline(session: Session) -> Iterator[None]:
     if connection.dialect.name != "postgresql":
         yield
         return
-    driver = connection.connection.driver_connection
+    driver = _psycopg(connection.connection)
     try:
         with driver.pipeline():
             yield

@@ -26,7 +26,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from service.db.driver import execute, execute_many, pipeline
-from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, table_of
 from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ids import new_id
 from service.ledger.chain import GENESIS, EntryContent, entry_hash
@@ -58,7 +58,7 @@ def find_transaction(
     return session.get(LedgerTransaction, found.id)
 
 
-_TXN = LedgerTransaction.__table__
+_TXN = table_of(LedgerTransaction)
 _FIND_TRANSACTION = select(_TXN.c.id, _TXN.c.fingerprint).where(
     _TXN.c.operator_id == bindparam("operator_id"),
     _TXN.c.idempotency_key == bindparam("key"),
@@ -114,7 +114,7 @@ def _locking(postgres: bool) -> tuple[Select[Any], Select[Any]]:
     in id order; the first reads all of them or none (``:wanted`` is how many there are):
     locking the ones there are, then creating the others, would lock out of id order when
     another creator had allocated a lower id and not yet committed."""
-    table = LedgerAccount.__table__
+    table = table_of(LedgerAccount)
     counted = table.alias("wanted")
     if postgres:
         keys = bindparam("keys", type_=postgresql.ARRAY(String))
@@ -174,8 +174,9 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
         }
         for ref in refs
     ]
-    table = LedgerAccount.__table__
+    table = table_of(LedgerAccount)
     bind = session.get_bind()
+    statement: Any
     if bind.dialect.name == "postgresql":
         statement = postgresql.insert(table).on_conflict_do_nothing(index_elements=["key"])
         try:
@@ -303,8 +304,8 @@ def _insert(table: Any, *, leave_out: tuple[str, ...] = ()) -> Any:
 
 
 _INSERT_TRANSACTION = _insert(_TXN)
-_INSERT_ENTRY = _insert(LedgerEntry.__table__, leave_out=("seq",))  # the database numbers it
-_ACCOUNTS = LedgerAccount.__table__
+_INSERT_ENTRY = _insert(table_of(LedgerEntry), leave_out=("seq",))  # the database numbers it
+_ACCOUNTS = table_of(LedgerAccount)
 _MOVE_HEAD = (
     update(_ACCOUNTS)
     .where(_ACCOUNTS.c.id == bindparam("account_id"))

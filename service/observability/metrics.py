@@ -203,7 +203,7 @@ def exposition(app: Flask) -> tuple[bytes, str]:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=directory)
+        multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
         body = generate_latest(registry)
     else:
         body = generate_latest(REGISTRY)
@@ -253,7 +253,8 @@ def _age_seconds(oldest: Any, now: float) -> float:
         from datetime import UTC
 
         oldest = oldest.replace(tzinfo=UTC)
-    return max(0.0, now - oldest.timestamp())
+    age: float = now - oldest.timestamp()
+    return max(0.0, age)
 
 
 class DatabaseCollector:

@@ -589,10 +589,10 @@ def _audit_capture(
     if txn is None:
         return [Discrepancy("ledger.capture", settlement.ledger_transaction_id, None,
                             "the settlement's ledger transaction is missing")]
-    for name, expected in (("kind", "capture"), ("match_ref", row.id),
-                           ("operator_id", row.operator_id), ("currency", row.currency)):
-        if getattr(txn, name) != expected:
-            found.append(Discrepancy(f"ledger.capture.{name}", expected, getattr(txn, name)))
+    for name, wanted in (("kind", "capture"), ("match_ref", row.id),
+                         ("operator_id", row.operator_id), ("currency", row.currency)):
+        if getattr(txn, name) != wanted:
+            found.append(Discrepancy(f"ledger.capture.{name}", wanted, getattr(txn, name)))
     captures = list(session.scalars(
         select(LedgerTransaction.id).where(LedgerTransaction.match_ref == row.id,
                                            LedgerTransaction.kind == "capture")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
@@ -140,7 +141,7 @@ _LIMITS = select(_LIMITS_TABLE).where(
 )
 
 
-def deposited_since(account_id: int, since: datetime) -> Select[tuple[int]]:
+def deposited_since(account_id: int, since: datetime) -> Select[Any]:
     """The sum deposited into the account ``account_id`` after ``since``. Its conditions say
     what ``ix_ledger_entries_deposits`` holds, so it reads that period's deposits alone, not
     the account's whole history."""

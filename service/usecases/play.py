@@ -26,7 +26,7 @@ from service.clock import rfc3339
 from service.db import first_alone, in_shared_transaction, is_postgres, transaction
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
-from service.db.models import Player
+from service.db.models import Player, table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
 from service.formats import Match, MatchSettings, MatchStatus
 from service.ids import new_id
@@ -47,7 +47,7 @@ def from_epoch_ms(ms: int) -> datetime:
 
 # --- the match row ---------------------------------------------------------------------
 
-_MATCHES = MatchRow.__table__
+_MATCHES = table_of(MatchRow)
 
 
 @dataclass
@@ -106,7 +106,7 @@ def _save_match(*, if_version: bool) -> Any:
     )
 
 
-_LOG_ACTION = insert(MatchAction.__table__)
+_LOG_ACTION = insert(table_of(MatchAction))
 _LOG_COLUMNS = ("match_id", "version", "hand_number", "actor", "seat", "action", "at")
 
 
@@ -114,12 +114,12 @@ def _save_and_log(save: Any) -> Any:
     """PostgreSQL: ``save`` and the action's log entry in one statement (one round trip); the
     entry is written only if the row was, and its ``seq`` is returned."""
     saved = save.returning(_MATCHES.c.id).cte("saved")
-    values = (bindparam(n, type_=MatchAction.__table__.c[n].type) for n in _LOG_COLUMNS[1:])
+    values = (bindparam(n, type_=table_of(MatchAction).c[n].type) for n in _LOG_COLUMNS[1:])
     return (
-        insert(MatchAction.__table__)
+        insert(table_of(MatchAction))
         .from_select(list(_LOG_COLUMNS), select(saved.c.id, *values))
         .add_cte(saved)
-        .returning(MatchAction.__table__.c.seq)
+        .returning(table_of(MatchAction).c.seq)
     )
 
 
@@ -443,14 +443,20 @@ def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
 # --- acting ----------------------------------------------------------------------------
 
 
-def _check_version(row: MatchRow, expected_version: int) -> None:
+def _rowcount(result: Any) -> int:
+    """How many rows a write's result changed (a ``CursorResult``'s count)."""
+    count: int = result.rowcount
+    return count
+
+
+def _check_version(row: AnyMatchRow, expected_version: int) -> None:
     if expected_version != row.version:
         raise StaleVersion(
             f"The match is at version {row.version}, not {expected_version}; read it again."
         )
 
 
-def _live(row: MatchRow) -> None:
+def _live(row: AnyMatchRow) -> None:
     if row.status != "playing":
         raise MatchNotLive(f"The match is {row.status}.")
 
@@ -539,7 +545,7 @@ def _act_unlocked(
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
     else:
         with transaction(session):
-            written = session.execute(_SAVE_MATCH_IF_CURRENT, params).rowcount == 1
+            written = _rowcount(session.execute(_SAVE_MATCH_IF_CURRENT, params)) == 1
             if written:
                 session.execute(_LOG_ACTION, logged)
     if not written:  # another action or a timeout got there first
