@@ -4,7 +4,6 @@ the ``Idempotency-Key`` wrapper for money-moving POSTs."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -28,8 +27,6 @@ from service.errors import (
     ContentTooLarge,
     FieldError,
     HeaderFieldsTooLarge,
-    IdempotencyKeyInUse,
-    IdempotencyKeyReused,
     MalformedRequest,
     ServiceError,
     UnsupportedMediaType,
@@ -291,7 +288,7 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Response:
         operator_id = require_operator(principal())
         key = idempotency.check_key(request.headers.get("Idempotency-Key"))
-        return _once(operator_id, key, view, args, kwargs)
+        return _once(operator_id, None, key, view, args, kwargs)
 
     return wrapper
 
@@ -316,9 +313,7 @@ def _player_scoped(view: Callable[..., Any], *, required: bool) -> Callable[...,
             return view(*args, **kwargs)
         who = principal()
         key = idempotency.check_key(sent)
-        if who.player_id is not None:
-            key = f"{who.player_id}:{hashlib.sha256(key.encode()).hexdigest()}"
-        return _once(who.operator_id, key, view, args, kwargs)
+        return _once(who.operator_id, who.player_id, key, view, args, kwargs)
 
     return wrapper
 
@@ -340,23 +335,30 @@ def _replay(stored: idempotency.StoredResponse) -> Response:
 
 def _once(
     operator_id: str,
+    player_id: str | None,
     key: str,
     view: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Response:
-    """Run ``view`` once for ``key``: claim, work and stored answer in one transaction."""
+    """Run ``view`` once for ``key`` (the caller's, scoped to ``player_id`` when a player
+    sent it): claim, work and stored answer in one transaction.
+
+    Only a decision of the use case is stored (:attr:`ServiceError.decision`): a refusal of
+    the request itself (not found, forbidden, invalid input) leaves the key unused, so the
+    corrected request can be sent with it again."""
     body = g.get("json_body", ma.missing)  # read by _read_body when the operation takes one
     digest = idempotency.request_hash(
         request.method, request.path, None if body is ma.missing else body
     )
     retention = timedelta(hours=current_app.config["IDEMPOTENCY_RETENTION_HOURS"])
+    scope = {"player_id": player_id}
     session = db_session()
     for attempt in range(ATTEMPTS):
         now = utcnow()
         try:
             with shared(session):
-                stored = idempotency.claim(session, operator_id, key, digest, now)
+                stored = idempotency.claim(session, operator_id, key, digest, now, **scope)
                 if stored is not None:
                     return _replay(stored)
                 response = view(*args, **kwargs)
@@ -364,16 +366,14 @@ def _once(
                     raise _Undo(response)
                 earlier = idempotency.record(
                     session, operator_id, key, digest, response.status_code,
-                    response.get_data(as_text=True), now, retention,
+                    response.get_data(as_text=True), now, retention, **scope,
                 )
                 if earlier is not None:  # a twin's answer got stored first: it is the key's
                     raise _Undo(_replay(earlier))
                 return response
-        except (IdempotencyKeyInUse, IdempotencyKeyReused):
-            raise  # about the key itself: nothing to store
         except ServiceError as error:
-            if error.status >= 500:
-                raise
+            if error.status >= 500 or not error.decision:
+                raise  # the key's own refusals among them (in use, reused): nothing stored
             refusal = from_service_error(error)
         except _Undo as undo:
             return undo.response
@@ -381,14 +381,14 @@ def _once(
             if not retryable(error) or attempt == ATTEMPTS - 1:
                 raise
             continue
-        # Refused (4xx): nothing was written. Store the refusal so a retry gets the same
-        # answer, under the key's lock (waiting for a twin that may be running: if it got
-        # there first, its answer is the key's answer).
+        # The use case refused: nothing was written. Store the refusal so a retry gets the
+        # same answer, under the key's lock taken again, without waiting: a twin that took
+        # the key meanwhile is running, and its answer will be the key's (409 meanwhile).
         with session.begin():
-            idempotency.lock(session, operator_id, key)
+            idempotency.take_again(session, operator_id, key, **scope)
             stored = idempotency.record(
                 session, operator_id, key, digest, refusal.status_code,
-                refusal.get_data(as_text=True), now, retention,
+                refusal.get_data(as_text=True), now, retention, **scope,
             )
         return refusal if stored is None else _replay(stored)
     raise AssertionError("unreachable")  # pragma: no cover

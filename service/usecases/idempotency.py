@@ -9,9 +9,13 @@ same key gets:
 - the first one's stored response, when the first one committed and the request is the same;
 - ``idempotency_key_reused`` (422), when the first one was a different request;
 - ``idempotency_key_in_use`` (409), while the first one is still running. On PostgreSQL the
-  lock is a transaction-scoped advisory lock on the key, tried without waiting; SQLite
-  serialises writing transactions (``BEGIN IMMEDIATE``), so there the twin waits for the first
-  to finish and then replays its answer.
+  lock is a transaction-scoped advisory lock on the key, always tried without waiting (also
+  when a refused request takes it again to store its refusal, :func:`take_again`): a request
+  never waits for its twin. SQLite serialises writing transactions (``BEGIN IMMEDIATE``), so
+  there the twin waits for the first to finish and then replays its answer.
+
+Keys are the caller's: an operator's own, or a player's, kept apart from the operator's and
+from other players' (:func:`stored_key`); problems name the key as the caller sent it.
 
 The ledger keeps its own unique key per money movement as well, so a key whose HTTP record
 has expired still never moves money twice.
@@ -32,7 +36,13 @@ from sqlalchemy.orm import Session
 from service.db import is_postgres
 from service.db.driver import execute
 from service.db.models import IdempotencyRecord
-from service.errors import IdempotencyKeyInUse, IdempotencyKeyRequired, IdempotencyKeyReused
+from service.errors import (
+    FieldError,
+    IdempotencyKeyInUse,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    MalformedRequest,
+)
 
 MAX_KEY_LENGTH = 255
 _TABLE = IdempotencyRecord.__table__
@@ -50,7 +60,7 @@ _TRY_LOCK_AND_LOOKUP = text(
     response_body=Text,
     expires_at=_TABLE.c.expires_at.type,
 )
-_LOCK = select(func.pg_advisory_xact_lock(bindparam("lock_id")))
+_TRY_LOCK = select(func.pg_try_advisory_xact_lock(bindparam("lock_id")))
 _DROP_EXPIRED = delete(_TABLE).where(
     _TABLE.c.operator_id == bindparam("operator_id"),
     _TABLE.c.key == bindparam("key"),
@@ -77,12 +87,36 @@ class StoredResponse:
 
 
 def check_key(key: str | None) -> str:
-    """:raises IdempotencyKeyRequired: when the header is missing, empty or too long."""
-    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+    """:raises IdempotencyKeyRequired: when the header is missing or empty.
+    :raises MalformedRequest: when it is longer than 255 characters or not printable."""
+    if not key:
         raise IdempotencyKeyRequired(
             "Send an Idempotency-Key header of 1 to 255 printable characters."
         )
+    if len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        shown = f"{len(key)} characters long" if len(key) > MAX_KEY_LENGTH else "not printable"
+        message = f"An idempotency key is 1 to {MAX_KEY_LENGTH} printable characters."
+        raise MalformedRequest(f"The Idempotency-Key header is {shown}. {message}",
+                               errors=[FieldError("Idempotency-Key", message)])
     return key
+
+
+def stored_key(key: str, player_id: str | None = None) -> str:
+    """The key as stored: the operator's own as sent; a player's under the player's id (and
+    hashed, so that it still fits the column)."""
+    if player_id is None:
+        return key
+    return f"{player_id}:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def _in_use(key: str) -> IdempotencyKeyInUse:
+    return IdempotencyKeyInUse(f"A request with idempotency key {key!r} is still being processed.")
+
+
+def _reused(key: str) -> IdempotencyKeyReused:
+    return IdempotencyKeyReused(
+        f"Idempotency key {key!r} was already used for a different request."
+    )
 
 
 def request_hash(method: str, path: str, body: Any) -> str:
@@ -91,23 +125,26 @@ def request_hash(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def lock_id(operator_id: str, key: str) -> int:
-    """The key's 64-bit advisory lock number (a hash: a rare collision only makes two
-    unrelated requests wait for each other's 409, never share an answer)."""
-    digest = hashlib.sha256(f"idempotency\x00{operator_id}\x00{key}".encode()).digest()
+def lock_id(operator_id: str, key: str, player_id: str | None = None) -> int:
+    """The key's 64-bit advisory lock number (a hash: a rare collision only gives one of two
+    unrelated requests a 409, never a shared answer)."""
+    scoped = stored_key(key, player_id)
+    digest = hashlib.sha256(f"idempotency\x00{operator_id}\x00{scoped}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def claim(
-    session: Session, operator_id: str, key: str, digest: str, now: datetime
+    session: Session, operator_id: str, key: str, digest: str, now: datetime,
+    *, player_id: str | None = None,
 ) -> StoredResponse | None:
-    """Inside the request's open transaction: take ``key`` for this request. ``None`` means
-    go ahead (and :func:`record` the answer before committing); a response means replay it.
+    """Inside the request's open transaction: take ``key`` (``player_id``'s, when a player
+    sent it) for this request. ``None`` means go ahead (and :func:`record` the answer before
+    committing); a response means replay it.
 
     :raises IdempotencyKeyReused: when the key was used for a different request.
     :raises IdempotencyKeyInUse: while another request with the key is running.
     """
-    params = {"operator_id": operator_id, "key": key}
+    params = {"operator_id": operator_id, "key": stored_key(key, player_id)}
     if is_postgres(session):
         # Lock and look up in one round trip. A twin that held the lock has committed by the
         # time the lock is ours; in the (microseconds) case where it committed after this
@@ -115,11 +152,9 @@ def claim(
         # record() finds the twin's stored answer, and the caller rolls its own work back and
         # answers with the twin's (and the ledger's own key refuses a second movement anyway).
         [row] = execute(session, _TRY_LOCK_AND_LOOKUP,
-                        {**params, "lock_id": lock_id(operator_id, key)})
+                        {**params, "lock_id": lock_id(operator_id, key, player_id)})
         if not row.locked:
-            raise IdempotencyKeyInUse(
-                f"A request with idempotency key {key!r} is still being processed."
-            )
+            raise _in_use(key)
         found = None if row.request_hash is None else row
     else:
         found = session.execute(_LOOKUP, params).first()
@@ -129,9 +164,7 @@ def claim(
         session.execute(_DROP_EXPIRED, {**params, "now": now})
         return None
     if found.request_hash != digest:
-        raise IdempotencyKeyReused(
-            f"Idempotency key {key!r} was already used for a different request."
-        )
+        raise _reused(key)
     return StoredResponse(found.response_status, found.response_body)
 
 
@@ -144,17 +177,20 @@ def record(
     body: str,
     now: datetime,
     retention: timedelta,
+    *,
+    player_id: str | None = None,
 ) -> StoredResponse | None:
     """Store the answer to the request holding ``key``, in the caller's transaction. Returns
     ``None``, or the answer a twin stored first (then the key's answer is the twin's, and the
     caller must roll its own work back): after a refused request's rollback, or in the
     microseconds-wide window described in :func:`claim`."""
+    scoped = stored_key(key, player_id)
     stored = execute(
         session,
         _RECORD_PG if is_postgres(session) else _RECORD_SQLITE,
         {
             "operator_id": operator_id,
-            "key": key,
+            "key": scoped,
             "request_hash": digest,
             "state": "complete",
             "locked_at": now,
@@ -166,11 +202,9 @@ def record(
     )
     if stored:
         return None
-    found = session.execute(_LOOKUP, {"operator_id": operator_id, "key": key}).one()
+    found = session.execute(_LOOKUP, {"operator_id": operator_id, "key": scoped}).one()
     if found.request_hash != digest:
-        raise IdempotencyKeyReused(
-            f"Idempotency key {key!r} was already used for a different request."
-        )
+        raise _reused(key)
     return StoredResponse(found.response_status, found.response_body)
 
 
@@ -182,9 +216,20 @@ def purge_expired(session: Session, now: datetime) -> int:
         ).rowcount
 
 
+def take_again(
+    session: Session, operator_id: str, key: str, *, player_id: str | None = None
+) -> None:
+    """Inside the caller's new transaction: take ``key``'s lock again, without waiting, to
+    store the refusal of a request whose own transaction was rolled back (PostgreSQL;
+    SQLite's writing transactions are serialised already).
 
-def lock(session: Session, operator_id: str, key: str) -> None:
-    """Inside the caller's transaction: wait for ``key``'s lock (PostgreSQL; SQLite's
-    writing transactions are serialised already)."""
-    if is_postgres(session):
-        session.execute(_LOCK, {"lock_id": lock_id(operator_id, key)})
+    Waiting here would wait for a twin that took the key in between for as long as the
+    twin runs (its use case, the row locks it waits for): the twin's answer will be the
+    key's, so this request answers at once that the key is in use.
+
+    :raises IdempotencyKeyInUse: when another request holds the key.
+    """
+    if is_postgres(session) and not execute(
+        session, _TRY_LOCK, {"lock_id": lock_id(operator_id, key, player_id)}
+    )[0][0]:
+        raise _in_use(key)

@@ -181,9 +181,10 @@ def test_nul_characters_are_refused_not_500(api: ApiClient) -> None:
         "validation_failed",
     )
     assert [e["field"] for e in problem["errors"]] == ["external_id"]
-    assert_problem(
-        api.deposit(player["id"], 100, key="nul\x00key"), 400, "idempotency_key_required"
+    problem = assert_problem(
+        api.deposit(player["id"], 100, key="nul\x00key"), 400, "malformed_request"
     )
+    assert [e["field"] for e in problem["errors"]] == ["Idempotency-Key"]
 
 
 def test_every_player_operation_on_a_foreign_player_is_404(

@@ -1,6 +1,6 @@
 """The edges of HTTP the service answers itself, as problems: problem types that point at
-pages served here, paths, queries and headers longer than it reads, and cursors that name
-nothing, each named in ``errors``."""
+pages served here, paths, queries and headers longer than it reads, idempotency keys longer
+than their rule, and cursors that name nothing, each named in ``errors``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,16 @@ def test_headers_within_the_limits_are_read(api: ApiClient) -> None:
     headers = {f"X-Extra-{i}": "1" for i in range(MAX_HEADER_FIELDS // 2)}
     headers["X-Trace"] = "t" * (MAX_HEADER_FIELD_BYTES // 2)
     assert api.get("/v1/players", headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize("key", ["k" * 256, "k" * 10_000, "tab\tkey"])
+def test_an_idempotency_key_breaking_its_rule_is_400_naming_the_header(
+    api: ApiClient, key: str
+) -> None:
+    pid = api.new_player()["id"]
+    problem = assert_problem(api.deposit(pid, 100, key=key), 400, "malformed_request")
+    assert fields(problem) == ["Idempotency-Key"]
+    assert "1 to 255 printable characters" in problem["errors"][0]["message"]
 
 
 # --- Cursors -------------------------------------------------------------------------------------

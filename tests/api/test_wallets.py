@@ -116,7 +116,7 @@ def test_keys_are_scoped_per_operator(api: ApiClient, other_api: ApiClient) -> N
     assert response.status_code == 201 and "Idempotent-Replayed" not in response.headers
 
 
-@pytest.mark.parametrize("key", [None, "", "x" * 256])
+@pytest.mark.parametrize("key", [None, ""])  # too long: test_http_edges (400 naming the header)
 def test_money_moving_posts_need_a_key(api: ApiClient, key: str | None) -> None:
     pid = api.new_player()["id"]
     headers = {"Idempotency-Key": key} if key is not None else {}

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +15,8 @@ from service.clock import utcnow
 from service.config import ConfigError, Settings
 from service.errors import IdempotencyKeyReused
 from service.usecases import idempotency
-from tests.conftest import ApiClient, new_operator
+from tests.api.play_clients import open_table, player_client
+from tests.conftest import ApiClient, new_operator, wait_until
 
 DAY = timedelta(hours=24)
 
@@ -127,3 +131,213 @@ def test_ledger_keeps_keys_even_after_http_expiry(app: Any, api: ApiClient) -> N
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.get_json()["id"] == first.get_json()["id"]
     assert api.get(f"/v1/players/{pid}/wallets/EUR").get_json()["available"]["amount"] == 100
+
+
+# --- What a key stores: only a use case's decision (API_CONVENTIONS, Idempotency) ---------------
+
+
+def test_an_unknown_resource_in_the_path_leaves_the_key_unused(api: ApiClient) -> None:
+    """Before: the 404 was stored, and the corrected retry got 422 idempotency_key_reused."""
+    pid = api.new_player()["id"]
+    wrong = api.post("/v1/players/ply_nobody/deposits",
+                     {"amount": {"amount": 100, "currency": "EUR"}}, key="fix-me")
+    assert wrong.status_code == 404
+    corrected = api.deposit(pid, 100, key="fix-me")
+    assert corrected.status_code == 201, corrected.get_json()
+    assert "Idempotent-Replayed" not in corrected.headers
+
+
+def test_refusals_of_the_request_itself_leave_the_key_unused(api: ApiClient) -> None:
+    """Authentication, another player's resource, a private table without its invite code,
+    a buy-in the table refuses: each can be corrected and sent again with the same key."""
+    pid = api.new_player()["id"]
+    body = {"amount": {"amount": 100, "currency": "EUR"}}
+    assert api.as_("sk_wrong").post(f"/v1/players/{pid}/deposits", body,
+                                    key="same").status_code == 401
+    table = open_table(api, private=True)
+    player = player_client(api, deposit=1000)
+    path = f"/v1/tables/{table['id']}/seats"
+    assert player.post(path, {}, key="seat").status_code == 403  # no invite code
+    money_table = open_table(api, format="money_play", stake=0, stake_per_point=1,
+                             min_buyin=100, max_buyin=500)
+    money_path = f"/v1/tables/{money_table['id']}/seats"
+    refused = player.post(money_path, {"buyin": 5000}, key="buyin")
+    assert refused.status_code == 422 and refused.get_json()["code"] == "validation_failed"
+    assert api.post(f"/v1/players/{pid}/deposits", body, key="same").status_code == 201
+    seated = player.post(path, {"invite_code": table["invite_code"]}, key="seat")
+    assert seated.status_code == 201, seated.get_json()
+    bought = player.post(money_path, {"buyin": 200}, key="buyin")
+    assert bought.status_code == 201, bought.get_json()
+
+
+def test_a_use_cases_refusal_is_the_keys_answer(api: ApiClient) -> None:
+    pid = api.new_player()["id"]
+    path = f"/v1/players/{pid}/withdrawals"
+    body = {"amount": {"amount": 500, "currency": "EUR"}}
+    assert api.post(path, body, key="short").get_json()["code"] == "insufficient_funds"
+    api.deposit(pid, 1000)
+    again = api.post(path, body, key="short")
+    assert again.get_json()["code"] == "insufficient_funds"
+    assert again.headers["Idempotent-Replayed"] == "true"
+
+
+def test_problems_name_the_key_the_player_sent(api: ApiClient) -> None:
+    """A player's keys are stored under the player's id (and hashed); a problem shows only
+    the caller's key. Before: 'ply_...:52fd...'."""
+    player = player_client(api, deposit=1000)
+    first, second = open_table(api), open_table(api)
+    assert player.post(f"/v1/tables/{first['id']}/seats", {}, key="mine").status_code == 201
+    reused = player.post(f"/v1/tables/{second['id']}/seats", {}, key="mine")
+    problem = reused.get_json()
+    assert reused.status_code == 422 and problem["code"] == "idempotency_key_reused"
+    assert problem["detail"] == "Idempotency key 'mine' was already used for a different request."
+    assert player.player_id not in reused.get_data(as_text=True)  # type: ignore[attr-defined]
+
+
+# --- PostgreSQL: a twin never waits for another (real parallel clients) ----------------------
+
+postgres_only = pytest.mark.skipif(
+    not os.environ.get("TEST_DATABASE_URL"),
+    reason="PostgreSQL only: SQLite serialises writers, so there a twin waits, then replays",
+)
+
+
+@pytest.fixture(scope="module")
+def port(app: Any) -> Iterator[int]:
+    """``app`` served on a socket by a threaded server: requests run in parallel."""
+    from werkzeug.serving import make_server
+
+    httpd = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_port
+    httpd.shutdown()
+    thread.join()
+
+
+def _waiting_locks(app: Any, locktype: str | None = None) -> int:
+    from sqlalchemy import text
+
+    with app.extensions["gin"]["engine"].connect() as connection:
+        return int(connection.execute(
+            text("SELECT count(*) FROM pg_locks WHERE NOT granted"
+                 " AND (CAST(:type AS text) IS NULL OR locktype = :type)"),
+            {"type": locktype},
+        ).scalar_one())
+
+
+@postgres_only
+def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
+    app: Any, api: ApiClient, port: int
+) -> None:
+    """A seat refused by its use case (insufficient funds) stores its refusal in a new
+    transaction, taking the key again. A twin that took the key in between is running and its
+    answer will be the key's: the refused request answers 409 at once. Before: it waited for
+    the key (pg_advisory_xact_lock, no timeout) as long as the twin ran."""
+    from sqlalchemy import select, text
+
+    from service.db.match_models import GameTable
+    from tests.integration.test_concurrency_postgres import _send
+
+    table = open_table(api, stake=500)
+    player = player_client(api, deposit=100)
+    seat_path = f"/v1/tables/{table['id']}/seats"
+    engine = app.extensions["gin"]["engine"]
+    lock = idempotency.lock_id(api.operator_id, "K", player.player_id)  # type: ignore[attr-defined]
+    answer: dict[str, Any] = {}
+
+    def seat() -> None:
+        answer["response"] = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+        answer["at"] = time.monotonic()
+
+    table_lock = engine.connect()
+    twin = engine.raw_connection()
+    twin.driver_connection.autocommit = True
+    twin_holds = threading.Event()
+
+    def twin_takes_the_key() -> None:  # queued behind the first request's lock on the key
+        twin.driver_connection.execute("SELECT pg_advisory_lock(%s)", (lock,))
+        twin_holds.set()
+
+    first = threading.Thread(target=seat)
+    second = threading.Thread(target=twin_takes_the_key)
+    try:
+        table_lock.execute(select(GameTable).where(GameTable.id == table["id"])
+                           .with_for_update())
+        first.start()  # claims the key, then waits for the table's row
+        wait_until(lambda: _waiting_locks(app) >= 1, what="the seat waiting for its table")
+        second.start()
+        wait_until(lambda: _waiting_locks(app, "advisory") >= 1, what="the twin queued")
+        released = time.monotonic()
+        table_lock.rollback()  # the seat goes on: refused, rolled back, the twin has the key
+        assert twin_holds.wait(10)
+        first.join(10)
+        assert not first.is_alive(), "the refused request waited for its twin"
+        status, body, _replayed = answer["response"]
+        assert status == 409 and body["code"] == "idempotency_key_in_use", body
+        assert body["detail"] == ("A request with idempotency key 'K' is still being "
+                                  "processed.")
+        assert answer["at"] - released < 5
+    finally:
+        table_lock.close()
+        if twin_holds.is_set():
+            twin.driver_connection.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+        second.join(30)
+        first.join(30)
+        twin.close()
+    # The twin gone, the key's answer is the use case's (stored, then replayed).
+    status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+    assert (status, body["code"], replayed) == (422, "insufficient_funds", False)
+    status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+    assert (status, body["code"], replayed) == (422, "insufficient_funds", True)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM seats WHERE table_id = :t"),
+                                  {"t": table["id"]}).scalar_one() == 0
+
+
+def _at_once(clients: int, send: Any) -> list[tuple[float, int, dict[str, Any], bool]]:
+    """``send()`` from ``clients`` threads released together: (seconds, status, body,
+    replayed) of each."""
+    barrier = threading.Barrier(clients)
+    answers: list[tuple[float, int, dict[str, Any], bool]] = []
+
+    def client() -> None:
+        barrier.wait()
+        started = time.monotonic()
+        status, body, replayed = send()
+        answers.append((time.monotonic() - started, status, body, replayed))
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return answers
+
+
+@postgres_only
+def test_twin_seats_from_parallel_clients_answer_promptly(
+    app: Any, api: ApiClient, port: int
+) -> None:
+    """Four clients send the same seat request (one key) at the same moment, round after
+    round: every answer comes promptly, the first's 201 or its replay, or 409 while the first
+    runs; one seat is taken and its stake held once."""
+    from tests.integration.test_concurrency_postgres import _send
+
+    clients, stake = 4, 100
+    for round_ in range(8):
+        table = open_table(api, stake=stake)
+        player = player_client(api, deposit=1000)
+        path, token, key = f"/v1/tables/{table['id']}/seats", player.token or "", f"seat-{round_}"
+        answers = _at_once(clients, lambda: _send(port, "POST", path, token, {}, key=key))  # noqa: B023
+        assert len(answers) == clients
+        assert max(seconds for seconds, *_ in answers) < 3, answers
+        firsts = [a for a in answers if a[1] == 201 and not a[3]]
+        assert len(firsts) == 1, answers
+        for _seconds, status, body, _replayed in answers:
+            assert (status == 201 and body == firsts[0][2]) or (
+                status == 409 and body["code"] == "idempotency_key_in_use"), body
+        seats = api.get(f"/v1/tables/{table['id']}").get_json()["seats"]
+        assert [s["player_id"] for s in seats] == [player.player_id]  # type: ignore[attr-defined]
+        wallet = api.get(f"/v1/players/{player.player_id}/wallets/EUR")  # type: ignore[attr-defined]
+        assert wallet.get_json()["available"]["amount"] == 1000 - stake

@@ -95,6 +95,18 @@ def request_head(method: str, target: str, key: str, *headers: str) -> str:
     return "\r\n".join(lines) + "\r\n"
 
 
+def test_a_10_kb_idempotency_key_is_a_problem_naming_the_header(served: Any) -> None:
+    """Before: gunicorn's HTML 431 (its field limit was 8190 bytes)."""
+    base, key, pid = served
+    body = b'{"amount": {"amount": 100, "currency": "EUR"}}'
+    answer = exchange(base, request_head(
+        "POST", f"/v1/players/{pid}/deposits", key, "Content-Type: application/json",
+        f"Content-Length: {len(body)}", "Idempotency-Key: " + "k" * 10_000), body)
+    problem = answer.problem()
+    assert answer.status == 400 and problem["code"] == "malformed_request"
+    assert [e["field"] for e in problem["errors"]] == ["Idempotency-Key"]
+
+
 def test_a_header_too_long_for_the_application_is_its_431(served: Any) -> None:
     base, key, _pid = served
     answer = exchange(base, request_head(
