@@ -131,36 +131,38 @@ def _refuse_unreadable() -> None:
     :mod:`service.config` (gunicorn's own limits, in ``deploy/gunicorn.conf.py``, lie beyond
     these, so these answers are problems too), NUL characters in the path or query (never
     meaningful here, and PostgreSQL text cannot store them), and a body whose
-    ``Content-Length`` is over ``MAX_CONTENT_LENGTH`` (refused unread)."""
+    ``Content-Length`` is over ``MAX_CONTENT_LENGTH`` (refused unread). Read from the WSGI
+    environment directly: each of ``request``'s attributes costs a microsecond."""
     wsgi = request.environ
+    path, query = wsgi.get("PATH_INFO", ""), wsgi.get("QUERY_STRING", "")
     raw = wsgi.get("RAW_URI") or wsgi.get("REQUEST_URI")
-    target = len(raw) if raw else len(wsgi.get("PATH_INFO", "")) + 1 + len(
-        wsgi.get("QUERY_STRING", ""))
+    target = len(raw) if raw else len(path) + 1 + len(query)
     if target > MAX_REQUEST_TARGET_BYTES:
         raise UriTooLong(f"The path and query are {target} bytes long; at most "
                          f"{MAX_REQUEST_TARGET_BYTES} are read.")
-    count = 0
-    for name, value in wsgi.items():
-        if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            count += 1
-            sent = len(name) - 3 + len(value) if name[0] == "H" else len(name) + 2 + len(value)
-            if sent > MAX_HEADER_FIELD_BYTES:  # "Name: value", as it was sent
-                header = _header_name(name)
-                message = f"At most {MAX_HEADER_FIELD_BYTES} bytes per header field."
-                raise HeaderFieldsTooLarge(f"The {header} header is too long: {message}",
-                                           errors=[FieldError(header, message)])
-    if count > MAX_HEADER_FIELDS:
-        raise HeaderFieldsTooLarge(f"The request has {count} header fields; at most "
-                                   f"{MAX_HEADER_FIELDS} are read.")
-    if (
-        "\x00" in request.path
-        or b"%00" in request.query_string
-        or b"\x00" in request.query_string
-    ):
+    for name, value in wsgi.items():  # "Name: value" is HTTP_NAME (or CONTENT_TYPE) -> value
+        if value.__class__ is str and len(name) + 2 + len(value) > MAX_HEADER_FIELD_BYTES and (
+            name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        ):
+            header = _header_name(name)
+            if len(header) + 2 + len(value) <= MAX_HEADER_FIELD_BYTES:
+                continue
+            message = f"At most {MAX_HEADER_FIELD_BYTES} bytes per header field."
+            raise HeaderFieldsTooLarge(f"The {header} header is too long: {message}",
+                                       errors=[FieldError(header, message)])
+    if len(wsgi) > MAX_HEADER_FIELDS:  # else there cannot be more header fields
+        count = sum(1 for name in wsgi
+                    if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"))
+        if count > MAX_HEADER_FIELDS:
+            raise HeaderFieldsTooLarge(f"The request has {count} header fields; at most "
+                                       f"{MAX_HEADER_FIELDS} are read.")
+    if "\x00" in path or "%00" in query or "\x00" in query:
         raise MalformedRequest("NUL characters are not accepted in paths or queries.")
-    length, limit = request.content_length, current_app.config["MAX_CONTENT_LENGTH"]
-    if length is not None and limit is not None and length > limit:
-        raise _too_large(limit)
+    length = wsgi.get("CONTENT_LENGTH")
+    if length and length.isdigit():
+        limit = current_app.config["MAX_CONTENT_LENGTH"]
+        if limit is not None and int(length) > limit:
+            raise _too_large(limit)
 
 
 def _header_name(environ_key: str) -> str:
