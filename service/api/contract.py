@@ -10,6 +10,10 @@ problems every operation can answer (400 malformed request, 401, 422 invalid inp
 
 An operation missing from :data:`OPERATIONS` still gets a derived ``operationId`` and the
 shared parts; ``tests/api/test_openapi.py`` then names it until it has an entry.
+
+A request schema whose rules go beyond its fields (one field's range depending on another's
+value) states them as JSON Schema in a ``json_schema`` class attribute, merged into its
+component (:meth:`ContractPlugin.schema_helper`).
 """
 
 from __future__ import annotations
@@ -135,9 +139,11 @@ COMPONENT_PARAMETERS: dict[str, Any] = {
     IDEMPOTENCY_KEY: {
         "in": "header",
         "name": "Idempotency-Key",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-        "description": "Your unique key for this request (1-255 characters), kept at least "
-        "24 hours per operator. The same key with the same body returns the "
+        # Printable: what a header carries (Latin-1) minus the control characters.
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                   "pattern": r"^[ -~\u00a1-\u00ac\u00ae-\u00ff]+$"},
+        "description": "Your unique key for this request (1-255 printable characters), kept "
+        "at least 24 hours per operator. The same key with the same body returns the "
         "first response again with `Idempotent-Replayed: true` and changes "
         "nothing; with another body or endpoint: 422 `idempotency_key_reused`; "
         "while the first is still running: 409 `idempotency_key_in_use`.",
@@ -227,7 +233,7 @@ def _add_problem(
 
 
 class ContractPlugin(BasePlugin):  # type: ignore[misc]
-    """Adds the conventions of ../shared/API_CONVENTIONS.md to every registered operation."""
+    """Adds the conventions of docs/api-conventions.md to every registered operation."""
 
     def init_spec(self, spec: Any) -> None:
         super().init_spec(spec)
@@ -241,6 +247,14 @@ class ContractPlugin(BasePlugin):  # type: ignore[misc]
             spec.components.parameter(name, parameter["in"], copy.deepcopy(parameter))
         for name, header in COMPONENT_HEADERS.items():
             spec.components.header(name, copy.deepcopy(header))
+
+    def schema_helper(
+        self, name: str, definition: dict[str, Any], **kwargs: Any
+    ) -> dict[str, Any] | None:
+        """The ``json_schema`` rules a marshmallow schema class states beyond its fields."""
+        schema = kwargs.get("schema")
+        extra = getattr(schema, "json_schema", None)
+        return copy.deepcopy(extra) if isinstance(extra, dict) else None
 
     def operation_helper(
         self, path: str | None = None, operations: dict[str, Any] | None = None, **kwargs: Any

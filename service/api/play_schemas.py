@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import typing
+from enum import StrEnum
+from typing import Any, ClassVar
 
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import (
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
 
 from service.api.schemas import (
     ListEnvelope,
@@ -15,7 +25,9 @@ from service.api.schemas import (
     StrictInteger,
     Timestamp,
 )
-from service.ledger.money import EXPONENTS, MAX_AMOUNT
+from service.formats import FeeBase, Format
+from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
+from service.rules import Ruleset
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
 
@@ -26,9 +38,10 @@ def _card_list(**kwargs: Any) -> fields.List:
 
 class FeeIn(Schema):
     bps = StrictInteger(load_default=0, maximum=10_000)
-    base = fields.String(load_default="POT", validate=validate.OneOf(["POT", "WINNINGS"]))
+    base = fields.String(load_default="POT", validate=validate.OneOf([b.value for b in FeeBase]))
     minimum = MinorUnits(load_default=0)
-    maximum = MinorUnits(load_default=None, allow_none=True)
+    maximum = MinorUnits(load_default=None, allow_none=True,
+                         metadata={"description": "Not below `minimum`; null: no maximum."})
 
 
 class ClockIn(Schema):
@@ -40,22 +53,121 @@ class ClockIn(Schema):
     fill_timeout_seconds = StrictInteger(load_default=300, minimum=1, maximum=7 * 86_400)
 
 
+#: Rule options whose range is not 0 to 10 000 (RULES.md 2.7.2, 3.2.1, 4.2.6).
+_RULE_RANGES = {"knock_limit": (0, 10), "target": (1, 10_000), "partnership_target": (1, 10_000)}
+#: The options RULES.md Appendix A spells ``oklahoma.*``; every other one is ``gin.*``.
+_OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
+
+
+def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> fields.Field:
+    metadata = {"description": description}
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return fields.String(validate=validate.OneOf([m.value for m in kind]), metadata=metadata,
+                             **kwargs)
+    if kind is bool:
+        return StrictBoolean(metadata=metadata, **kwargs)
+    low, high = _RULE_RANGES.get(name, (0, 10_000))
+    return StrictInteger(minimum=low, maximum=high, metadata=metadata, **kwargs)
+
+
+def _json_literal(value: Any) -> str:
+    if isinstance(value, StrEnum):
+        return value.value
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _ruleset_fields() -> dict[str, fields.Field]:
+    """A field per :class:`~service.rules.Ruleset` option, under its bare name and under its
+    Appendix A key (``gin.gin_bonus``): both spellings the engine reads, and no other key."""
+    kinds = typing.get_type_hints(Ruleset)
+    defaults = Ruleset()
+    out: dict[str, fields.Field] = {}
+    for option in dataclasses.fields(Ruleset):
+        name, kind = option.name, kinds[option.name]
+        dotted = f"{'oklahoma' if name in _OKLAHOMA_OPTIONS else 'gin'}.{name}"
+        shown = _json_literal(getattr(defaults, name))
+        out[name] = _rule_option(kind, name, f"`{dotted}`, default {shown}.")
+        # marshmallow reads a dot in a field's name as nesting: the key is a data_key.
+        out[dotted.replace(".", "__")] = _rule_option(
+            kind, name, f"Same as `{name}`.", data_key=dotted
+        )
+    return out
+
+
+class _RuleOptions(Schema):
+    @post_load
+    def _as_sent(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """The options under the keys they were sent with (the engine reads both)."""
+        return {self.fields[key].data_key or key: value for key, value in data.items()}
+
+
+RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
+
+_FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
+#: Money Play and classic take a fee, if any, from the transfer (RULES.md 6.1.3).
+_FEE_FROM_WINNINGS = {
+    "anyOf": [
+        {"required": ["base"], "properties": {"base": {"const": FeeBase.WINNINGS.value}}},
+        {"properties": {"bps": {"const": 0}, "minimum": {"const": 0}}},
+    ]
+}
+_BUYINS = {"stake_per_point": {"minimum": 1}, "min_buyin": {"minimum": 1},
+           "max_buyin": {"minimum": 1}, "fee": _FEE_FROM_WINNINGS}
+
+
 class TableIn(Schema):
+    """A new table. The rules between its fields (checked by
+    :class:`~service.formats.MatchSettings` and the table use case) are stated for the
+    contract in ``json_schema``."""
+
+    json_schema: ClassVar[dict[str, Any]] = {
+        "description": "Which stake fields count depends on the `format` (`oneOf`): First To "
+        "Knock and Match Play need `stake` (at least 1); Money Play and classic need "
+        "`stake_per_point` and a buy-in range (`min_buyin` at least 1, `max_buyin` not below "
+        "`min_buyin`), and a fee, if any, taken from `WINNINGS`; Money Play targets 50 or "
+        f"100. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
+        "allOf": [
+            {"oneOf": [
+                {"title": "Fixed stake: First To Knock, Match Play",
+                 "properties": {"format": {"enum": _FIXED_STAKE}, "stake": {"minimum": 1}},
+                 "required": ["stake"]},
+                {"title": "Money Play: a stake per point and a buy-in range",
+                 "properties": {"format": {"const": Format.MONEY_PLAY.value}, **_BUYINS,
+                                "target": {"enum": [50, 100]}},
+                 "required": ["stake_per_point", "min_buyin", "max_buyin"]},
+                {"title": "Classic: a stake per point and a buy-in range",
+                 "properties": {"format": {"const": Format.CLASSIC.value}, **_BUYINS},
+                 "required": ["stake_per_point", "min_buyin", "max_buyin"]},
+            ]},
+            {"anyOf": [
+                {"title": "Practice: play money",
+                 "properties": {"practice": {"const": True},
+                                "currency": {"const": PRACTICE_CURRENCY}},
+                 "required": ["practice"]},
+                {"title": "Real money",
+                 "properties": {"practice": {"const": False},
+                                "currency": {"not": {"const": PRACTICE_CURRENCY}}}},
+            ]},
+        ],
+    }
+
     name = fields.String(load_default="", validate=validate.Length(max=100))
     format = fields.String(
         required=True,
-        validate=validate.OneOf(["first_to_knock", "match_play", "money_play", "classic"]),
+        validate=validate.OneOf([f.value for f in Format]),
     )
     currency = fields.String(
         required=True,
         validate=validate.OneOf(sorted(EXPONENTS), error="Must be a supported currency code."),
     )
-    stake = MinorUnits(load_default=0,
-                       metadata={"description": "Fixed stake: First To Knock, Match Play."})
-    stake_per_point = MinorUnits(load_default=0,
-                                 metadata={"description": "Money Play and classic."})
-    min_buyin = MinorUnits(load_default=0)
-    max_buyin = MinorUnits(load_default=0)
+    stake = MinorUnits(load_default=0, metadata={
+        "description": "Fixed stake, at least 1: First To Knock, Match Play."})
+    stake_per_point = MinorUnits(load_default=0, metadata={
+        "description": "At least 1: Money Play and classic."})
+    min_buyin = MinorUnits(load_default=0, metadata={
+        "description": "At least 1: Money Play and classic."})
+    max_buyin = MinorUnits(load_default=0, metadata={
+        "description": "Not below `min_buyin`: Money Play and classic."})
     target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
     fee = fields.Nested(FeeIn, load_default=dict)
     ftk_winner_rule = fields.String(load_default="FIRST_KNOCKER",
@@ -64,10 +176,11 @@ class TableIn(Schema):
     line_bonus = StrictInteger(load_default=25, maximum=10_000)
     cap_mode = fields.String(load_default="MIN_BOTH",
                              validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"]))
-    ruleset = fields.Dict(
-        keys=fields.String(), load_default=dict,
-        metadata={"description": "RULES.md Appendix A gin.* / oklahoma.* options, bare or "
-                                 "dotted keys, e.g. {\"gin_bonus\": 25, \"gin.oklahoma\": true}."},
+    ruleset = fields.Nested(
+        RulesetIn, load_default=dict,
+        metadata={"description": "Rule options (RULES.md Appendix A), each under its bare "
+                                 "name or its Appendix key: `{\"gin_bonus\": 25, "
+                                 "\"gin.oklahoma\": true}`; left out: the default."},
     )
     clock = fields.Nested(ClockIn, load_default=dict)
     practice = StrictBoolean(load_default=False,

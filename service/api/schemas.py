@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from marshmallow import Schema, ValidationError, fields, validate
 
@@ -24,6 +24,8 @@ from service.ledger.money import EXPONENTS, MAX_AMOUNT
 MAX_INTEGER = 2**53 - 1
 
 _DECIMAL_DIGITS = re.compile(r"-?[0-9]{1,20}")
+#: Said of every request integer in the contract.
+INTEGER_NOTE = "An integer written without a fraction or exponent (`2.0` is refused)."
 
 
 class StrictInteger(fields.Integer):
@@ -51,7 +53,11 @@ class StrictInteger(fields.Integer):
             raise ValueError(f"bad range {minimum}..{maximum}")
         extra = [] if validate is None else [validate] if callable(validate) else list(validate)
         bounds = _range(minimum, maximum)
-        super().__init__(strict=True, validate=[bounds, *extra], **kwargs)
+        # JSON Schema counts 2.0 as an integer; the contract says in words that it is not one.
+        metadata = dict(kwargs.pop("metadata", None) or {})
+        said = metadata.get("description")
+        metadata["description"] = f"{said} {INTEGER_NOTE}" if said else INTEGER_NOTE
+        super().__init__(strict=True, validate=[bounds, *extra], metadata=metadata, **kwargs)
         self.from_text = from_text
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
@@ -345,12 +351,18 @@ class LimitsOut(Schema):
 
 
 class RateIn(Schema):
+    json_schema: ClassVar[dict[str, Any]] = {
+        "description": "The rate between the two different currencies named in the path."
+    }
+
     rate = fields.String(
         required=True,
         validate=validate.Regexp(
             r"^[0-9]{1,12}(\.[0-9]{1,12})?$",
             error='Must be a positive decimal string such as "1.0837".',
         ),
+        metadata={"not": {"pattern": "^[0.]+$"},
+                  "description": "A positive decimal (not zero).", "example": "1.0837"},
     )
 
 

@@ -14,36 +14,61 @@ from service.api.schemas import (
     Timestamp,
 )
 from service.db.webhook_models import DELIVERY_STATUSES
-from service.usecases.webhooks import DEFAULT_GRACE, EVENT_TYPES, MAX_GRACE
+from service.usecases.webhooks import (
+    DEFAULT_GRACE,
+    EVENT_TYPES,
+    MAX_GRACE,
+    MAX_URL_LENGTH,
+    URL_PATTERN,
+)
 
 _TYPES = ", ".join(EVENT_TYPES)
 
 
 def _event_types(**kwargs: Any) -> fields.List:
+    # Checked by the use case (one message naming the field); documented here.
     return fields.List(
-        fields.String(),
+        fields.String(metadata={"enum": list(EVENT_TYPES)}),
         allow_none=True,
         metadata={
-            "description": f"Event types to receive ({_TYPES}); null or left out: all.",
+            "description": f"Event types to receive ({_TYPES}), at least one; null or left "
+            "out: all.",
             "example": ["match.finished", "settlement.completed"],
+            "minItems": 1,
+        },
+        **kwargs,
+    )
+
+
+def _url(**kwargs: Any) -> fields.String:
+    # Checked by the use case (service.usecases.webhooks.check_url); documented here.
+    return fields.String(
+        metadata={
+            "description": "An absolute `http` or `https` URL of at most "
+            f"{MAX_URL_LENGTH} ASCII characters: no credentials, no fragment, a port from 1 to "
+            "65535. It must not point at a loopback, private, link-local or otherwise "
+            "non-public address (`localhost`, `127.0.0.1`, `10.0.0.0/8`, `169.254.169.254`, "
+            "`[::1]`, `fc00::/7`...): such a URL is refused, unless the service allows private "
+            "networks (development). A host name is checked again at every delivery, against "
+            "every address it then resolves to.",
+            "example": "https://ops.example/gin",
+            "format": "uri",
+            "pattern": URL_PATTERN,
+            "maxLength": MAX_URL_LENGTH,
         },
         **kwargs,
     )
 
 
 class WebhookEndpointIn(Schema):
-    url = fields.String(
-        required=True,
-        validate=validate.Length(min=1, max=2048),
-        metadata={"description": "An absolute http(s) URL.", "example": "https://ops.example/gin"},
-    )
+    url = _url(required=True)
     event_types = _event_types(load_default=None)
     description = fields.String(load_default="", validate=validate.Length(max=255))
     enabled = StrictBoolean(load_default=True)
 
 
 class WebhookEndpointPatch(Schema):
-    url = fields.String(validate=validate.Length(min=1, max=2048))
+    url = _url()
     event_types = _event_types()
     description = fields.String(validate=validate.Length(max=255))
     enabled = StrictBoolean(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import socket
 import ssl
 import time
@@ -85,10 +86,28 @@ class IssuedEndpoint:
     secret: str
 
 
+#: The longest webhook URL.
+MAX_URL_LENGTH = 2048
+_PORT = r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+_PCT = r"%[0-9A-Fa-f]{2}"
+#: What a webhook URL looks like, written once for the check below and for the contract (a
+#: JSON Schema ``pattern``): http or https, a host (a name or a bracketed IPv6 address), an
+#: optional port from 1 to 65535, then a path and query of RFC 3986 characters (others
+#: percent-encoded); no credentials, no fragment, ASCII only.
+URL_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://"
+    rf"(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9._~!$&'()*+,;=-]|{_PCT})+)"
+    rf"(?::{_PORT})?"
+    rf"(?:[/?](?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|{_PCT})*)?$"
+)
+_URL = re.compile(URL_PATTERN)
+
+
 def check_url(url: str, *, allow_private: bool = False) -> str:
-    """``url`` if it is an absolute http(s) URL without credentials or fragment whose host is
-    not known to be private (:mod:`service.webhook_targets`; a host name is checked again,
-    resolved, at every delivery), unless ``allow_private``.
+    """``url`` if it matches :data:`URL_PATTERN` (an absolute http(s) URL without
+    credentials or fragment) and its host is not known to be private
+    (:mod:`service.webhook_targets`; a host name is checked again, resolved, at every
+    delivery), unless ``allow_private``.
 
     :raises ValidationFailed: naming the field ``url``.
     """
@@ -96,8 +115,10 @@ def check_url(url: str, *, allow_private: bool = False) -> str:
     def refuse(message: str) -> ValidationFailed:
         return ValidationFailed(f"{message} (got {url!r}).", errors=[FieldError("url", message)])
 
-    if not isinstance(url, str) or not url or len(url) > 2048:
-        raise refuse("Must be an absolute http or https URL of at most 2048 characters")
+    if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
+        raise refuse(
+            f"Must be an absolute http or https URL of at most {MAX_URL_LENGTH} characters"
+        )
     if any(c.isspace() or not c.isprintable() for c in url):
         raise refuse("Must not contain spaces or control characters")
     try:
@@ -113,6 +134,11 @@ def check_url(url: str, *, allow_private: bool = False) -> str:
         raise refuse("Must not have a fragment")
     if port == 0:
         raise refuse("Must not name port 0")
+    if not _URL.fullmatch(url):
+        raise refuse(
+            "Must be an http or https URL of RFC 3986 characters (others percent-encoded), "
+            "its port from 1 to 65535"
+        )
     try:
         check(parts.hostname, allow_private=allow_private)
     except PrivateTarget as exc:

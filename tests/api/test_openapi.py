@@ -235,3 +235,107 @@ def test_the_docs_page_and_its_assets_are_served_locally(api: Any) -> None:
             assert len(served.data) > 100, asset
         finally:
             served.close()  # a file response: close it
+
+
+# The contract states the rules the code enforces (issue 19).
+
+
+def _component(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict(spec["components"]["schemas"][name])
+
+
+def _valid(spec: dict[str, Any], name: str, body: Any) -> bool:
+    return _validator(spec, {"$ref": f"#/components/schemas/{name}"}).is_valid(body)
+
+
+TABLES = [
+    ({"format": "match_play", "currency": "EUR", "stake": 500}, True),
+    ({"format": "match_play", "currency": "EUR"}, False),  # no stake
+    ({"format": "first_to_knock", "currency": "EUR", "stake": 0}, False),
+    ({"format": "money_play", "currency": "EUR", "stake_per_point": 5, "min_buyin": 2000,
+      "max_buyin": 5000, "target": 50}, True),
+    ({"format": "money_play", "currency": "EUR", "stake_per_point": 5, "min_buyin": 2000,
+      "max_buyin": 5000, "target": 75}, False),  # Money Play targets 50 or 100
+    ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100}, False),
+    ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100,
+      "max_buyin": 100, "fee": {"bps": 500}}, False),  # a fee from the pot
+    ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100,
+      "max_buyin": 100, "fee": {"bps": 500, "base": "WINNINGS"}}, True),
+    ({"format": "match_play", "currency": "XPM", "stake": 5}, False),  # play money, real table
+    ({"format": "match_play", "currency": "XPM", "stake": 5, "practice": True}, True),
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "practice": True}, False),
+    ({"format": "match_play", "currency": "EUR", "stake": 5,
+      "ruleset": {"gin_bonus": 20, "gin.oklahoma": True, "oklahoma.spade_doubles": False}},
+     True),
+    ({"format": "match_play", "currency": "EUR", "stake": 5,
+      "ruleset": {"oklahoma.gin_bonus": 20}}, False),  # not an Appendix A key
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"knock_limit": 11}},
+     False),
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"opening": "X"}},
+     False),
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"hollywood": 1}},
+     False),
+]
+
+
+@pytest.mark.parametrize(("body", "valid"), TABLES)
+def test_a_table_is_valid_in_the_contract_exactly_when_the_service_takes_it(
+    api: Any, spec: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    assert _valid(spec, "TableIn", body) is valid
+    response = api.post("/v1/tables", body)
+    assert (response.status_code == 201) is valid, response.get_json()
+    if not valid:
+        assert response.get_json()["code"] == "validation_failed"
+
+
+WEBHOOKS = [
+    ({"url": "https://ops.example/gin"}, True),
+    ({"url": "http://hooks.ops.example:8080/a/b?c=d&e=%41"}, True),
+    ({"url": "https://[2606:4700:4700::1111]/hook"}, True),
+    ({"url": "https://ops.example/gin", "event_types": ["match.finished"]}, True),
+    ({"url": "https://ops.example/gin", "event_types": []}, False),
+    ({"url": "https://ops.example/gin", "event_types": [""]}, False),
+    ({"url": "ftp://ops.example/gin"}, False),
+    ({"url": "https://user@ops.example/gin"}, False),
+    ({"url": "https://ops.example/gin#part"}, False),
+    ({"url": "https://ops.example:0/gin"}, False),
+    ({"url": "https://ops.example:65536/gin"}, False),
+    ({"url": "https://ops.example/g in"}, False),
+    ({"url": "https://ops.example/caf\u00e9"}, False),
+    ({"url": "https://ops.example/%zz"}, False),
+    ({"url": "https://ops.example/" + "a" * 2048}, False),
+]
+
+
+@pytest.mark.parametrize(("body", "valid"), WEBHOOKS)
+def test_a_webhook_endpoint_is_valid_in_the_contract_exactly_when_the_service_takes_it(
+    api: Any, spec: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    assert _valid(spec, "WebhookEndpointIn", body) is valid
+    response = api.post("/v1/webhook-endpoints", body)
+    assert (response.status_code == 201) is valid, response.get_json()
+
+
+def test_enums_and_formats_are_stated(spec: dict[str, Any]) -> None:
+    from service.ledger.money import EXPONENTS
+    from service.usecases.webhooks import EVENT_TYPES, URL_PATTERN
+
+    for name in ("WebhookEndpointIn", "WebhookEndpointPatch"):
+        properties = _component(spec, name)["properties"]
+        assert properties["event_types"]["items"]["enum"] == list(EVENT_TYPES)
+        assert properties["event_types"]["minItems"] == 1
+        url = properties["url"]
+        assert (url["format"], url["pattern"], url["maxLength"]) == ("uri", URL_PATTERN, 2048)
+        assert "private" in url["description"]
+    for name in ("MoneyIn", "TableIn", "PlayerIn"):
+        prop = "display_currency" if name == "PlayerIn" else "currency"
+        enum = [c for c in _component(spec, name)["properties"][prop]["enum"] if c]
+        assert enum == sorted(EXPONENTS), name
+    ruleset = _component(spec, "RulesetIn")
+    assert ruleset["additionalProperties"] is False
+    assert ruleset["properties"]["opening"]["enum"] == ["PASS_SEQUENCE", "FREE_FIRST_DRAW"]
+    assert ruleset["properties"]["gin.big_gin_enabled"]["type"] == "boolean"
+    assert ruleset["properties"]["knock_limit"]["maximum"] == 10
+    rate = _component(spec, "RateIn")["properties"]["rate"]
+    assert rate["not"] == {"pattern": "^[0.]+$"}
