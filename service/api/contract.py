@@ -11,9 +11,12 @@ problems every operation can answer (400 malformed request, 401, 422 invalid inp
 An operation missing from :data:`OPERATIONS` still gets a derived ``operationId`` and the
 shared parts; ``tests/api/test_openapi.py`` then names it until it has an entry.
 
-A request schema whose rules go beyond its fields (one field's range depending on another's
-value) states them as JSON Schema in a ``json_schema`` class attribute, merged into its
-component (:meth:`ContractPlugin.schema_helper`).
+Two more things are written here once for the whole document. Descriptions are Markdown (what
+the documentation page renders): the views' docstrings are reStructuredText, so their
+``literals`` and :class:`roles` are converted as the operations are registered
+(:func:`markdown`). And a request schema whose rules go beyond its fields (one field's range
+depending on another's value) states them as JSON Schema in a ``json_schema`` class attribute,
+merged into its component (:meth:`ContractPlugin.schema_helper`).
 """
 
 from __future__ import annotations
@@ -183,6 +186,31 @@ PAGINATION = (
 )
 
 
+_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
+_RST_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+
+
+def _role_text(match: re.Match[str]) -> str:
+    short, target = match.group(1), match.group(2).strip()
+    return target.rsplit(".", 1)[-1] if short else target
+
+
+def _unwrapped(paragraph: str) -> str:
+    """A paragraph's hard-wrapped lines joined (a list or an indented block stays as it is)."""
+    lines = paragraph.split("\n")
+    if any(line.startswith((" ", "\t", "- ", "* ", "|")) for line in lines[1:]):
+        return paragraph
+    return " ".join(line.strip() for line in lines)
+
+
+def markdown(text: str) -> str:
+    """A docstring's reStructuredText as Markdown: ``x`` becomes `x`, a role becomes plain
+    text (:class:`~service.rules.Ruleset` is Ruleset, :data:`Title <target>` is Title), and
+    the lines of a paragraph are joined."""
+    text = _RST_LITERAL.sub(lambda m: f"`{m.group(1)}`", _RST_ROLE.sub(_role_text, text))
+    return "\n\n".join(_unwrapped(p) for p in re.split(r"\n[ \t]*\n", text.strip()))
+
+
 def operation_key(method: str, path: str) -> str:
     return f"{method.upper()} {path}"
 
@@ -263,6 +291,9 @@ class ContractPlugin(BasePlugin):  # type: ignore[misc]
             self._complete(method, str(path), operation)
 
     def _complete(self, method: str, path: str, operation: dict[str, Any]) -> None:
+        for part in ("summary", "description"):
+            if isinstance(operation.get(part), str):
+                operation[part] = markdown(operation[part])
         contract = OPERATIONS.get(operation_key(method, path))
         operation.setdefault(
             "operationId", contract.operation_id if contract else _derived_id(method, path)
@@ -369,5 +400,6 @@ __all__ = [
     "SECURITY_SCHEMES",
     "ContractPlugin",
     "Operation",
+    "markdown",
     "operation_key",
 ]

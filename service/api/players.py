@@ -94,7 +94,15 @@ class PlayerResource(MethodView):
 @blp.response(201, TokenOut)
 @documents(blp, Unauthenticated, Forbidden, NotFound, ValidationFailed)
 def mint_token(body: dict[str, Any], player_id: str) -> dict[str, Any]:
-    """Mint a short-lived signed token with which the player can read their own wallet."""
+    """Mint a player token: what the player sits down and plays with.
+
+    The token (``pt_...``, short-lived and signed) is the player's credential: send it as
+    ``Authorization: Bearer <token>`` to take a seat (``POST /v1/tables/{table_id}/seats``)
+    or leave it, to read the match and play (``GET /v1/matches/{match_id}``,
+    ``POST /v1/matches/{match_id}/actions``), and to read the player's own wallets and ledger
+    entries. It expires after ``ttl_seconds`` (by default the service's
+    PLAYER_TOKEN_TTL_SECONDS); then requests answer 401 ``token_expired`` and the operator
+    mints a new one."""
     config = current_app.config
     minted = players.mint_token(
         db_session(),

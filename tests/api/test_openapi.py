@@ -339,3 +339,22 @@ def test_enums_and_formats_are_stated(spec: dict[str, Any]) -> None:
     assert ruleset["properties"]["knock_limit"]["maximum"] == 10
     rate = _component(spec, "RateIn")["properties"]["rate"]
     assert rate["not"] == {"pattern": "^[0.]+$"}
+
+
+def test_descriptions_are_markdown(spec: dict[str, Any]) -> None:
+    """Docstrings are reStructuredText; the contract shows Markdown (Swagger UI renders it):
+    no ``double backquotes``, no :role:`targets`, no hard-wrapped lines."""
+    from service.api.contract import markdown
+
+    text = yaml.safe_dump(spec)
+    assert "``" not in text
+    assert not re.search(r":(class|func|meth|data|mod|attr|exc):`", text)
+    assert markdown("Send ``external_id``; see :class:`~service.rules.Ruleset`, "
+                    ":func:`service.usecases.play.act` and :data:`the table <X>`.\n"
+                    "Next line.\n\nNew paragraph.") == (
+        "Send `external_id`; see Ruleset, service.usecases.play.act and the table. "
+        "Next line.\n\nNew paragraph.")
+    token = spec["paths"]["/v1/players/{player_id}/tokens"]["post"]
+    assert "`Authorization: Bearer <token>`" in token["description"]
+    assert "/v1/tables/{table_id}/seats" in token["description"]
+    assert "/v1/matches/{match_id}/actions" in token["description"]
