@@ -3,6 +3,8 @@ complete, valid OpenAPI 3.1 contract; the documentation page works offline."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -358,3 +360,51 @@ def test_descriptions_are_markdown(spec: dict[str, Any]) -> None:
     assert "`Authorization: Bearer <token>`" in token["description"]
     assert "/v1/tables/{table_id}/seats" in token["description"]
     assert "/v1/matches/{match_id}/actions" in token["description"]
+
+
+def test_the_document_is_served_compact_compressed_and_cached(api: Any, app: Any) -> None:
+    """/docs loads /openapi.json first: it is compact JSON built once, gzip-compressed for
+    clients that accept it, with an ETag (a reload is a 304) and a max-age."""
+    client = api.as_(None)
+    plain = client.get("/openapi.json")
+    assert plain.status_code == 200 and plain.mimetype == "application/json"
+    assert b"\n" not in plain.data  # no indentation
+    assert json.loads(plain.data) == app.extensions["gin"]["api"].spec.to_dict()
+    assert len(plain.data) < 400_000
+    zipped = client.get("/openapi.json", headers={"Accept-Encoding": "gzip, br"})
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(zipped.data) == plain.data and len(zipped.data) < 60_000
+    assert "Accept-Encoding" in zipped.headers["Vary"]
+    assert "max-age=300" in zipped.headers["Cache-Control"]
+    again = client.get("/openapi.json", headers={"If-None-Match": plain.headers["ETag"]})
+    assert again.status_code == 304 and again.data == b""
+    yaml_doc = client.get("/openapi.yaml", headers={"If-None-Match": "nothing"})
+    assert yaml_doc.get_data(as_text=True) == spec_yaml(app)
+    assert client.get("/openapi.yaml", headers={"If-None-Match": yaml_doc.headers["ETag"]}
+                      ).status_code == 304
+    # Built once: a later request does not build the document again.
+    spec = app.extensions["gin"]["api"].spec
+    original = spec.to_dict
+    spec.to_dict = None  # type: ignore[method-assign]
+    try:
+        assert client.get("/openapi.json").data == plain.data
+    finally:
+        spec.to_dict = original  # type: ignore[method-assign]
+
+
+def test_the_docs_page_assets_are_compressed_and_cached(api: Any) -> None:
+    client = api.as_(None)
+    script = client.get("/docs/swagger-ui-bundle.js", headers={"Accept-Encoding": "gzip"})
+    try:
+        assert script.status_code == 200 and script.headers["Content-Encoding"] == "gzip"
+        assert len(script.data) < 700_000 < len(gzip.decompress(script.data))
+        assert "max-age=300" in script.headers["Cache-Control"]
+        etag = script.headers["ETag"]
+    finally:
+        script.close()
+    again = client.get("/docs/swagger-ui-bundle.js",
+                       headers={"Accept-Encoding": "gzip", "If-None-Match": etag})
+    try:
+        assert again.status_code == 304
+    finally:
+        again.close()
