@@ -250,13 +250,11 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
         answer["response"] = _send(port, "POST", seat_path, player.token or "", {}, key="K")
         answer["at"] = time.monotonic()
 
-    table_lock = engine.connect()
-    twin = engine.raw_connection()
-    twin.driver_connection.autocommit = True
+    table_lock, twin = engine.connect(), engine.connect()
     twin_holds = threading.Event()
 
     def twin_takes_the_key() -> None:  # queued behind the first request's lock on the key
-        twin.driver_connection.execute("SELECT pg_advisory_lock(%s)", (lock,))
+        twin.execute(text("SELECT pg_advisory_lock(:id)"), {"id": lock})
         twin_holds.set()
 
     first = threading.Thread(target=seat)
@@ -280,11 +278,11 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
         assert answer["at"] - released < 5
     finally:
         table_lock.close()
-        if twin_holds.is_set():
-            twin.driver_connection.execute("SELECT pg_advisory_unlock(%s)", (lock,))
         second.join(30)
-        first.join(30)
+        if twin_holds.is_set():
+            twin.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": lock})
         twin.close()
+        first.join(30)
     # The twin gone, the key's answer is the use case's (stored, then replayed).
     status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
     assert (status, body["code"], replayed) == (422, "insufficient_funds", False)
