@@ -7,9 +7,14 @@ and a body matching the schema, negative data rejected with a 4xx, and every 4xx
 player, a table with a live match, a webhook endpoint), so the happy paths are fuzzed too, not
 only the 404s.
 
-Bounded for CI: ``CONTRACT_MAX_EXAMPLES`` generated cases per operation and mode (default 25)
-on top of the schema examples and schemathesis' coverage cases; derandomized, so a run is
-repeatable. Several thousand requests per run.
+Then positive data alone, for the operations that create things: a body the document calls
+valid is not refused as invalid (no 400, no 422 ``validation_failed``), so a client generated
+from the document sends what the service takes.
+
+Bounded for CI: ``CONTRACT_MAX_EXAMPLES`` generated cases per operation and mode (default 25;
+``CONTRACT_POSITIVE_EXAMPLES`` for the positive run) on top of the schema examples and
+schemathesis' coverage cases; derandomized, so a run is repeatable. Several thousand requests
+per run.
 """
 
 from __future__ import annotations
