@@ -13,7 +13,7 @@ from typing import Any
 
 from service.formats.clock import ClockSettings
 from service.formats.errors import InvalidSettings
-from service.rules import Ruleset
+from service.rules import Game, Ruleset, RulesError
 
 
 class Format(StrEnum):
@@ -151,6 +151,10 @@ class MatchSettings:
             raise InvalidSettings("target", f"Money Play targets 50 or 100, not {self.target}")
         if self.format is Format.CLASSIC and self.ruleset.target != self.target:
             object.__setattr__(self, "ruleset", _with_target(self.ruleset, self.target))
+        try:
+            Game(self.ruleset)  # the engine's own refusals (Hollywood scoring, 3.4)
+        except RulesError as exc:
+            raise InvalidSettings("ruleset", str(exc)) from None
 
     @property
     def uses_buyins(self) -> bool:

@@ -284,6 +284,10 @@ def test_practice_tables_use_play_money_only(api: ApiClient) -> None:
         {"format": "match_play", "currency": "EUR", "stake": 10, "ruleset": {"nope": 1}},
         {"format": "match_play", "currency": "EUR", "stake": 10, "clock": {"turn_seconds": 0}},
         {"format": "match_play", "currency": "ZZZ", "stake": 10},
+        # Hollywood scoring (3.4) is not offered: refused, not created and played without it.
+        {"format": "match_play", "currency": "EUR", "stake": 10, "ruleset": {"hollywood": True}},
+        {"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 10,
+         "max_buyin": 50, "target": 100, "ruleset": {"gin.hollywood": True}},
     ],
 )
 def test_bad_table_settings_are_422_naming_the_field(
