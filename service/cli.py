@@ -68,7 +68,8 @@ def _bind(text: str) -> str:
     return text
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -168,7 +169,7 @@ def _parser() -> Parser:
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
     run.add_argument("--bind", type=_bind, default=os.environ.get("GIN_BIND", "127.0.0.1:8000"),
                      help="HOST:PORT to serve on (or GIN_BIND)")
-    run.add_argument("--workers", type=_positive, default=2, help="gunicorn processes")
+    run.add_argument("--workers", type=positive_int, default=2, help="gunicorn processes")
     run.add_argument(
         "--demo", action=argparse.BooleanOptionalAction, default=None,
         help="create (once) and print a demo operator, its API key and curl examples "

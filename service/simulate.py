@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 
 from service.bots import Bot
-from service.cli import Parser
+from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView
 
@@ -385,23 +385,13 @@ def _formats(text: str) -> list[str]:
     return list(chosen)
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="gin-service simulate",
         description="Play N complete matches through the HTTP API with bot clients, then "
                     "check the ledger invariants (exit 1 on any violation).",
     )
-    p.add_argument("-n", "--matches", type=_at_least_one, default=10, help="matches per format")
+    p.add_argument("-n", "--matches", type=positive_int, default=10, help="matches per format")
     p.add_argument("--format", dest="formats", type=_formats, default="match_play",
                    help=f"a format, a comma-separated list, or 'all' ({', '.join(FORMATS)})")
     p.add_argument("--stake", type=int, default=500,
@@ -410,7 +400,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fee-bps", type=int, default=500, help="house fee in basis points")
     p.add_argument("--target", type=int, default=None,
                    help="match target for Match Play and classic (default: the table's)")
-    p.add_argument("--parallel", type=_at_least_one, default=4, help="matches played at once")
+    p.add_argument("--parallel", type=positive_int, default=4, help="matches played at once")
     p.add_argument("--url", help="a running service (default: start one on the embedded "
                                  "default in a temporary folder)")
     p.add_argument("--api-key",  # no default shown: --help must never print a secret
