@@ -94,6 +94,8 @@ class Settings:
     # Webhooks may reach loopback and private addresses (service.webhook_targets): for
     # development only, in production that is server-side request forgery.
     webhook_allow_private_networks: bool = False
+    # Workers and beat (issue 19): how often beat sweeps for finished matches left unsettled.
+    settlement_sweep_seconds: int = 5
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -116,6 +118,10 @@ class Settings:
         if self.player_token_ttl_seconds <= 0:
             raise ConfigError(
                 f"PLAYER_TOKEN_TTL_SECONDS must be positive, got {self.player_token_ttl_seconds!r}"
+            )
+        if self.settlement_sweep_seconds <= 0:
+            raise ConfigError(
+                f"SETTLEMENT_SWEEP_SECONDS must be positive, got {self.settlement_sweep_seconds!r}"
             )
 
     @classmethod
@@ -143,6 +149,7 @@ class Settings:
             ratelimit_key_prefix=os.environ.get("RATELIMIT_KEY_PREFIX") or "gin",
             max_content_length=int_env("MAX_CONTENT_LENGTH", DEFAULT_MAX_CONTENT_LENGTH),
             webhook_allow_private_networks=bool_env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
+            settlement_sweep_seconds=int_env("SETTLEMENT_SWEEP_SECONDS", 5),
         )
 
     def as_flask_config(self) -> dict[str, Any]:

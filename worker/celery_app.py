@@ -41,6 +41,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
     if broker_url.startswith("filesystem://"):
         broker_url = "filesystem://localhost"  # the folder is in the options; a hostname
         # keeps kombu from warning that it reverts to "localhost" on every cloned connection
+    sweep = settings.settlement_sweep_seconds
     app = Celery("gin", broker=broker_url)
     app.conf.update(
         broker_transport_options=_transport_options(settings.broker_url),
@@ -71,10 +72,13 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "schedule": 5.0,
                 "options": {"expires": 10},
             },
+            # Settlements whose task was lost (with the broker, or a killed worker) and that
+            # have waited a whole interval.
             "sweep-unsettled-matches": {
                 "task": "settlement.sweep",
-                "schedule": 60.0,
-                "options": {"expires": 60},
+                "schedule": float(sweep),
+                "kwargs": {"older_than": sweep},
+                "options": {"expires": sweep},
             },
             # Ledger reconciliation: invariants checked, failures logged at ERROR and counted.
             "audit-reconcile": {

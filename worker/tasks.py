@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from functools import cache
 from typing import Any, TypeVar
 
@@ -101,10 +102,14 @@ def settle_match(self: Any, match_id: str) -> str | None:
 
 
 @app.task(name="settlement.sweep", acks_late=True, ignore_result=True)
-def sweep_unsettled() -> int:
+def sweep_unsettled(older_than: float = 0) -> int:
     """Queue a settlement for every finished match still without one (belt and braces
-    behind the outbox)."""
-    missing = _with_session(settlement.unsettled_finished_matches)
+    behind the outbox); with ``older_than`` (seconds), only for those finished that long ago,
+    so that beat's frequent sweeps leave the settlements still on their way alone."""
+    cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
+    missing = _with_session(
+        lambda session: settlement.unsettled_finished_matches(session, finished_before=cutoff)
+    )
     for match_id in missing:
         send_task("settlement.settle_match", [match_id])
     return len(missing)

@@ -195,7 +195,13 @@ UNSETTLED = (
 )
 
 
-def unsettled_finished_matches(session: Session, limit: int = 100) -> list[str]:
-    """Finished or void matches without a settlement (for the sweeper)."""
+def unsettled_finished_matches(
+    session: Session, limit: int = 100, finished_before: datetime | None = None
+) -> list[str]:
+    """Finished or void matches without a settlement (for the sweeper); with
+    ``finished_before``, only those that finished by then (a range of the same index)."""
+    stmt = UNSETTLED
+    if finished_before is not None:
+        stmt = stmt.where(MatchRow.finished_at <= finished_before)
     with session.begin():
-        return list(session.scalars(UNSETTLED, {"limit": limit}))
+        return list(session.scalars(stmt, {"limit": limit}))
