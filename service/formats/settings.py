@@ -13,7 +13,7 @@ from typing import Any
 
 from service.formats.clock import ClockSettings
 from service.formats.errors import InvalidSettings
-from service.rules import Game, Ruleset, RulesError
+from service.rules import Game, RulesError, Ruleset
 
 
 class Format(StrEnum):
