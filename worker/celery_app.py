@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 from pathlib import Path
 
 from celery import Celery
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu import Connection
 
 from service.config import Settings
 from service.observability import tasks as task_signals
+
+log = logging.getLogger(__name__)
 
 
 def _transport_options(broker_url: str) -> dict[str, object]:
@@ -35,6 +41,37 @@ def _transport_options(broker_url: str) -> dict[str, object]:
     return options
 
 
+#: Seconds between a worker's attempts to reach a broker it lost. Celery waits 2, 4, 6, ...
+#: up to 30 s between attempts, so a worker came back up to 10 s after a 20 s outage ended
+#: (30 s after a long one). An attempt costs a worker one refused connection.
+RECONNECT_SECONDS = 1.0
+
+
+class Consumer(CeleryConsumer):
+    """Celery's task consumer, retrying a lost broker every :data:`RECONNECT_SECONDS`."""
+
+    def ensure_connected(self, conn: Connection) -> Connection:
+        retrying = conn.ensure_connection
+        conn.ensure_connection = functools.partial(  # type: ignore[method-assign]
+            retrying, interval_start=RECONNECT_SECONDS, interval_step=0,
+            interval_max=RECONNECT_SECONDS,
+        )
+        return super().ensure_connected(conn)
+
+    def on_connection_error_after_connected(self, exc: Exception) -> None:
+        """Celery's cleanup of a lost connection, surviving an AttributeError that kombu's
+        Redis transport raises in it: closing the lost connection, a channel still holding
+        unacknowledged messages builds a client to give them back from a transport the
+        cleanup already cleared (seen when Redis went away while a worker held its first
+        tasks, as right after connecting). Uncaught, the worker exits with "Unrecoverable
+        error". Only the cleanup's prefetch bookkeeping is skipped; the messages stay in
+        Redis's unacknowledged set, and the catch-up on reconnecting finds their work."""
+        try:
+            super().on_connection_error_after_connected(exc)
+        except AttributeError as error:
+            log.warning("closing the lost broker connection failed: %r", error)
+
+
 def make_celery(settings: Settings | None = None) -> Celery:
     settings = settings or Settings.from_env()
     broker_url = settings.broker_url
@@ -44,6 +81,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
     sweep = settings.settlement_sweep_seconds
     app = Celery("gin", broker=broker_url)
     app.conf.update(
+        worker_consumer="worker.celery_app:Consumer",
         broker_transport_options=_transport_options(settings.broker_url),
         task_publish_retry=False,
         task_default_queue=os.environ.get("CELERY_QUEUE", "gin"),
@@ -55,6 +93,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
+        # A worker that lost its broker waits for it, however long: Celery's default of 100
+        # attempts would make it exit after 100 s of outage at one attempt a second.
+        broker_connection_max_retries=None,
         imports=["worker.tasks", "worker.audit_tasks", "worker.webhook_tasks", "worker.bot_tasks"],
         beat_schedule={
             "purge-expired-idempotency-keys": {

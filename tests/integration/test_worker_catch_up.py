@@ -1,0 +1,46 @@
+"""A worker retries a broker it lost every second, for as long as it takes (issue 19)."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any
+
+import kombu.utils.functional
+import pytest
+from celery.worker.consumer import Consumer as CeleryConsumer
+
+from service.config import Settings
+from worker import celery_app
+
+
+def test_a_lost_broker_is_retried_every_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Celery's own consumer waits 2, 4, 6, 8 s between attempts: 20 s for these four, and
+    gives up (the worker exits) after 100."""
+    slept: list[float] = []
+    monkeypatch.setattr(kombu.utils.functional, "sleep", slept.append)
+    settings = dataclasses.replace(Settings.from_env(), broker_url="redis://127.0.0.1:1/0")
+    app = celery_app.make_celery(settings)
+    assert app.conf.broker_connection_max_retries is None  # for as long as it takes
+    app.conf.broker_connection_max_retries = 4
+    assert app.conf.worker_consumer == "worker.celery_app:Consumer"
+    controller = types.SimpleNamespace(use_eventloop=False)  # all the consumer reads of it
+    consumer = celery_app.Consumer(None, app=app, hostname="test@localhost",
+                                   controller=controller)
+    with pytest.raises(Exception, match="Connection refused"):
+        consumer.ensure_connected(app.connection_for_read())
+    assert sum(slept) == 4 * celery_app.RECONNECT_SECONDS
+
+
+def test_a_kombu_error_closing_a_lost_connection_does_not_stop_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kombu's Redis channel can raise AttributeError in Celery's cleanup of a lost
+    connection; uncaught, the worker exits with "Unrecoverable error" instead of reconnecting."""
+    def closing_fails(self: Any, exc: Exception) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'hostname'")
+
+    monkeypatch.setattr(CeleryConsumer, "on_connection_error_after_connected", closing_fails)
+    consumer = celery_app.Consumer(None, app=celery_app.app, hostname="test@localhost",
+                                   controller=types.SimpleNamespace(use_eventloop=False))
+    consumer.on_connection_error_after_connected(ConnectionError("Connection closed by server."))
