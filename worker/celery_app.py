@@ -6,8 +6,9 @@ import functools
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu import Connection
 
@@ -72,6 +73,21 @@ class Consumer(CeleryConsumer):
             log.warning("closing the lost broker connection failed: %r", error)
 
 
+class CatchUp(bootsteps.StartStopStep):
+    """Each time the worker's consumer connects to the broker, at start and again after every
+    lost connection (Celery restarts the consumer's steps then; ``worker_ready`` is sent only
+    once), queue what finds the work an outage or a killed worker lost: the outbox relay,
+    the settlement sweep and the webhook sweep (:func:`worker.tasks.catch_up`). Without it
+    that waited for beat's next sweep, which an outage may also have dropped."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)  # the queue is declared again first
+
+    def start(self, parent: Any) -> None:
+        from worker.tasks import catch_up
+
+        catch_up()
+
+
 def make_celery(settings: Settings | None = None) -> Celery:
     settings = settings or Settings.from_env()
     broker_url = settings.broker_url
@@ -80,6 +96,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # keeps kombu from warning that it reverts to "localhost" on every cloned connection
     sweep = settings.settlement_sweep_seconds
     app = Celery("gin", broker=broker_url)
+    app.steps["consumer"].add(CatchUp)
     app.conf.update(
         worker_consumer="worker.celery_app:Consumer",
         broker_transport_options=_transport_options(settings.broker_url),
@@ -114,7 +131,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "options": {"expires": 10},
             },
             # Settlements whose task was lost (with the broker, or a killed worker) and that
-            # have waited a whole interval.
+            # have waited a whole interval; workers also sweep whenever they connect.
             "sweep-unsettled-matches": {
                 "task": "settlement.sweep",
                 "schedule": float(sweep),

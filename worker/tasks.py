@@ -115,6 +115,24 @@ def sweep_unsettled(older_than: float = 0) -> int:
     return len(missing)
 
 
+#: What a worker queues each time it connects to the broker: the relay (events an outage
+#: kept from the broker), the settlement sweep with no grace (tasks a Redis that restarted
+#: empty, or a worker killed with SIGKILL, lost) and the webhook sweep (retries that came due).
+CATCH_UP: tuple[str, ...] = ("outbox.relay", "settlement.sweep", "webhooks.sweep")
+
+
+def catch_up() -> None:
+    """Queue :data:`CATCH_UP` (called by the worker's consumer on every broker connection,
+    see :class:`worker.celery_app.CatchUp`). Best effort: a broker gone again meanwhile means
+    another connection, and another catch-up, later."""
+    for name in CATCH_UP:
+        try:
+            send_task(name, [])
+        except Exception as exc:
+            log.warning("could not queue %s after connecting: %s", name, exc)
+            return
+
+
 @app.task(name="ops.ping", acks_late=True, ignore_result=True)
 def ping() -> str:
     """Does nothing: a worker liveness probe, and the baseline of bench/settlement.py."""

@@ -1,4 +1,6 @@
-"""A worker retries a broker it lost every second, for as long as it takes (issue 19)."""
+"""A worker's prompt recovery after a broker outage (issue 19), piece by piece: it retries a
+lost broker every second for as long as it takes and queues its catch-up on each connection.
+(tests/integration/test_broker_outage.py puts them together with real processes.)"""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from typing import Any
 import kombu.utils.functional
 import pytest
 from celery.worker.consumer import Consumer as CeleryConsumer
+from celery.worker.consumer.tasks import Tasks
 
 from service.config import Settings
-from worker import celery_app
+from worker import celery_app, tasks
 
 
 def test_a_lost_broker_is_retried_every_second(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,3 +47,30 @@ def test_a_kombu_error_closing_a_lost_connection_does_not_stop_the_worker(
     consumer = celery_app.Consumer(None, app=celery_app.app, hostname="test@localhost",
                                    controller=types.SimpleNamespace(use_eventloop=False))
     consumer.on_connection_error_after_connected(ConnectionError("Connection closed by server."))
+
+
+def test_the_consumer_catches_up_on_every_connection() -> None:
+    steps = celery_app.make_celery(Settings.from_env()).steps["consumer"]
+    assert celery_app.CatchUp in steps
+    assert list(celery_app.CatchUp.requires) == [Tasks]  # after the queue is declared again
+
+
+def test_catching_up_queues_the_relay_and_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[str] = []
+    monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append(name))
+    celery_app.CatchUp(types.SimpleNamespace()).start(types.SimpleNamespace())
+    assert sent == ["outbox.relay", "settlement.sweep", "webhooks.sweep"]
+
+
+def test_catching_up_stops_quietly_when_the_broker_is_gone_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tried: list[str] = []
+
+    def refused(name: str, args: list[Any]) -> None:
+        tried.append(name)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(tasks, "send_task", refused)
+    tasks.catch_up()  # no exception: the next connection catches up again
+    assert tried == ["outbox.relay"]

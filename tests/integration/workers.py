@@ -59,6 +59,17 @@ class Broker:
         # Declaring the queue binds it even before any worker has (or after a broker restart).
         self.client().send_task(name, args=args, retry=False, declare=[Queue(self.queue)])
 
+    def idle(self) -> bool:
+        """Redis: nothing queued and nothing taken but unacknowledged (no task in hand)."""
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        prefix = self.env["CELERY_KEY_PREFIX"]
+        try:
+            return not client.llen(f"{prefix}{self.queue}") and not client.hlen(f"{prefix}unacked")
+        finally:
+            client.close()
+
     def cleanup(self) -> None:
         """Remove this run's queue (and, on Redis, every key under its prefix)."""
         if self.url.startswith("redis"):
