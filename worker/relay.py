@@ -4,8 +4,9 @@ the broker after commit, and whatever could not be sent (a broker outage) is sen
 ``relay_events`` takes a batch of unpublished events (``FOR UPDATE SKIP LOCKED`` on PostgreSQL,
 so several relays never send the same batch at once), sends each one's tasks and stamps
 ``published_at``. A send that fails leaves the event unpublished with its error, for the next
-sweep (beat runs one every few seconds). Sending is at least once; every task it sends is
-idempotent.
+sweep (beat runs one every few seconds, and each worker one whenever it connects to the
+broker, so an outage's backlog goes out as soon as the broker answers again). Sending is at
+least once; every task it sends is idempotent.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def tasks_for(event: OutboxEvent) -> list[tuple[str, list[Any]]]:
     return out
 
 
-def relay_events(session: Session, send: Send, now: datetime, limit: int = 200) -> int:
+#: Events a relay takes at once.
+BATCH = 200
+
+
+def relay_events(session: Session, send: Send, now: datetime, limit: int = BATCH) -> int:
     """Send the tasks of up to ``limit`` unpublished events; returns how many were published."""
     published = 0
     with session.begin():

@@ -19,6 +19,7 @@ from service.errors import MatchNotLive, NotFound
 from service.usecases import play, settlement, tables
 from service.usecases.idempotency import purge_expired
 from worker.celery_app import app
+from worker.relay import BATCH as RELAY_BATCH
 from worker.relay import relay_events
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,13 @@ def cancel_unfilled_tables() -> int:
 
 @app.task(name="outbox.relay", acks_late=True, ignore_result=True)
 def relay_outbox() -> int:
-    """Publish what the outbox holds (after a commit, and swept by beat)."""
-    return _with_session(lambda session: relay_events(session, send_task, utcnow()))
+    """Publish what the outbox holds (after a commit, swept by beat, and when a worker
+    connects). A full batch queues the next one at once: a backlog left by a broker outage
+    drains in a few seconds, not one batch per beat tick."""
+    published = _with_session(lambda session: relay_events(session, send_task, utcnow()))
+    if published == RELAY_BATCH:
+        send_task("outbox.relay", [])
+    return published
 
 
 @app.task(

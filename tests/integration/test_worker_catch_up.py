@@ -1,6 +1,7 @@
 """A worker's prompt recovery after a broker outage (issue 19), piece by piece: it retries a
-lost broker every second for as long as it takes and queues its catch-up on each connection.
-(tests/integration/test_broker_outage.py puts them together with real processes.)"""
+lost broker every second for as long as it takes, queues its catch-up on each connection, and
+its relay drains a backlog batch after batch. (tests/integration/test_broker_outage.py puts
+them together with real processes.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from celery.worker.consumer.tasks import Tasks
 
 from service.config import Settings
 from worker import celery_app, tasks
+from worker.relay import BATCH
 
 
 def test_a_lost_broker_is_retried_every_second(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,3 +76,14 @@ def test_catching_up_stops_quietly_when_the_broker_is_gone_again(
     monkeypatch.setattr(tasks, "send_task", refused)
     tasks.catch_up()  # no exception: the next connection catches up again
     assert tried == ["outbox.relay"]
+
+
+@pytest.mark.parametrize(("published", "again"), [(BATCH, True), (BATCH - 1, False), (0, False)])
+def test_a_full_relay_batch_queues_the_next_at_once(
+    monkeypatch: pytest.MonkeyPatch, published: int, again: bool
+) -> None:
+    sent: list[str] = []
+    monkeypatch.setattr(tasks, "_with_session", lambda work: published)
+    monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append(name))
+    assert tasks.relay_outbox() == published
+    assert sent == (["outbox.relay"] if again else [])
