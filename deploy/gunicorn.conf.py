@@ -51,7 +51,6 @@
 import gc
 import logging
 import multiprocessing
-import os
 import shutil
 import sys
 import tempfile
@@ -69,35 +68,38 @@ from service import connection_share  # noqa: E402
 from service.config import (  # noqa: E402
     MAX_HEADER_FIELD_BYTES,
     MAX_HEADER_FIELDS,
-    bool_env,
-    int_env,
+    ServerSettings,
+    metrics_dir,
+    use_metrics_dir,
 )
 from service.observability.logs import dict_config  # noqa: E402
 
-bind = os.environ.get("GIN_BIND", "0.0.0.0:8000")
-workers = int_env("WEB_CONCURRENCY", multiprocessing.cpu_count() + 1)
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-threads = int_env("GUNICORN_THREADS", 8)
-timeout = int_env("GUNICORN_TIMEOUT", 60)
-graceful_timeout = int_env("GUNICORN_GRACEFUL_TIMEOUT", 35)
-keepalive = int_env("GUNICORN_KEEPALIVE", 5)
-preload_app = bool_env("GUNICORN_PRELOAD", True)
-max_requests = int_env("GUNICORN_MAX_REQUESTS", 10000)
-max_requests_jitter = int_env("GUNICORN_MAX_REQUESTS_JITTER", max(1, max_requests // 10))
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+_settings = ServerSettings.from_env()
+bind = _settings.bind or "0.0.0.0:8000"
+workers = _settings.web_concurrency or multiprocessing.cpu_count() + 1
+worker_class = _settings.worker_class
+threads = _settings.threads
+timeout = _settings.timeout
+graceful_timeout = _settings.graceful_timeout
+keepalive = _settings.keepalive
+preload_app = _settings.preload
+max_requests = _settings.max_requests
+max_requests_jitter = (
+    _settings.max_requests_jitter if _settings.max_requests_jitter is not None
+    else max(1, max_requests // 10)
+)
+forwarded_allow_ips = _settings.forwarded_allow_ips
 # Beyond the application's limits, so that the application answers (problem+json) wherever
 # gunicorn lets it: gunicorn's request line cannot be longer than 8190 bytes (the
 # application's limit on a path and query, MAX_REQUEST_TARGET_BYTES, is 4096).
 limit_request_line = 8190
 limit_request_fields = 2 * MAX_HEADER_FIELDS
 limit_request_field_size = 2 * MAX_HEADER_FIELD_BYTES
-_balance = connection_share.ConnectionTable() if bool_env("GUNICORN_BALANCE", True) else None
+_balance = connection_share.ConnectionTable() if _settings.balance else None
 
-_log_format = (os.environ.get("LOG_FORMAT") or "text").lower()
-_log_level = (os.environ.get("LOG_LEVEL") or "INFO").upper()
-_access_log = bool_env("GUNICORN_ACCESS_LOG", False)
+_log_level = _settings.log_level or "INFO"
 loglevel = _log_level.lower()
-logconfig_dict = dict_config(_log_format, _log_level, _access_log)
+logconfig_dict = dict_config(_settings.log_format, _log_level, _settings.access_log)
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)s %({x-request-id}o)s'
 
 
@@ -115,11 +117,11 @@ logger_class = QuietAccessLogger
 
 # --- prometheus multiprocess mode: one fresh folder per server start -------------------------
 
-_parent = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+_parent = metrics_dir()
 if _parent:
     Path(_parent).mkdir(parents=True, exist_ok=True)
 _metrics_dir = tempfile.mkdtemp(prefix="gin-metrics-", dir=_parent)
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = _metrics_dir
+use_metrics_dir(_metrics_dir)
 
 
 def on_starting(server):  # type: ignore[no-untyped-def]

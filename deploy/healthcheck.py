@@ -10,23 +10,24 @@ Exit status 0 when healthy, 1 otherwise (what Docker expects). ``GIN_ROLE_FILE``
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
+from service.config import ServerSettings
+
 
 def role() -> str:
     try:
-        return Path(os.environ.get("GIN_ROLE_FILE", "/tmp/gin-role")).read_text().strip()
+        return Path(ServerSettings.from_env().role_file).read_text().strip()
     except OSError:
         return "api"
 
 
 def api_healthy() -> bool:
-    port = os.environ.get("GIN_BIND", "0.0.0.0:8000").rsplit(":", 1)[-1]
+    port = (ServerSettings.from_env().bind or "0.0.0.0:8000").rsplit(":", 1)[-1]
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
             return bool(response.status == 200)

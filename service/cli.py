@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
+
+from service.config import bind_address, database_configured
 
 
 class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -167,7 +168,7 @@ def _parser() -> Parser:
                                 "audit, simulate. Prints JSON.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
-    run.add_argument("--bind", type=_bind, default=os.environ.get("GIN_BIND", "127.0.0.1:8000"),
+    run.add_argument("--bind", type=_bind, default=bind_address("127.0.0.1:8000"),
                      help="HOST:PORT to serve on (or GIN_BIND)")
     run.add_argument("--workers", type=positive_int, default=2, help="gunicorn processes")
     run.add_argument(
@@ -224,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_free(args.bind)
     upgrade(_settings().database_url)
-    demo = "DATABASE_URL" not in os.environ if args.demo is None else args.demo
+    demo = not database_configured() if args.demo is None else args.demo
     if demo:
         print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
     return _serve(args.bind, args.workers)

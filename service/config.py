@@ -50,6 +50,17 @@ def bool_env(name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
+def text_env(name: str, default: str) -> str:
+    """The variable's text, stripped, or ``default`` when it is unset or blank."""
+    raw = (os.environ.get(name) or "").strip()
+    return raw or default
+
+
+def optional_env(name: str) -> str | None:
+    """The variable's text, stripped, or ``None`` when it is unset or blank."""
+    return (os.environ.get(name) or "").strip() or None
+
+
 def _rate_limit(name: str, default: str) -> str:
     """A rate limit string in the ``limits`` library's syntax ("300000 per minute", several
     joined by ";"), checked now so a typo fails at start-up rather than on the first request."""
@@ -96,6 +107,11 @@ class Settings:
     webhook_allow_private_networks: bool = False
     # Workers and beat (issue 19): how often beat sweeps for finished matches left unsettled.
     settlement_sweep_seconds: int = 5
+    # The broker: Redis redelivers an unacknowledged task (a worker killed mid-task) after
+    # this long; keys and the queue's name, so that deployments can share a server.
+    celery_visibility_timeout: int = 6 * 3600
+    celery_key_prefix: str | None = None
+    celery_queue: str = "gin"
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -150,7 +166,104 @@ class Settings:
             max_content_length=int_env("MAX_CONTENT_LENGTH", DEFAULT_MAX_CONTENT_LENGTH),
             webhook_allow_private_networks=bool_env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
             settlement_sweep_seconds=int_env("SETTLEMENT_SWEEP_SECONDS", 5),
+            celery_visibility_timeout=int_env("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
+            celery_key_prefix=optional_env("CELERY_KEY_PREFIX"),
+            celery_queue=text_env("CELERY_QUEUE", "gin"),
         )
 
     def as_flask_config(self) -> dict[str, Any]:
         return {key.upper(): value for key, value in asdict(self).items()}
+
+
+def bind_address(default: str) -> str:
+    """``GIN_BIND``, the HOST:PORT to serve on, or ``default``."""
+    return optional_env("GIN_BIND") or default
+
+
+def database_configured() -> bool:
+    """Whether ``DATABASE_URL`` names a database (otherwise the embedded SQLite file)."""
+    return optional_env("DATABASE_URL") is not None
+
+
+def simulation_api_key() -> str | None:
+    """``GIN_API_KEY``: the operator key ``gin-service simulate`` plays with."""
+    return optional_env("GIN_API_KEY")
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """This process's environment with ``overrides``, for a child process it starts."""
+    return {**os.environ, **overrides}
+
+
+#: Where prometheus-client keeps the metrics of a server's processes (it reads the variable
+#: itself, in every process, so a server that makes the folder exports it).
+METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def metrics_dir() -> str | None:
+    """The multiprocess metrics folder in use, if any (read each time: a server sets it)."""
+    return optional_env(METRICS_DIR_VARIABLE)
+
+
+def use_metrics_dir(path: str) -> None:
+    """Make ``path`` the metrics folder of this process and the ones it starts."""
+    os.environ[METRICS_DIR_VARIABLE] = path
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How a process serves, logs and exports metrics, read before (or without) the app:
+    gunicorn's configuration file, ``gin-service run``, the Celery worker's signal handlers
+    and the container health check. ``docs/configuration.md`` says what each one does."""
+
+    bind: str | None = None  # GIN_BIND; None: the caller's own default
+    web_concurrency: int | None = None  # None: the CPUs + 1
+    worker_class: str = "gthread"
+    threads: int = 8
+    timeout: int = 60
+    graceful_timeout: int = 35
+    keepalive: int = 5
+    preload: bool = True
+    max_requests: int = 10000
+    max_requests_jitter: int | None = None  # None: a tenth of max_requests
+    forwarded_allow_ips: str = "127.0.0.1"
+    balance: bool = True
+    access_log: bool = False
+    log_format: str = "text"
+    log_level: str | None = None  # None: the process's own default (INFO, or Celery's -l)
+    worker_metrics_port: int | None = None
+    worker_metrics_addr: str = "0.0.0.0"
+    role_file: str = "/tmp/gin-role"
+
+    def __post_init__(self) -> None:
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"LOG_FORMAT must be one of {LOG_FORMATS}, got {self.log_format!r}")
+        if self.log_level is not None and self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"LOG_LEVEL must be one of {LOG_LEVELS}, got {self.log_level!r}")
+
+    @classmethod
+    def from_env(cls) -> ServerSettings:
+        port = optional_env("WORKER_METRICS_PORT")
+        level = optional_env("LOG_LEVEL")
+        concurrency = optional_env("WEB_CONCURRENCY")
+        jitter = optional_env("GUNICORN_MAX_REQUESTS_JITTER")
+        return cls(
+            bind=optional_env("GIN_BIND"),
+            web_concurrency=int_env("WEB_CONCURRENCY", 0) if concurrency else None,
+            worker_class=text_env("GUNICORN_WORKER_CLASS", "gthread"),
+            threads=int_env("GUNICORN_THREADS", 8),
+            timeout=int_env("GUNICORN_TIMEOUT", 60),
+            graceful_timeout=int_env("GUNICORN_GRACEFUL_TIMEOUT", 35),
+            keepalive=int_env("GUNICORN_KEEPALIVE", 5),
+            preload=bool_env("GUNICORN_PRELOAD", True),
+            max_requests=int_env("GUNICORN_MAX_REQUESTS", 10000),
+            max_requests_jitter=int_env("GUNICORN_MAX_REQUESTS_JITTER", 0) if jitter else None,
+            forwarded_allow_ips=text_env("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+            balance=bool_env("GUNICORN_BALANCE", True),
+            access_log=bool_env("GUNICORN_ACCESS_LOG", False),
+            log_format=text_env("LOG_FORMAT", "text").lower(),
+            log_level=level.upper() if level else None,
+            worker_metrics_port=int_env("WORKER_METRICS_PORT", 0) if port else None,
+            worker_metrics_addr=text_env("WORKER_METRICS_ADDR", "0.0.0.0"),
+            role_file=text_env("GIN_ROLE_FILE", "/tmp/gin-role"),
+        )

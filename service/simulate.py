@@ -45,6 +45,7 @@ from service.bots import Bot
 from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView
+from service.config import child_environment, simulation_api_key
 
 FORMATS = ("first_to_knock", "match_play", "money_play", "classic")
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,7 +305,7 @@ def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
     """(url, api key) of a service started on the embedded default in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="gin-simulate-") as tmp:
         var = Path(tmp)
-        env = dict(os.environ, GIN_VAR_DIR=str(var), PYTHONUNBUFFERED="1")
+        env = child_environment(GIN_VAR_DIR=str(var), PYTHONUNBUFFERED="1")
         env.setdefault("DATABASE_URL", f"sqlite:///{var}/gin.sqlite")
         env.setdefault("CELERY_BROKER_URL", f"filesystem://{var}/broker")
         created = subprocess.run(
@@ -432,7 +433,7 @@ def _check_operator(operator: GinClient, url: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    args.api_key = args.api_key or os.environ.get("GIN_API_KEY")
+    args.api_key = args.api_key or simulation_api_key()
     if args.url and not args.api_key:
         print("simulate: --url needs --api-key (or GIN_API_KEY)", file=sys.stderr)
         return 2

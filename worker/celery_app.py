@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,8 @@ from service.observability import tasks as task_signals
 log = logging.getLogger(__name__)
 
 
-def _transport_options(broker_url: str) -> dict[str, object]:
+def _transport_options(settings: Settings) -> dict[str, object]:
+    broker_url = settings.broker_url
     """``filesystem://<folder>``: kombu's filesystem transport in that folder (embedded
     default); other brokers: a visibility timeout longer than any countdown or retry delay."""
     if broker_url.startswith("filesystem://"):
@@ -34,9 +34,9 @@ def _transport_options(broker_url: str) -> dict[str, object]:
         }
     # Redis redelivers an unacknowledged task (a worker killed mid-task) after this long.
     options: dict[str, object] = {
-        "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 6 * 3600))
+        "visibility_timeout": settings.celery_visibility_timeout
     }
-    prefix = os.environ.get("CELERY_KEY_PREFIX")
+    prefix = settings.celery_key_prefix
     if prefix and broker_url.startswith("redis"):
         options["global_keyprefix"] = prefix
     return options
@@ -99,9 +99,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
     app.steps["consumer"].add(CatchUp)
     app.conf.update(
         worker_consumer="worker.celery_app:Consumer",
-        broker_transport_options=_transport_options(settings.broker_url),
+        broker_transport_options=_transport_options(settings),
         task_publish_retry=False,
-        task_default_queue=os.environ.get("CELERY_QUEUE", "gin"),
+        task_default_queue=settings.celery_queue,
         broker_connection_timeout=3,
         task_serializer="json",
         accept_content=["json"],

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +35,8 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+
+from service import config
 
 log = logging.getLogger("gin.request")
 
@@ -89,7 +90,7 @@ TASK_FAILURES = Counter(
 
 
 def multiprocess_dir() -> str | None:
-    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+    return config.metrics_dir()
 
 
 @functools.lru_cache(maxsize=4096)

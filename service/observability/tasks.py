@@ -29,6 +29,7 @@ from typing import Any
 
 from celery import signals
 
+from service.config import ServerSettings, metrics_dir, use_metrics_dir
 from service.observability.logs import configure, current_request_id, request_id_var
 
 HEADER = "request_id"
@@ -101,10 +102,11 @@ def _failure(sender: Any = None, **_: Any) -> None:
 
 
 def _setup_logging(loglevel: Any = None, **_: Any) -> None:
-    level = os.environ.get("LOG_LEVEL") or loglevel or "INFO"
+    settings = ServerSettings.from_env()
+    level = settings.log_level or loglevel or "INFO"
     if isinstance(level, int):
         level = logging.getLevelName(level)
-    configure(os.environ.get("LOG_FORMAT", "text").lower(), str(level).upper())
+    configure(settings.log_format, str(level).upper())
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for chatty in _CELERY_PER_TASK_LOGGERS:
             logging.getLogger(chatty).setLevel(logging.WARNING)
@@ -118,11 +120,11 @@ _CELERY_PER_TASK_LOGGERS = ("celery.beat", "celery.worker.strategy", "celery.app
 def prepare_worker_metrics() -> None:
     """With ``WORKER_METRICS_PORT`` set and no ``PROMETHEUS_MULTIPROC_DIR``, make a fresh
     folder for this worker's processes (inherited by the pool's children)."""
-    if os.environ.get("WORKER_METRICS_PORT") and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if ServerSettings.from_env().worker_metrics_port and not metrics_dir():
         import tempfile
 
         made = tempfile.mkdtemp(prefix="gin-worker-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+        use_metrics_dir(made)
         _made_dirs.append(made)
 
 
@@ -137,25 +139,26 @@ def _remove_made_dirs(**_: Any) -> None:
 
 
 def _serve_metrics(**_: Any) -> None:
-    port = os.environ.get("WORKER_METRICS_PORT")
+    settings = ServerSettings.from_env()
+    port = settings.worker_metrics_port
     if not port:
         return
     from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
     registry = REGISTRY
-    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    directory = metrics_dir()
     if directory:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=directory)
-    address = os.environ.get("WORKER_METRICS_ADDR", "0.0.0.0")
-    start_http_server(int(port), addr=address, registry=registry)
+    address = settings.worker_metrics_addr
+    start_http_server(port, addr=address, registry=registry)
     log.info("worker metrics at http://%s:%s/metrics", address, port)
 
 
 def _child_exit(**_: Any) -> None:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if metrics_dir():
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(os.getpid())

@@ -101,6 +101,16 @@ def test_every_variable_the_code_reads_is_documented() -> None:
     assert missing == {}, f"add these to docs/configuration.md: {missing}"
 
 
+def test_only_service_config_reads_the_environment() -> None:
+    """Every setting is read in service/config.py; the rest of the code asks it."""
+    python = {str(path.relative_to(ROOT)): path.read_text()
+              for folder in SCANNED for path in sorted((ROOT / folder).rglob("*.py"))}
+    elsewhere = {name: sorted(files - {"service/config.py"})
+                 for name, files in variables_in_python(python).items()
+                 if files - {"service/config.py"}}
+    assert elsewhere == {}
+
+
 def test_the_scan_finds_each_kind_of_read() -> None:
     source = '''
 import os
