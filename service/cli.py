@@ -29,9 +29,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from service.config import bind_address, database_configured
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from service.config import Settings
 
 
 class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -80,7 +85,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _settings():  # type: ignore[no-untyped-def]
+def _settings() -> Settings:
     from service.config import DEFAULT_VAR_DIR, Settings
 
     settings = Settings.from_env()
@@ -89,16 +94,19 @@ def _settings():  # type: ignore[no-untyped-def]
     return settings
 
 
-def _session():  # type: ignore[no-untyped-def]
+def _session() -> Session:
     from service.db import make_engine, make_sessionmaker
 
     return make_sessionmaker(make_engine(_settings().database_url, pool_size=1))()
 
 
-def _close(session) -> None:  # type: ignore[no-untyped-def]
+def _close(session: Session) -> None:
     """Close a ``_session()`` and its engine (a command leaves no connection behind)."""
+    from sqlalchemy import Engine
+
     session.close()
-    session.get_bind().dispose()
+    bind = session.get_bind()
+    (bind if isinstance(bind, Engine) else bind.engine).dispose()
 
 
 #: How long ``gin-service run`` waits for the API and the worker to stop after a signal.
@@ -579,7 +587,7 @@ def _add_audit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     from service.db import make_engine, make_sessionmaker
     from service.usecases.audit import run_audit

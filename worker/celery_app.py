@@ -9,7 +9,7 @@ from typing import Any
 
 from celery import Celery, bootsteps
 from celery.worker.consumer import Consumer as CeleryConsumer
-from kombu import Connection
+from kombu.connection import Connection
 
 from service.config import Settings
 from service.observability import tasks as task_signals
@@ -57,7 +57,8 @@ class Consumer(CeleryConsumer):
             retrying, interval_start=RECONNECT_SECONDS, interval_step=0,
             interval_max=RECONNECT_SECONDS,
         )
-        return super().ensure_connected(conn)
+        connected: Connection = super().ensure_connected(conn)
+        return connected
 
     def on_connection_error_after_connected(self, exc: Exception) -> None:
         """Celery's cleanup of a lost connection, surviving an AttributeError that kombu's

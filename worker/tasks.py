@@ -8,7 +8,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from kombu import Queue
+from kombu.entity import Queue
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -45,7 +45,7 @@ def send_task(name: str, args: list[Any]) -> None:
     The queue is declared with it, so a message is never dropped for want of a binding (a
     Redis that restarted empty, before any worker re-declared it)."""
     queue = app.conf.task_default_queue
-    app.send_task(name, args=args, retry=False, declare=[Queue(queue)])
+    app.send_task(name, args=args, retry=False, declare=[Queue(queue)])  # type: ignore[no-untyped-call]
 
 
 @app.task(name="idempotency.purge_expired", acks_late=True, ignore_result=True)

@@ -42,7 +42,7 @@ SPEC_OPTIONS: dict[str, Any] = {
 }
 
 
-class GinApi(Api):  # type: ignore[misc]
+class GinApi(Api):
     """flask-smorest's Api with RFC 9457 problems as the documented error schema, and no
     catch-all ``default`` response: every status an operation answers is listed."""
 

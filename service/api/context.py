@@ -39,7 +39,7 @@ from service.usecases.auth import Principal, authenticate, require_operator
 PUBLIC_PREFIX = "/v1/"
 
 
-class SchemaReusingParser(FlaskParser):  # type: ignore[misc]
+class SchemaReusingParser(FlaskParser):
     """webargs builds a new schema instance per request when given a class (the blueprints
     pass classes); building one costs more than parsing a small body. Marshmallow schemas
     keep no per-load state, so one instance per class serves every request."""
@@ -363,7 +363,7 @@ def _once(
                 stored = idempotency.claim(session, operator_id, key, digest, now, **scope)
                 if stored is not None:
                     return _replay(stored)
-                response = view(*args, **kwargs)
+                response: Response = view(*args, **kwargs)
                 if response.status_code >= 500:
                     raise _Undo(response)
                 earlier = idempotency.record(

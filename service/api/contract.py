@@ -260,7 +260,7 @@ def _add_problem(
         media.setdefault("examples", {}).update(problem_examples([error], detail))
 
 
-class ContractPlugin(BasePlugin):  # type: ignore[misc]
+class ContractPlugin(BasePlugin):
     """Adds the conventions of docs/api-conventions.md to every registered operation."""
 
     def init_spec(self, spec: Any) -> None:
@@ -353,8 +353,8 @@ class ContractPlugin(BasePlugin):  # type: ignore[misc]
                 shared.append((422, ValidationFailed, "The request has invalid fields."))
             shared.append((503, ServiceUnavailable, "The database could not be reached; "
                            "nothing was changed. Retry the request."))
-        for status, error, detail in shared:
-            _add_problem(responses, status, error, detail)
+        for code, error, detail in shared:
+            _add_problem(responses, code, error, detail)
         for status, response in responses.items():
             if status.startswith(("4", "5")) and isinstance(response, dict):
                 for media in list(response.get("content", {})):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.sansio.response import Response as BaseResponse
 
 from service import jsoncodec
 
@@ -22,11 +22,13 @@ class FastJSONProvider(DefaultJSONProvider):
             return super().dumps(obj, **kwargs)
         return jsoncodec.dumps_bytes(obj, default=self.default).decode()
 
-    def response(self, *args: Any, **kwargs: Any) -> Response:
+    def response(self, *args: Any, **kwargs: Any) -> BaseResponse:
         obj = self._prepare_response_obj(args, kwargs)
         if self.indents:
             return super().response(*args, **kwargs)  # indented for people
-        return self._app.response_class(self.body(obj), mimetype=self.mimetype)
+        response_class: Any = self._app.response_class
+        compact: BaseResponse = response_class(self.body(obj), mimetype=self.mimetype)
+        return compact
 
     @property
     def indents(self) -> bool:

@@ -151,7 +151,7 @@ def _serve_metrics(**_: Any) -> None:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=directory)
+        multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     address = settings.worker_metrics_addr
     start_http_server(port, addr=address, registry=registry)
     log.info("worker metrics at http://%s:%s/metrics", address, port)
@@ -161,7 +161,7 @@ def _child_exit(**_: Any) -> None:
     if metrics_dir():
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(os.getpid())
+        multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
 
 def connect(*, logging_setup: bool = True) -> None:

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from service.db import is_postgres
 from service.db.driver import execute
-from service.db.models import IdempotencyRecord
+from service.db.models import IdempotencyRecord, table_of
 from service.errors import (
     FieldError,
     IdempotencyKeyInUse,
@@ -45,7 +45,7 @@ from service.errors import (
 )
 
 MAX_KEY_LENGTH = 255
-_TABLE = IdempotencyRecord.__table__
+_TABLE = table_of(IdempotencyRecord)
 _LOOKUP = select(
     _TABLE.c.request_hash, _TABLE.c.response_status, _TABLE.c.response_body, _TABLE.c.expires_at
 ).where(_TABLE.c.operator_id == bindparam("operator_id"), _TABLE.c.key == bindparam("key"))
@@ -211,9 +211,11 @@ def record(
 def purge_expired(session: Session, now: datetime) -> int:
     """Delete keys past their retention; returns how many."""
     with session.begin():
-        return session.execute(
+        result: Any = session.execute(
             delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
-        ).rowcount
+        )
+        deleted: int = result.rowcount
+        return deleted
 
 
 def take_again(

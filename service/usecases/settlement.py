@@ -60,10 +60,10 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     except IntegrityError:
         # A twin committed first (the unique settlement per match): answer with its result.
         with session.begin():
-            existing = _existing(session, match_id)
-            if existing is None:
+            twin = _existing(session, match_id)
+            if twin is None:
                 raise
-            return existing
+            return twin
 
 
 def _existing(session: Session, match_id: str) -> Settlement | None:
