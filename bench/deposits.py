@@ -43,13 +43,16 @@ from harness import (  # noqa: E402
 )
 
 
-async def deposits(port: int, key: str, players: list[str], concurrency: int, seconds: float,
-                   keep_alive: bool) -> Phase:
+async def deposits(
+    port: int, key: str, players: list[str], concurrency: int, seconds: float, keep_alive: bool
+) -> Phase:
     """``POST /v1/players/{id}/deposits`` round the players, a fresh Idempotency-Key each."""
 
     async def deposit(http: Http, n: int) -> bool:
         status, _ = await http.request(
-            "POST", f"/v1/players/{players[n % len(players)]}/deposits", key,
+            "POST",
+            f"/v1/players/{players[n % len(players)]}/deposits",
+            key,
             {"amount": {"amount": 100 + n % 900, "currency": "EUR"}},
             {"Idempotency-Key": f"bench-{n}-{secrets.token_hex(4)}"},
         )
@@ -62,12 +65,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="baseline and deposit phases, alternated")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="baseline and deposit phases, alternated"
+    )
     parser.add_argument("--players", type=int, default=200)
     parser.add_argument("--workers", type=int, default=default_workers())
-    parser.add_argument("--close", action="store_true",
-                        help="a new connection per request instead of keep-alive")
+    parser.add_argument(
+        "--close", action="store_true", help="a new connection per request instead of keep-alive"
+    )
     args = parser.parse_args()
     keep_alive = not args.close
 
@@ -101,17 +106,25 @@ def main() -> int:
             for _ in range(args.rounds):
                 before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
-                    baseline(port, args.concurrency, args.seconds, keep_alive))
+                    baseline(port, args.concurrency, args.seconds, keep_alive)
+                )
                 base_rate = report("healthz", count, elapsed, lat, fail)
                 report_cpu(before, count)
                 before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
-                    deposits(port, key, players, args.concurrency, args.seconds, keep_alive))
+                    deposits(port, key, players, args.concurrency, args.seconds, keep_alive)
+                )
                 ratios.append(report("deposits", count, elapsed, lat, fail) / base_rate)
                 report_cpu(before, count)
                 latencies += lat
-            print(summary("deposits/healthz", ratios, latencies,
-                          "floor: ratio >= 0.2, deposit p99 < 50 ms"))
+            print(
+                summary(
+                    "deposits/healthz",
+                    ratios,
+                    latencies,
+                    "floor: ratio >= 0.2, deposit p99 < 50 ms",
+                )
+            )
     return 0
 
 

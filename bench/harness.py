@@ -43,13 +43,22 @@ class Http:
         self._writer: asyncio.StreamWriter | None = None
 
     async def request(
-        self, method: str, path: str, token: str | None = None, body: Any = None,
-        headers: dict[str, str] | None = None, *, text: bool = False,
+        self,
+        method: str,
+        path: str,
+        token: str | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        *,
+        text: bool = False,
     ) -> tuple[int, Any]:
         """``(status, body)``: the body decoded from JSON, or as text with ``text``."""
         payload = json.dumps(body).encode() if body is not None else b""
-        head = [f"{method} {path} HTTP/1.1", "Host: bench",
-                f"Connection: {'keep-alive' if self.keep_alive else 'close'}"]
+        head = [
+            f"{method} {path} HTTP/1.1",
+            "Host: bench",
+            f"Connection: {'keep-alive' if self.keep_alive else 'close'}",
+        ]
         if token:
             head.append(f"Authorization: Bearer {token}")
         if body is not None:
@@ -88,9 +97,11 @@ def percentile(values: list[float], p: float) -> float:
 
 def report(name: str, count: int, elapsed: float, latencies: list[float], failures: int) -> float:
     rate = count / elapsed
-    print(f"{name:<9} {rate:8.0f} req/s   p50 {percentile(latencies, 50):6.1f} ms   "
-          f"p99 {percentile(latencies, 99):6.1f} ms   mean "
-          f"{statistics.mean(latencies) * 1000:6.1f} ms   n={count}   failures={failures}")
+    print(
+        f"{name:<9} {rate:8.0f} req/s   p50 {percentile(latencies, 50):6.1f} ms   "
+        f"p99 {percentile(latencies, 99):6.1f} ms   mean "
+        f"{statistics.mean(latencies) * 1000:6.1f} ms   n={count}   failures={failures}"
+    )
     return rate
 
 
@@ -138,7 +149,10 @@ Phase = tuple[int, float, list[float], int]  # requests, seconds, latencies, fai
 
 
 async def closed_loop(
-    port: int, concurrency: int, seconds: float, keep_alive: bool,
+    port: int,
+    concurrency: int,
+    seconds: float,
+    keep_alive: bool,
     send: Callable[[Http, int], Awaitable[bool]],
 ) -> Phase:
     """``concurrency`` clients, each sending ``send(http, n)`` back to back for ``seconds``
@@ -175,8 +189,11 @@ async def baseline(port: int, concurrency: int, seconds: float, keep_alive: bool
 
 
 def database_base_url() -> str:
-    return (os.environ.get("BENCH_DATABASE_URL") or os.environ.get("TEST_DATABASE_URL")
-            or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    return (
+        os.environ.get("BENCH_DATABASE_URL")
+        or os.environ.get("TEST_DATABASE_URL")
+        or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+    )
 
 
 def default_workers() -> int:
@@ -195,13 +212,29 @@ def gunicorn(url: str, workers: int, secret_key: str) -> Iterator[int]:
     its port once it accepts connections."""
     port = free_port()
     threads = default_threads()
-    env = dict(os.environ, DATABASE_URL=url, SECRET_KEY=secret_key,
-               WEB_CONCURRENCY=str(workers), GUNICORN_THREADS=threads,
-               DB_POOL_SIZE=os.environ.get("DB_POOL_SIZE", threads))  # a connection per thread
+    env = dict(
+        os.environ,
+        DATABASE_URL=url,
+        SECRET_KEY=secret_key,
+        WEB_CONCURRENCY=str(workers),
+        GUNICORN_THREADS=threads,
+        DB_POOL_SIZE=os.environ.get("DB_POOL_SIZE", threads),
+    )  # a connection per thread
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"),
-         "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "service.wsgi:app"],
-        cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "deploy/gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "service.wsgi:app",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     try:
         for _ in range(400):
@@ -221,15 +254,19 @@ def summary(name: str, ratios: list[float], latencies: list[float], target: str)
     machine's speed drifts (a shared host), so rounds alternate baseline and measured phases
     and the median ratio is the figure to quote."""
     each = ", ".join(f"{r:.2f}" for r in ratios)
-    return (f"ratio {name} per round: {each}; median {statistics.median(ratios):.2f}; "
-            f"all rounds: p50 {percentile(latencies, 50):.1f} ms, "
-            f"p99 {percentile(latencies, 99):.1f} ms ({target})")
+    return (
+        f"ratio {name} per round: {each}; median {statistics.median(ratios):.2f}; "
+        f"all rounds: p50 {percentile(latencies, 50):.1f} ms, "
+        f"p99 {percentile(latencies, 99):.1f} ms ({target})"
+    )
 
 
 def describe(workers: int, concurrency: int, seconds: float, keep_alive: bool) -> str:
     worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
     threads = default_threads()
-    return (f"load average before: {os.getloadavg()[0]:.2f}; gunicorn {worker_class} workers: "
-            f"{workers} x {threads} threads; clients: {concurrency}; "
-            f"{'keep-alive' if keep_alive else 'a new connection per request'}; "
-            f"{seconds:.0f} s per phase; {os.cpu_count()} CPUs")
+    return (
+        f"load average before: {os.getloadavg()[0]:.2f}; gunicorn {worker_class} workers: "
+        f"{workers} x {threads} threads; clients: {concurrency}; "
+        f"{'keep-alive' if keep_alive else 'a new connection per request'}; "
+        f"{seconds:.0f} s per phase; {os.cpu_count()} CPUs"
+    )

@@ -67,8 +67,9 @@ def drive(root: str, url: str, actions: int) -> None:
     def call(method: str, path: str, token: str, body: Any = None) -> Any:
         nonlocal calls
         calls += 1
-        response = client.open(path, method=method, json=body,
-                               headers={"Authorization": f"Bearer {token}"})
+        response = client.open(
+            path, method=method, json=body, headers={"Authorization": f"Bearer {token}"}
+        )
         assert response.status_code == 200, response.get_json()
         return response.get_json()
 
@@ -105,8 +106,12 @@ def migrated_by(root: Path) -> Callable[[str], None]:
 
     def migrate(url: str) -> None:
         script = "import sys; from service.db.migrate import upgrade; upgrade(sys.argv[1])"
-        subprocess.run([sys.executable, "-c", script, url], cwd=root, check=True,
-                       env=dict(os.environ, PYTHONPATH=str(root)))
+        subprocess.run(
+            [sys.executable, "-c", script, url],
+            cwd=root,
+            check=True,
+            env=dict(os.environ, PYTHONPATH=str(root)),
+        )
 
     return migrate
 
@@ -114,9 +119,21 @@ def migrated_by(root: Path) -> Callable[[str], None]:
 def count(root: Path, url: str, actions: int) -> tuple[int, int]:
     """(instructions, requests) of one run of the code at ``root`` on the database ``url``."""
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, __file__, "--drive", str(root), url, str(actions)],
-        capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), check=False,
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--drive",
+            str(root),
+            url,
+            str(actions),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONHASHSEED="0"),
+        check=False,
     )
     found = re.search(r"Collected : (\d+)", done.stderr)
     requests = re.search(r"requests=(\d+)", done.stdout)
@@ -129,7 +146,9 @@ def per_request(root: Path, urls: tuple[str, str], actions: int) -> float:
     """Instructions per request beyond the warm-up: the difference of a run with ``actions``
     more actions and one without, each on a fresh database of its own."""
     (short, short_requests), (long, long_requests) = (
-        count(root, urls[0], 0), count(root, urls[1], actions))
+        count(root, urls[0], 0),
+        count(root, urls[1], actions),
+    )
     return (long - short) / (long_requests - short_requests)
 
 
@@ -146,8 +165,10 @@ def main() -> int:
         raise SystemExit("valgrind is needed (apt-get install valgrind)")
     folder = Path(tempfile.mkdtemp(prefix="gin-base-"))
     base = folder / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base),
-                    args.base], check=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), args.base],
+        check=True,
+    )
     sys.path.insert(0, str(ROOT))
     from harness import database_base_url
 
@@ -156,20 +177,25 @@ def main() -> int:
     try:
         with ExitStack() as stack:
             # Each revision plays on databases built by its own migrations.
-            urls = [stack.enter_context(throwaway_postgres(database_base_url(), migrated_by(r)))
-                    for r in (ROOT, ROOT, base, base)]
+            urls = [
+                stack.enter_context(throwaway_postgres(database_base_url(), migrated_by(r)))
+                for r in (ROOT, ROOT, base, base)
+            ]
             with ThreadPoolExecutor(2) as pool:
                 measured = pool.submit(per_request, ROOT, (urls[0], urls[1]), args.actions)
                 baseline = pool.submit(per_request, base, (urls[2], urls[3]), args.actions)
                 ours, theirs = measured.result(), baseline.result()
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
-                       check=False)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False
+        )
         shutil.rmtree(folder, ignore_errors=True)
     print(f"baseline {args.base:<12} {theirs / 1e6:8.2f} M instructions per match request")
     print(f"working tree          {ours / 1e6:8.2f} M instructions per match request")
-    print(f"ratio working tree / baseline: {ours / theirs:.3f} "
-          f"({args.actions} actions and their reads, callgrind, Python process only)")
+    print(
+        f"ratio working tree / baseline: {ours / theirs:.3f} "
+        f"({args.actions} actions and their reads, callgrind, Python process only)"
+    )
     return 0
 
 

@@ -65,8 +65,13 @@ def action_body(action: dict[str, Any], version: int) -> dict[str, Any]:
     return {**action, "expected_version": version}
 
 
-async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
-               seconds: float, keep_alive: bool) -> dict[str, Any]:
+async def play(
+    port: int,
+    queue: list[tuple[str, list[str]]],
+    concurrency: int,
+    seconds: float,
+    keep_alive: bool,
+) -> dict[str, Any]:
     reads: list[float] = []
     acts: list[float] = []
     per_client: list[list[float]] = []  # each client's action latencies
@@ -91,8 +96,9 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
         while time.perf_counter() < deadline:
             if view is None:
                 start = time.perf_counter()
-                status, view = await http.request("GET", f"/v1/matches/{match_id}",
-                                                  seat_token[mover])
+                status, view = await http.request(
+                    "GET", f"/v1/matches/{match_id}", seat_token[mover]
+                )
                 reads.append(time.perf_counter() - start)
                 if status != 200:
                     failures += 1
@@ -117,9 +123,12 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
                 continue
             action = choose(view["hand"]["legal_actions"], rng)
             start = time.perf_counter()
-            status, after = await http.request("POST", f"/v1/matches/{match_id}/actions",
-                                               seat_token[mover],
-                                               action_body(action, view["version"]))
+            status, after = await http.request(
+                "POST",
+                f"/v1/matches/{match_id}/actions",
+                seat_token[mover],
+                action_body(action, view["version"]),
+            )
             acts.append(time.perf_counter() - start)
             mine.append(acts[-1])
             kinds.append(action["action"])
@@ -138,9 +147,15 @@ async def play(port: int, queue: list[tuple[str, list[str]]], concurrency: int,
 
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
-    return {"elapsed": time.perf_counter() - started, "reads": reads, "acts": acts,
-            "kinds": kinds, "failures": failures, "finished": finished,
-            "client_means": sorted(sum(m) / len(m) * 1000 for m in per_client if m)}
+    return {
+        "elapsed": time.perf_counter() - started,
+        "reads": reads,
+        "acts": acts,
+        "kinds": kinds,
+        "failures": failures,
+        "finished": finished,
+        "client_means": sorted(sum(m) / len(m) * 1000 for m in per_client if m),
+    }
 
 
 def by_kind(acts: list[float], kinds: list[str]) -> None:
@@ -149,9 +164,11 @@ def by_kind(acts: list[float], kinds: list[str]) -> None:
     slowest = Counter(k for k, t in zip(kinds, acts, strict=True) if t >= cut)
     for kind in sorted(set(kinds)):
         times = [t for k, t in zip(kinds, acts, strict=True) if k == kind]
-        print(f"  {kind:<24} {len(times) / len(acts):6.1%} of actions   "
-              f"p50 {percentile(times, 50):6.1f} ms   p99 {percentile(times, 99):6.1f} ms   "
-              f"{slowest[kind]} of the slowest 1%")
+        print(
+            f"  {kind:<24} {len(times) / len(acts):6.1%} of actions   "
+            f"p50 {percentile(times, 50):6.1f} ms   p99 {percentile(times, 99):6.1f} ms   "
+            f"{slowest[kind]} of the slowest 1%"
+        )
 
 
 async def state_reads(port: int) -> dict[str, float]:
@@ -182,22 +199,38 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
     operator_id, _key = new_operator(app, "Bench")
     operator = Principal(operator_id)
     session = app.extensions["gin"]["sessionmaker"]()
-    settings = MatchSettings.from_dict({"format": "match_play", "stake": 100, "target": 100,
-                                        "clock": {"turn_seconds": 600}})
+    settings = MatchSettings.from_dict(
+        {"format": "match_play", "stake": 100, "target": 100, "clock": {"turn_seconds": 600}}
+    )
     out = []
     now = utcnow()
     for i in range(matches):
-        view = tables.create_table(session, operator, name=f"bench {i}", currency="EUR",
-                                   settings=settings, practice=False, private=False, now=now)
+        view = tables.create_table(
+            session,
+            operator,
+            name=f"bench {i}",
+            currency="EUR",
+            settings=settings,
+            practice=False,
+            private=False,
+            now=now,
+        )
         tokens = []
         for seat in range(2):
             player = players.create_player(session, operator, f"b{i}-{seat}", "P", None, now)
             wallets.deposit(session, operator, player.id, "EUR", 1000, f"d{i}-{seat}", now)
-            token = mint_player_token(operator_id, player.id, os.environ["SECRET_KEY"],
-                                      now + timedelta(hours=1))
-            tables.join_table(session, Principal(operator_id, player.id), view.table.id,
-                              buyin=None, invite_code=None, client_seed=None,
-                              now=now)
+            token = mint_player_token(
+                operator_id, player.id, os.environ["SECRET_KEY"], now + timedelta(hours=1)
+            )
+            tables.join_table(
+                session,
+                Principal(operator_id, player.id),
+                view.table.id,
+                buyin=None,
+                invite_code=None,
+                client_seed=None,
+                now=now,
+            )
             tokens.append(token)
         out.append((view.table.match_id, tokens))
     session.close()
@@ -209,11 +242,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--matches", type=int, default=16, help="matches played at once")
     parser.add_argument("--seconds", type=float, default=5.0, help="per phase")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="baseline and play phases, alternated")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="baseline and play phases, alternated"
+    )
     parser.add_argument("--workers", type=int, default=default_workers())
-    parser.add_argument("--close", action="store_true",
-                        help="a new connection per request instead of keep-alive")
+    parser.add_argument(
+        "--close", action="store_true", help="a new connection per request instead of keep-alive"
+    )
     args = parser.parse_args()
     keep_alive = not args.close
     sys.path.insert(0, str(ROOT))
@@ -236,21 +271,29 @@ def main() -> int:
             for _ in range(args.rounds):
                 before = cpu_seconds()
                 count, elapsed, lat, fail = asyncio.run(
-                    baseline(port, args.matches, args.seconds, keep_alive))
+                    baseline(port, args.matches, args.seconds, keep_alive)
+                )
                 base_rate = report("healthz", count, elapsed, lat, fail)
                 report_cpu(before, count)
                 before = cpu_seconds()
                 result = asyncio.run(play(port, queue, args.matches, args.seconds, keep_alive))
                 spent = cpu_seconds()
                 report("reads", len(result["reads"]), result["elapsed"], result["reads"], 0)
-                act_rate = report("actions", len(result["acts"]), result["elapsed"],
-                                  result["acts"], result["failures"])
+                act_rate = report(
+                    "actions",
+                    len(result["acts"]),
+                    result["elapsed"],
+                    result["acts"],
+                    result["failures"],
+                )
                 report_cpu(before, len(result["reads"]) + len(result["acts"]), spent)
                 # Keep-alive connections stay with the worker that accepted them, and the OS
                 # shares the CPU per worker process: clients sharing a crowded worker wait
                 # longer than one alone on its worker, which this spread shows.
-                print(f"{'':9} each client's mean action latency, ms: "
-                      + " ".join(f"{m:.0f}" for m in result["client_means"]))
+                print(
+                    f"{'':9} each client's mean action latency, ms: "
+                    + " ".join(f"{m:.0f}" for m in result["client_means"])
+                )
                 ratios.append(act_rate / base_rate)
                 latencies += result["acts"]
                 kinds += result["kinds"]
@@ -260,12 +303,20 @@ def main() -> int:
             if total:
                 # Each worker keeps the states it decoded: a match whose requests come back to
                 # the same worker (a keep-alive connection) is read without its state.
-                print(f"match reads that found the state kept by their worker: "
-                      f"{reads['kept'] / total:.0%} of {total:.0f}")
+                print(
+                    f"match reads that found the state kept by their worker: "
+                    f"{reads['kept'] / total:.0%} of {total:.0f}"
+                )
             print(f"matches finished: {finished}; actions by kind, all rounds:")
             by_kind(latencies, kinds)
-            print(summary("actions/healthz", ratios, latencies,
-                          "target: >= 400 actions/s, action p99 < 50 ms"))
+            print(
+                summary(
+                    "actions/healthz",
+                    ratios,
+                    latencies,
+                    "target: >= 400 actions/s, action p99 < 50 ms",
+                )
+            )
     return 0
 
 

@@ -48,10 +48,16 @@ def main() -> int:
     from tests.integration.workers import Broker, wait_until, worker
     from worker.relay import relay_events
 
-    base = (os.environ.get("BENCH_DATABASE_URL") or os.environ.get("TEST_DATABASE_URL")
-            or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-    broker_url = (os.environ.get("BENCH_BROKER_URL") or os.environ.get("TEST_BROKER_URL")
-                  or "redis://127.0.0.1:6379/0")
+    base = (
+        os.environ.get("BENCH_DATABASE_URL")
+        or os.environ.get("TEST_DATABASE_URL")
+        or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+    )
+    broker_url = (
+        os.environ.get("BENCH_BROKER_URL")
+        or os.environ.get("TEST_BROKER_URL")
+        or "redis://127.0.0.1:6379/0"
+    )
     broker = Broker(broker_url)
     r = redis.Redis.from_url(broker_url)
     prefix = broker.env["CELERY_KEY_PREFIX"]
@@ -64,26 +70,43 @@ def main() -> int:
         operator_id, _ = new_operator(app, "Bench")
         operator = Principal(operator_id)
         Session = app.extensions["gin"]["sessionmaker"]
-        settings = MatchSettings.from_dict({"format": "match_play", "stake": 100,
-                                            "fee": {"bps": 500}})
+        settings = MatchSettings.from_dict(
+            {"format": "match_play", "stake": 100, "fee": {"bps": 500}}
+        )
 
         def finished_match(session: object, i: int) -> str:
             now = utcnow()
-            view = tables.create_table(session, operator, name=f"b{i}", currency="EUR",
-                                       settings=settings, practice=False, private=False,
-                                       now=now)
+            view = tables.create_table(
+                session,
+                operator,
+                name=f"b{i}",
+                currency="EUR",
+                settings=settings,
+                practice=False,
+                private=False,
+                now=now,
+            )
             seats = []
             for seat in range(2):
-                player = players.create_player(session, operator, f"b{i}-{seat}-"
-                                               f"{secrets.token_hex(3)}", "P", None, now)
-                wallets.deposit(session, operator, player.id, "EUR", 1000,
-                                f"d{i}-{seat}-{player.id}", now)
-                tables.join_table(session, Principal(operator_id, player.id), view.table.id,
-                                  buyin=None, invite_code=None, client_seed=None,
-                                  now=now)
+                player = players.create_player(
+                    session, operator, f"b{i}-{seat}-{secrets.token_hex(3)}", "P", None, now
+                )
+                wallets.deposit(
+                    session, operator, player.id, "EUR", 1000, f"d{i}-{seat}-{player.id}", now
+                )
+                tables.join_table(
+                    session,
+                    Principal(operator_id, player.id),
+                    view.table.id,
+                    buyin=None,
+                    invite_code=None,
+                    client_seed=None,
+                    now=now,
+                )
                 seats.append(player.id)
-            play.resign(session, Principal(operator_id, seats[0]), view.table.match_id, None,
-                        utcnow())
+            play.resign(
+                session, Principal(operator_id, seats[0]), view.table.match_id, None, utcnow()
+            )
             return view.table.match_id
 
         session = Session()
@@ -127,8 +150,11 @@ def main() -> int:
                     relay_events(session, broker.send, utcnow())
                     next_at += interval
                     time.sleep(max(0.0, next_at - time.perf_counter()))
-                wait_until(lambda: settled() >= args.matches + len(finished), 120,
-                           "the steady-rate settlements")
+                wait_until(
+                    lambda: settled() >= args.matches + len(finished),
+                    120,
+                    "the steady-rate settlements",
+                )
                 with Session() as s:
                     rows = s.execute(
                         select(MatchRow.finished_at, Settlement.created_at)
@@ -137,9 +163,11 @@ def main() -> int:
                     ).all()
                 lat = sorted((done - end).total_seconds() * 1000 for end, done in rows)
                 p = lambda q: lat[min(len(lat) - 1, round(q / 100 * (len(lat) - 1)))]  # noqa: E731
-                print(f"steady {len(finished) / args.seconds:.1f} finished matches/s for "
-                      f"{args.seconds:.0f} s: end -> payout p50 {p(50):.0f} ms, p99 {p(99):.0f} ms,"
-                      f" mean {statistics.mean(lat):.0f} ms (target p99 < 1000 ms)")
+                print(
+                    f"steady {len(finished) / args.seconds:.1f} finished matches/s for "
+                    f"{args.seconds:.0f} s: end -> payout p50 {p(50):.0f} ms, p99 {p(99):.0f} ms,"
+                    f" mean {statistics.mean(lat):.0f} ms (target p99 < 1000 ms)"
+                )
         finally:
             session.close()
             broker.cleanup()

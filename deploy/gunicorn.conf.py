@@ -85,7 +85,8 @@ keepalive = _settings.keepalive
 preload_app = _settings.preload
 max_requests = _settings.max_requests
 max_requests_jitter = (
-    _settings.max_requests_jitter if _settings.max_requests_jitter is not None
+    _settings.max_requests_jitter
+    if _settings.max_requests_jitter is not None
     else max(1, max_requests // 10)
 )
 forwarded_allow_ips = _settings.forwarded_allow_ips

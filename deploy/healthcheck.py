@@ -38,9 +38,20 @@ def api_healthy() -> bool:
 def worker_healthy() -> bool:
     node = f"celery@{socket.gethostname()}"
     result = subprocess.run(
-        ["celery", "-A", "worker.celery_app", "inspect", "ping", "--timeout", "5",
-         "--destination", node],
-        capture_output=True, timeout=20, check=False,
+        [
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "inspect",
+            "ping",
+            "--timeout",
+            "5",
+            "--destination",
+            node,
+        ],
+        capture_output=True,
+        timeout=20,
+        check=False,
     )
     return result.returncode == 0
 

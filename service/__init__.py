@@ -30,8 +30,9 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
 
     engine = make_engine(app.config["DATABASE_URL"], pool_size=app.config["DB_POOL_SIZE"])
     app.extensions["gin"] = {"engine": engine, "sessionmaker": make_sessionmaker(engine)}
-    keep_decoded_states(engine, int(app.config["MATCH_STATES_KEPT"]),
-                        on_read=metrics.count_state_read)
+    keep_decoded_states(
+        engine, int(app.config["MATCH_STATES_KEPT"]), on_read=metrics.count_state_read
+    )
     # Metrics, request logs and rate limits first: their before_request hooks then run before
     # the API's (the timer starts and the limit is checked before authentication).
     observability.init_app(app)

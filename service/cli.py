@@ -123,20 +123,43 @@ def _serve(bind: str, workers: int) -> int:
     from service.config import DEFAULT_VAR_DIR
 
     DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
-    worker = subprocess.Popen([
-        sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--beat",
-        "--concurrency", "2", "--loglevel", "INFO",
-        "--schedule", str(DEFAULT_VAR_DIR.resolve() / "celerybeat-schedule"),
-    ])
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--beat",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(DEFAULT_VAR_DIR.resolve() / "celerybeat-schedule"),
+        ]
+    )
     # The production settings (logs, metrics across workers, graceful shutdown) where the
     # checkout has them; the flags below still choose the address and the process count.
     config = Path(__file__).resolve().parents[1] / "deploy" / "gunicorn.conf.py"
-    web = subprocess.Popen([
-        sys.executable, "-m", "gunicorn",
-        *(["--config", str(config)] if config.is_file() else []),
-        "--bind", bind, "--workers", str(workers),
-        "--worker-class", "gthread", "--threads", "4", "service.wsgi:app",
-    ])
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            *(["--config", str(config)] if config.is_file() else []),
+            "--bind",
+            bind,
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            "4",
+            "service.wsgi:app",
+        ]
+    )
     children = [web, worker]
 
     stopping = False
@@ -171,16 +194,24 @@ def _serve(bind: str, workers: int) -> int:
 
 
 def _parser() -> Parser:
-    parser = Parser(prog="gin-service",
-                    description="The operators' tool: serve, migrate, operators and keys, "
-                                "audit, simulate. Prints JSON.")
+    parser = Parser(
+        prog="gin-service",
+        description="The operators' tool: serve, migrate, operators and keys, "
+        "audit, simulate. Prints JSON.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
-    run.add_argument("--bind", type=_bind, default=bind_address("127.0.0.1:8000"),
-                     help="HOST:PORT to serve on (or GIN_BIND)")
+    run.add_argument(
+        "--bind",
+        type=_bind,
+        default=bind_address("127.0.0.1:8000"),
+        help="HOST:PORT to serve on (or GIN_BIND)",
+    )
     run.add_argument("--workers", type=positive_int, default=2, help="gunicorn processes")
     run.add_argument(
-        "--demo", action=argparse.BooleanOptionalAction, default=None,
+        "--demo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="create (once) and print a demo operator, its API key and curl examples "
         "(default: only on the embedded SQLite default, i.e. without DATABASE_URL)",
     )
@@ -190,14 +221,18 @@ def _parser() -> Parser:
     create.add_argument("name", help="the operator's name, e.g. 'Acme Casino'")
     listed = sub.add_parser("operators", help="list operators")
     listed_sub = listed.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listed_sub.add_parser("list", help="every operator, oldest first: id, name, created "
-                                       "(no secrets)")
+    listed_sub.add_parser(
+        "list", help="every operator, oldest first: id, name, created (no secrets)"
+    )
     sub.add_parser("openapi", help="print the OpenAPI document (YAML)")
     sub.add_parser("purge-idempotency", help="delete idempotency keys past their retention")
     _add_audit_parser(sub)
     _add_key_and_rate_parsers(sub)
-    sub.add_parser("simulate", add_help=False,
-                   help="run the simulation (arguments go to service.simulate; try --help)")
+    sub.add_parser(
+        "simulate",
+        add_help=False,
+        help="run the simulation (arguments go to service.simulate; try --help)",
+    )
     return parser
 
 
@@ -282,12 +317,17 @@ def _create_operator(args: argparse.Namespace) -> int:
         operator, issued = create_operator(session, args.name, utcnow())
     finally:
         _close(session)
-    print(json.dumps({
-        "operator_id": operator.id,
-        "api_key_id": issued.key.id,
-        "api_key": issued.secret,
-        "note": "The API key is shown only now; store it safely.",
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "operator_id": operator.id,
+                "api_key_id": issued.key.id,
+                "api_key": issued.secret,
+                "note": "The API key is shown only now; store it safely.",
+            },
+            indent=2,
+        )
+    )
     return 0
 
 
@@ -296,9 +336,14 @@ def _operators(args: argparse.Namespace) -> int:
 
     session = _session()
     try:
-        listed = [{"operator_id": operator.id, "name": operator.name,
-                   "created_at": operator.created_at.isoformat()}
-                  for operator in list_operators(session)]
+        listed = [
+            {
+                "operator_id": operator.id,
+                "name": operator.name,
+                "created_at": operator.created_at.isoformat(),
+            }
+            for operator in list_operators(session)
+        ]
     finally:
         _close(session)
     print(json.dumps(listed, indent=2))
@@ -372,8 +417,11 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
         if args.command == "api-key" and args.action == "create":
             operators.get_operator(session, args.operator_id)
             issued = operators.create_api_key(session, args.operator_id, args.label, now)
-            out: object = {**_key_json(issued.key), "api_key": issued.secret,
-                           "note": "The API key is shown only now; store it safely."}
+            out: object = {
+                **_key_json(issued.key),
+                "api_key": issued.secret,
+                "note": "The API key is shown only now; store it safely.",
+            }
         elif args.command == "api-key" and args.action == "revoke":
             with session.begin():
                 found = session.get(ApiKey, args.key_id)
@@ -386,10 +434,16 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
             out = [_key_json(key) for key in operators.list_api_keys(session, args.operator_id)]
         else:
             operators.get_operator(session, args.operator_id)
-            rate = rates.set_rate(session, Principal(args.operator_id), args.base, args.quote,
-                                  args.rate, now)
-            out = {"operator_id": args.operator_id, "base": rate.base, "quote": rate.quote,
-                   "rate": f"{rate.rate:f}", "updated_at": rate.rate_at.isoformat()}
+            rate = rates.set_rate(
+                session, Principal(args.operator_id), args.base, args.quote, args.rate, now
+            )
+            out = {
+                "operator_id": args.operator_id,
+                "base": rate.base,
+                "quote": rate.quote,
+                "rate": f"{rate.rate:f}",
+                "updated_at": rate.rate_at.isoformat(),
+            }
     finally:
         _close(session)
     print(json.dumps(out, indent=2))
@@ -409,8 +463,11 @@ def _simulate(argv: list[str]) -> int:
     except ImportError as exc:
         if exc.name not in ("service.simulate", None):
             raise  # the simulation exists but one of its own imports is broken
-        print("gin-service simulate: the simulation is not available in this installation "
-              "(no module service.simulate)", file=sys.stderr)
+        print(
+            "gin-service simulate: the simulation is not available in this installation "
+            "(no module service.simulate)",
+            file=sys.stderr,
+        )
         return 2
     result = simulate.main(argv)
     return int(result or 0)
@@ -441,8 +498,11 @@ def ensure_demo_operator() -> dict[str, str]:
         if saved is not None:
             with session.begin():
                 key = session.get(ApiKey, key_id)
-                if (key is not None and key.revoked_at is None
-                        and key.key_hash == hash_api_key(secret)):
+                if (
+                    key is not None
+                    and key.revoked_at is None
+                    and key.key_hash == hash_api_key(secret)
+                ):
                     return {name: str(value) for name, value in saved.items()}
         operator, issued = create_operator(session, "Demo Casino", utcnow())
         demo = {"operator_id": operator.id, "api_key_id": issued.key.id, "api_key": issued.secret}
@@ -544,17 +604,19 @@ def demo_file() -> Path:
 
 def demo_banner(demo: dict[str, str], base_url: str) -> str:
     rule = "-" * 78
-    return "\n".join([
-        rule,
-        f"Demo operator {demo['operator_id']}",
-        f"API key: {demo['api_key']}",
-        f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
-        f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
-        "Paste this into bash once the API answers (python3 and curl needed):",
-        rule,
-        demo_script(demo, base_url).rstrip("\n"),
-        rule,
-    ])
+    return "\n".join(
+        [
+            rule,
+            f"Demo operator {demo['operator_id']}",
+            f"API key: {demo['api_key']}",
+            f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
+            f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
+            "Paste this into bash once the API answers (python3 and curl needed):",
+            rule,
+            demo_script(demo, base_url).rstrip("\n"),
+            rule,
+        ]
+    )
 
 
 # --- gin-service audit -------------------------------------------------------------------
@@ -577,10 +639,18 @@ def _add_audit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         "and check the ledger's invariants; exit status 1 on any discrepancy",
     )
     audit.add_argument("--match", metavar="MATCH_ID", help="audit this match's settlement only")
-    audit.add_argument("--since", type=_iso, metavar="ISO",
-                       help="settlements created at or after this time (default: the first)")
-    audit.add_argument("--until", type=_iso, metavar="ISO",
-                       help="settlements created before this time (default: now)")
+    audit.add_argument(
+        "--since",
+        type=_iso,
+        metavar="ISO",
+        help="settlements created at or after this time (default: the first)",
+    )
+    audit.add_argument(
+        "--until",
+        type=_iso,
+        metavar="ISO",
+        help="settlements created before this time (default: now)",
+    )
     audit.add_argument("--operator", metavar="OPERATOR_ID", help="one operator's books only")
     audit.add_argument("--report", metavar="PATH", help="write the JSON report here")
     audit.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -596,22 +666,35 @@ def _audit(args: argparse.Namespace) -> int:
     if args.match and (args.since or args.until):
         raise Refused("--match cannot be combined with --since/--until")
     if args.since and args.until and args.since >= args.until:
-        raise Refused(f"--since {args.since.isoformat()} is not before --until "
-                      f"{args.until.isoformat()}")
+        raise Refused(
+            f"--since {args.since.isoformat()} is not before --until {args.until.isoformat()}"
+        )
     if args.report and not Path(args.report).resolve().parent.is_dir():
         raise Refused(f"--report {args.report}: no such folder")
 
     def progress(ids: list[str]):  # type: ignore[no-untyped-def]
-        return tqdm(ids, desc="settlements", unit="stl", file=sys.stderr,
-                    disable=args.no_progress, dynamic_ncols=True)
+        return tqdm(
+            ids,
+            desc="settlements",
+            unit="stl",
+            file=sys.stderr,
+            disable=args.no_progress,
+            dynamic_ncols=True,
+        )
 
     engine = make_engine(_settings().database_url, pool_size=1)
     session = make_sessionmaker(engine)()
     try:
         if args.operator:  # an unknown one is a typo, not an operator with clean books
             get_operator(session, args.operator)
-        report = run_audit(session, match_id=args.match, since=args.since, until=args.until,
-                           operator_id=args.operator, progress=progress)
+        report = run_audit(
+            session,
+            match_id=args.match,
+            since=args.since,
+            until=args.until,
+            operator_id=args.operator,
+            progress=progress,
+        )
     finally:
         session.close()
         engine.dispose()

@@ -30,9 +30,11 @@ def encode(value: int) -> str:
     if not 0 <= value < 1 << 128:
         raise ValueError("a ULID holds 128 bits")
     pairs = _PAIRS
-    return (_CROCKFORD[value >> 125] + "".join([pairs[value >> shift & 1023]
-                                                 for shift in _PAIR_SHIFTS])
-            + _CROCKFORD[value & 31])
+    return (
+        _CROCKFORD[value >> 125]
+        + "".join([pairs[value >> shift & 1023] for shift in _PAIR_SHIFTS])
+        + _CROCKFORD[value & 31]
+    )
 
 
 def new_id(prefix: str) -> str:

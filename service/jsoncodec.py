@@ -119,8 +119,10 @@ def _no_constant(name: str) -> Any:
 def _finite(text: str) -> float:
     number = float(text)
     if math.isinf(number):
-        raise NotJSON(f"The number {text if len(text) <= 20 else text[:20] + '...'} is beyond "
-                      "the range of a float.")
+        raise NotJSON(
+            f"The number {text if len(text) <= 20 else text[:20] + '...'} is beyond "
+            "the range of a float."
+        )
     return number
 
 
@@ -158,11 +160,13 @@ def loads_request(data: bytes | str) -> Any:
         return _Repeated(items)
 
     try:
-        value = json.loads(text, object_pairs_hook=pairs, parse_constant=_no_constant,
-                           parse_float=_finite)
+        value = json.loads(
+            text, object_pairs_hook=pairs, parse_constant=_no_constant, parse_float=_finite
+        )
     except json.JSONDecodeError as exc:
-        raise NotJSON(f"The body is not valid JSON: {exc.msg} (line {exc.lineno}, "
-                      f"column {exc.colno}).") from None
+        raise NotJSON(
+            f"The body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+        ) from None
     except RecursionError:
         raise NotJSON("The body is nested too deeply.") from None
     except RequestJSONError:
@@ -187,8 +191,10 @@ def _check(value: Any, *, suspect_text: bool) -> None:
         item, path = pending.pop()
         if isinstance(item, dict):
             if isinstance(item, _Repeated):
-                raise DuplicateKey(f"The key {_shown(item.key)!r} appears more than once.",
-                                   _join(path, _shown(item.key)))
+                raise DuplicateKey(
+                    f"The key {_shown(item.key)!r} appears more than once.",
+                    _join(path, _shown(item.key)),
+                )
             for key, inner in item.items():
                 place = _join(path, _shown(key))
                 if suspect_text and _NOT_TEXT.search(key):
@@ -197,8 +203,9 @@ def _check(value: Any, *, suspect_text: bool) -> None:
         elif isinstance(item, list):
             pending.extend((inner, _join(path, str(i))) for i, inner in enumerate(item))
         elif suspect_text and isinstance(item, str) and _NOT_TEXT.search(item):
-            raise NotText("Text may not hold NUL characters or lone UTF-16 surrogates.",
-                          path or "(body)")
+            raise NotText(
+                "Text may not hold NUL characters or lone UTF-16 surrogates.", path or "(body)"
+            )
 
 
 def _join(path: str, name: str) -> str:

@@ -70,10 +70,14 @@ class MatchResult:
 def _table_body(fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """The table to open and what each bot escrows."""
     body: dict[str, Any] = {
-        "format": fmt, "currency": args.currency, "name": f"simulation {fmt}",
+        "format": fmt,
+        "currency": args.currency,
+        "name": f"simulation {fmt}",
         # Money Play and classic take their fee from the transfer (WINNINGS).
-        "fee": {"bps": args.fee_bps,
-                "base": "WINNINGS" if fmt in ("money_play", "classic") else "POT"},
+        "fee": {
+            "bps": args.fee_bps,
+            "base": "WINNINGS" if fmt in ("money_play", "classic") else "POT",
+        },
         # Generous clocks: the bots answer at once, the clock must never decide a match.
         "clock": {"turn_seconds": 120, "bank_seconds": 600, "fill_timeout_seconds": 600},
         "practice": args.currency == "XPM",
@@ -111,8 +115,9 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
     clients = []
     run = secrets.token_hex(3)
     for seat in range(2):
-        player = operator.create_player(f"sim-{run}-{result.index}-{seat}",
-                                        f"Bot {result.index}.{seat}")
+        player = operator.create_player(
+            f"sim-{run}-{result.index}-{seat}", f"Bot {result.index}.{seat}"
+        )
         operator.deposit(player["id"], escrow, args.currency)
         result.players.append(player["id"])
         result.deposited.append(escrow)
@@ -158,8 +163,9 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
     escrow_sum = sum(m["amount"] for m in settled["escrow"])
     paid = sum(p["amount"] for p in settled["payouts"])
     if paid + result.fee != escrow_sum:
-        result.problems.append(f"{result.match_id}: payouts {paid} + fee {result.fee} != "
-                               f"escrow {escrow_sum}")
+        result.problems.append(
+            f"{result.match_id}: payouts {paid} + fee {result.fee} != escrow {escrow_sum}"
+        )
     if sum(result.net) + result.fee != 0:
         result.problems.append(f"{result.match_id}: nets {result.net} + fee {result.fee} != 0")
     if settled["players"] != result.players and sorted(settled["players"]) != sorted(
@@ -169,8 +175,9 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
     result.players = list(settled["players"])  # seat order, as the nets are
 
 
-def check_books(operator: GinClient, results: list[MatchResult], currency: str,
-                audit_sample: int) -> list[str]:
+def check_books(
+    operator: GinClient, results: list[MatchResult], currency: str, audit_sample: int
+) -> list[str]:
     """The ledger invariants, through the API."""
     problems: list[str] = []
     total_in = total_now = 0
@@ -179,19 +186,28 @@ def check_books(operator: GinClient, results: list[MatchResult], currency: str,
             wallet = operator.wallet(player, currency)
             total_in += deposited
             total_now += wallet["balance"]["amount"]
-            amounts = {"available": wallet["available"]["amount"],
-                       "held": wallet["held"]["amount"], "balance": wallet["balance"]["amount"]}
-            problems += [f"{player}: negative {part} {amount}"
-                         for part, amount in amounts.items() if amount < 0]
+            amounts = {
+                "available": wallet["available"]["amount"],
+                "held": wallet["held"]["amount"],
+                "balance": wallet["balance"]["amount"],
+            }
+            problems += [
+                f"{player}: negative {part} {amount}"
+                for part, amount in amounts.items()
+                if amount < 0
+            ]
             if amounts["held"] != 0:
                 problems.append(f"{player}: {amounts['held']} still in escrow")
     fees = sum(r.fee for r in results)
     if total_now + fees != total_in:
-        problems.append(f"not zero-sum: bots hold {total_now} + fees {fees} != deposited "
-                        f"{total_in}")
+        problems.append(
+            f"not zero-sum: bots hold {total_now} + fees {fees} != deposited {total_in}"
+        )
     audit = operator.audit_ledger()
-    problems += [f"ledger audit: {d['field']}: expected {d['expected']!r}, "
-                 f"actual {d['actual']!r}" for d in audit["discrepancies"]]
+    problems += [
+        f"ledger audit: {d['field']}: expected {d['expected']!r}, actual {d['actual']!r}"
+        for d in audit["discrepancies"]
+    ]
     if not audit["ok"] and not audit["discrepancies"]:
         problems.append("ledger audit: not ok")
     for result in results[:audit_sample]:
@@ -213,26 +229,41 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
 
     jobs = [(i, fmt) for fmt in args.formats for i in range(args.matches)]
     results: list[MatchResult] = []
-    _phase(f"playing {len(jobs)} matches ({args.matches} of {', '.join(args.formats)}), "
-           f"{args.parallel} at once")
+    _phase(
+        f"playing {len(jobs)} matches ({args.matches} of {', '.join(args.formats)}), "
+        f"{args.parallel} at once"
+    )
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool, tqdm(
-        total=len(jobs), desc="matches", unit="match", file=sys.stderr,
-        disable=args.no_progress, dynamic_ncols=True,
-    ) as bar:
-        futures = [pool.submit(play_one, operator, n, fmt, args)
-                   for n, (_i, fmt) in enumerate(jobs)]
+    with (
+        ThreadPoolExecutor(max_workers=args.parallel) as pool,
+        tqdm(
+            total=len(jobs),
+            desc="matches",
+            unit="match",
+            file=sys.stderr,
+            disable=args.no_progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
+        futures = [
+            pool.submit(play_one, operator, n, fmt, args) for n, (_i, fmt) in enumerate(jobs)
+        ]
         for future in as_completed(futures):
             results.append(future.result())
             bar.update(1)
     elapsed = time.monotonic() - started
     results.sort(key=lambda r: r.index)
     done = [r for r in results if r.error is None]
-    problems = [f"match {r.index} ({r.format} {r.match_id}): {r.error}"
-                for r in results if r.error is not None]
+    problems = [
+        f"match {r.index} ({r.format} {r.match_id}): {r.error}"
+        for r in results
+        if r.error is not None
+    ]
     problems += [p for r in done for p in r.problems]
-    _phase(f"{len(done)} matches played in {elapsed:.1f} s; checking the books (wallets, the "
-           f"ledger audit, {min(args.audit_sample, len(done))} settlements replayed)")
+    _phase(
+        f"{len(done)} matches played in {elapsed:.1f} s; checking the books (wallets, the "
+        f"ledger audit, {min(args.audit_sample, len(done))} settlements replayed)"
+    )
     problems += check_books(operator, done, args.currency, args.audit_sample)
     latencies = [r.latency for r in done]
     report = {
@@ -253,9 +284,13 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         "fees": sum(r.fee for r in done),
         "bots": {p: n for r in done for p, n in zip(r.players, r.net, strict=False)},
         "invariants": {
-            "checked": ["settlements zero-sum", "bots + fees == deposits",
-                        "no negative balance", "escrow empty", "ledger audit (balanced, "
-                        "balances == entries, hash chains, settled escrow empty)"],
+            "checked": [
+                "settlements zero-sum",
+                "bots + fees == deposits",
+                "no negative balance",
+                "escrow empty",
+                "ledger audit (balanced, balances == entries, hash chains, settled escrow empty)",
+            ],
             "violations": problems,
         },
     }
@@ -265,19 +300,25 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
 def _print_report(report: dict[str, Any]) -> None:
     lat = report["settlement_latency_ms"]
     nets = report["bots"]
-    print(f"matches: {report['matches']} played ({report['failed']} failed) of "
-          f"{', '.join(report['formats'])}; {report['hands']} hands, {report['actions']} "
-          f"actions in {report['seconds']} s")
-    print(f"throughput: {report['matches_per_second']} matches/s, "
-          f"{report['hands_per_second']} hands/s")
+    print(
+        f"matches: {report['matches']} played ({report['failed']} failed) of "
+        f"{', '.join(report['formats'])}; {report['hands']} hands, {report['actions']} "
+        f"actions in {report['seconds']} s"
+    )
+    print(
+        f"throughput: {report['matches_per_second']} matches/s, "
+        f"{report['hands_per_second']} hands/s"
+    )
     print(f"settlement latency: p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms")
     print(f"house fees collected: {report['fees']} {report['currency']} (minor units)")
     print("bots' net results:")
     for player, net in sorted(nets.items(), key=lambda kv: kv[1], reverse=True):
         print(f"  {player}: {net:+d}")
     violations = report["invariants"]["violations"]
-    print(f"ledger invariants: {'OK' if not violations else 'VIOLATED'} "
-          f"({'; '.join(report['invariants']['checked'])})")
+    print(
+        f"ledger invariants: {'OK' if not violations else 'VIOLATED'} "
+        f"({'; '.join(report['invariants']['checked'])})"
+    )
     for problem in violations:
         print(f"  violation: {problem}")
 
@@ -310,7 +351,11 @@ def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
         env.setdefault("CELERY_BROKER_URL", f"filesystem://{var}/broker")
         created = subprocess.run(
             [sys.executable, "-m", "service.cli", "create-operator", "Simulator"],
-            cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if created.returncode != 0:
             said = created.stderr.strip().splitlines() or [f"exit status {created.returncode}"]
@@ -321,18 +366,51 @@ def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
         queue = env.get("CELERY_QUEUE", "gin")
         children = [
             subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--beat",
-                 "--concurrency", "2", "--queues", queue, "--loglevel", "WARNING",
-                 "--schedule", str(var / "celerybeat-schedule"),
-                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "worker.celery_app",
+                    "worker",
+                    "--beat",
+                    "--concurrency",
+                    "2",
+                    "--queues",
+                    queue,
+                    "--loglevel",
+                    "WARNING",
+                    "--schedule",
+                    str(var / "celerybeat-schedule"),
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             ),
             subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
-                 "--workers", "2", "--worker-class", "gthread", "--threads", "8",
-                 "service.wsgi:app"],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    "--workers",
+                    "2",
+                    "--worker-class",
+                    "gthread",
+                    "--threads",
+                    "8",
+                    "service.wsgi:app",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             ),
         ]
@@ -347,8 +425,7 @@ def embedded_service(log_path: Path | None = None) -> Iterator[tuple[str, str]]:
                 out.close()
 
 
-def _wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60.0
-                  ) -> None:
+def _wait_healthy(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(c.poll() is not None for c in children):
@@ -390,31 +467,56 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="gin-service simulate",
         description="Play N complete matches through the HTTP API with bot clients, then "
-                    "check the ledger invariants (exit 1 on any violation).",
+        "check the ledger invariants (exit 1 on any violation).",
     )
     p.add_argument("-n", "--matches", type=positive_int, default=10, help="matches per format")
-    p.add_argument("--format", dest="formats", type=_formats, default="match_play",
-                   help=f"a format, a comma-separated list, or 'all' ({', '.join(FORMATS)})")
-    p.add_argument("--stake", type=int, default=500,
-                   help="stake in minor units (buy-in formats: stake/100 per point)")
+    p.add_argument(
+        "--format",
+        dest="formats",
+        type=_formats,
+        default="match_play",
+        help=f"a format, a comma-separated list, or 'all' ({', '.join(FORMATS)})",
+    )
+    p.add_argument(
+        "--stake",
+        type=int,
+        default=500,
+        help="stake in minor units (buy-in formats: stake/100 per point)",
+    )
     p.add_argument("--currency", default="EUR", help="EUR, ... or XPM (practice tables)")
     p.add_argument("--fee-bps", type=int, default=500, help="house fee in basis points")
-    p.add_argument("--target", type=int, default=None,
-                   help="match target for Match Play and classic (default: the table's)")
+    p.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        help="match target for Match Play and classic (default: the table's)",
+    )
     p.add_argument("--parallel", type=positive_int, default=4, help="matches played at once")
-    p.add_argument("--url", help="a running service (default: start one on the embedded "
-                                 "default in a temporary folder)")
-    p.add_argument("--api-key",  # no default shown: --help must never print a secret
-                   help="an operator API key for --url (default: $GIN_API_KEY)")
-    p.add_argument("--settle-timeout", type=float, default=60.0,
-                   help="seconds to wait for a settlement to appear")
+    p.add_argument(
+        "--url",
+        help="a running service (default: start one on the embedded default in a temporary folder)",
+    )
+    p.add_argument(
+        "--api-key",  # no default shown: --help must never print a secret
+        help="an operator API key for --url (default: $GIN_API_KEY)",
+    )
+    p.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for a settlement to appear",
+    )
     p.add_argument("--max-actions", type=int, default=20_000, help="per match, a safety net")
-    p.add_argument("--audit-sample", type=int, default=20,
-                   help="settlements replayed by the audit endpoint")
+    p.add_argument(
+        "--audit-sample", type=int, default=20, help="settlements replayed by the audit endpoint"
+    )
     p.add_argument("--report", metavar="PATH", help="also write the report as JSON here")
     p.add_argument("--service-log", metavar="PATH", help="embedded service output (debugging)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (each phase is still one line on stderr)")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (each phase is still one line on stderr)",
+    )
     return p
 
 
@@ -454,8 +556,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.url:
             return run(args.url, args.api_key)
         log = Path(args.service_log) if args.service_log else None
-        _phase("starting a service on the embedded default in a temporary folder"
-               + (f" (its log: {log})" if log else ""))
+        _phase(
+            "starting a service on the embedded default in a temporary folder"
+            + (f" (its log: {log})" if log else "")
+        )
         with embedded_service(log) as (url, key):
             return run(url, key)
     except Refused as exc:

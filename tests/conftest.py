@@ -173,8 +173,13 @@ def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
         dbapi_connection.add_notice_handler(lambda d: plans.append(d.message_primary))
         with dbapi_connection.cursor() as cursor:
             cursor.execute("LOAD 'auto_explain'")
-            for setting in ("log_min_duration = 0", "log_nested_statements = on",
-                            "log_analyze = on", "log_timing = off", "log_level = notice"):
+            for setting in (
+                "log_min_duration = 0",
+                "log_nested_statements = on",
+                "log_analyze = on",
+                "log_timing = off",
+                "log_level = notice",
+            ):
                 cursor.execute(f"SET auto_explain.{setting}")
             for setting in settings:
                 cursor.execute(f"SET {setting}")
@@ -189,8 +194,12 @@ def nested_plans(app: Any, *settings: str) -> Iterator[list[str]]:
         engine.dispose()
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 10.0, what: str = "the condition",
-               interval: float = 0.002) -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float = 10.0,
+    what: str = "the condition",
+    interval: float = 0.002,
+) -> None:
     """Poll ``check`` until it is true: for progress made by another thread or process whose
     only signal is state it changes (a queue's length, the database)."""
     deadline = time.monotonic() + timeout

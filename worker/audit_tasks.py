@@ -36,11 +36,17 @@ def reconcile() -> dict[str, Any]:
             log.error("ledger reconciliation: %s", problem)
         log.error(
             "ledger reconciliation FAILED: %d problems in %d accounts, %d transactions",
-            len(problems), report.accounts, report.transactions,
+            len(problems),
+            report.accounts,
+            report.transactions,
         )
     else:
-        log.info("ledger reconciliation ok: %d accounts, %d transactions, %d settled matches",
-                 report.accounts, report.transactions, report.settled_matches)
+        log.info(
+            "ledger reconciliation ok: %d accounts, %d transactions, %d settled matches",
+            report.accounts,
+            report.transactions,
+            report.settled_matches,
+        )
     summary = report.to_dict()
     summary["failures_total"] = failures_total()
     return summary

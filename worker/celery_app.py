@@ -33,9 +33,7 @@ def _transport_options(settings: Settings) -> dict[str, object]:
             "store_processed": False,
         }
     # Redis redelivers an unacknowledged task (a worker killed mid-task) after this long.
-    options: dict[str, object] = {
-        "visibility_timeout": settings.celery_visibility_timeout
-    }
+    options: dict[str, object] = {"visibility_timeout": settings.celery_visibility_timeout}
     prefix = settings.celery_key_prefix
     if prefix and broker_url.startswith("redis"):
         options["global_keyprefix"] = prefix
@@ -54,7 +52,9 @@ class Consumer(CeleryConsumer):
     def ensure_connected(self, conn: Connection) -> Connection:
         retrying = conn.ensure_connection
         conn.ensure_connection = functools.partial(  # type: ignore[method-assign]
-            retrying, interval_start=RECONNECT_SECONDS, interval_step=0,
+            retrying,
+            interval_start=RECONNECT_SECONDS,
+            interval_step=0,
             interval_max=RECONNECT_SECONDS,
         )
         connected: Connection = super().ensure_connected(conn)

@@ -56,9 +56,7 @@ def allow_private_networks() -> bool:
 def deliver(self: Any, delivery_id: str) -> str:
     """Attempt one delivery if it is due; its status afterwards."""
     post = webhooks.http_sender(allow_private=allow_private_networks())
-    outcome = _with_session(
-        lambda session: webhooks.deliver(session, delivery_id, utcnow(), post)
-    )
+    outcome = _with_session(lambda session: webhooks.deliver(session, delivery_id, utcnow(), post))
     return outcome.status
 
 

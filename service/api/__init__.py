@@ -77,14 +77,25 @@ def init_api(app: Flask) -> Api:
     app.config.setdefault("OPENAPI_JSON_PATH", "openapi.json")
     api = GinApi(app, spec_kwargs={"extra_plugins": [ContractPlugin()]})
     for module in (
-        ops, operators, players, wallets, rates, tables, bots, matches, settlements, webhooks,
+        ops,
+        operators,
+        players,
+        wallets,
+        rates,
+        tables,
+        bots,
+        matches,
+        settlements,
+        webhooks,
     ):
         api.register_blueprint(module.blp)
     api.register_blueprint(audit.blp)
     api.register_blueprint(problems.blp)
     app.register_blueprint(
         get_swaggerui_blueprint(
-            DOCS_PATH, "/openapi.json", config={"app_name": app.config["API_TITLE"]},
+            DOCS_PATH,
+            "/openapi.json",
+            config={"app_name": app.config["API_TITLE"]},
             blueprint_name="api_docs_page",
         )
     )

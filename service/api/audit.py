@@ -19,16 +19,19 @@ blp = Blueprint("audit", __name__, url_prefix="/v1/audit", description="Audit.")
 class DiscrepancyOut(Schema):
     field = fields.String(
         required=True,
-        metadata={"example": "statement.payouts",
-                  "description": "What differs: `hands[N]...`, `match_actions[i]`, "
-                                 "`statement.<figure>`, `ledger.capture[<account>]`, "
-                                 "`ledger.escrow[<account>]`, `ledger.chain[...]`, ..."},
+        metadata={
+            "example": "statement.payouts",
+            "description": "What differs: `hands[N]...`, `match_actions[i]`, "
+            "`statement.<figure>`, `ledger.capture[<account>]`, "
+            "`ledger.escrow[<account>]`, `ledger.chain[...]`, ...",
+        },
     )
-    expected = fields.Raw(allow_none=True, required=True,
-                          metadata={"description": "What the replay, recomputation or "
-                                                   "invariant says it should be."})
-    actual = fields.Raw(allow_none=True, required=True,
-                        metadata={"description": "What is stored."})
+    expected = fields.Raw(
+        allow_none=True,
+        required=True,
+        metadata={"description": "What the replay, recomputation or invariant says it should be."},
+    )
+    actual = fields.Raw(allow_none=True, required=True, metadata={"description": "What is stored."})
     detail = fields.String(metadata={"description": "Why it was expected, or what broke."})
 
 
@@ -39,8 +42,7 @@ class SettlementAuditOut(Schema):
     operator_id = fields.String(required=True)
     format = fields.String(allow_none=True, required=True)
     hands_replayed = fields.Integer(required=True)
-    ok = fields.Boolean(required=True,
-                        metadata={"description": "True when nothing differs."})
+    ok = fields.Boolean(required=True, metadata={"description": "True when nothing differs."})
     discrepancies = fields.List(fields.Nested(DiscrepancyOut), required=True)
     audited_at = Timestamp(required=True)
 

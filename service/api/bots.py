@@ -33,11 +33,16 @@ blp = Blueprint("bots", __name__, url_prefix="/v1", description="Practice bots."
 
 
 class BotIn(Schema):
-    buyin = MinorUnits(validate=validate.Range(min=1, max=MAX_AMOUNT),
-                       metadata={"description": "Money Play and classic: the bot's buy-in "
-                                                "(default: the table's maximum)."})
-    display_name = fields.String(load_default="Practice bot",
-                                 validate=validate.Length(min=1, max=255))
+    buyin = MinorUnits(
+        validate=validate.Range(min=1, max=MAX_AMOUNT),
+        metadata={
+            "description": "Money Play and classic: the bot's buy-in "
+            "(default: the table's maximum)."
+        },
+    )
+    display_name = fields.String(
+        load_default="Practice bot", validate=validate.Length(min=1, max=255)
+    )
 
 
 class BotOut(Schema):
@@ -45,9 +50,13 @@ class BotOut(Schema):
     player_id = fields.String(required=True, metadata={"description": "The bot's player."})
     table_id = fields.String(required=True)
     match_id = fields.String(required=True)
-    strategy = fields.String(required=True, metadata={"enum": ["sensible", "eager"],
-                                                      "description": "eager: First To Knock "
-                                                                     "(knocks at once)."})
+    strategy = fields.String(
+        required=True,
+        metadata={
+            "enum": ["sensible", "eager"],
+            "description": "eager: First To Knock (knocks at once).",
+        },
+    )
     created_at = Timestamp(required=True)
 
 
@@ -61,8 +70,11 @@ class BotList(ListEnvelope):
 
 def _bot(bot: BotPlayer) -> dict[str, Any]:
     return {
-        "player_id": bot.player_id, "table_id": bot.table_id, "match_id": bot.match_id,
-        "strategy": bot.strategy, "created_at": bot.created_at,
+        "player_id": bot.player_id,
+        "table_id": bot.table_id,
+        "match_id": bot.match_id,
+        "strategy": bot.strategy,
+        "created_at": bot.created_at,
     }
 
 
@@ -71,15 +83,30 @@ def _bot(bot: BotPlayer) -> dict[str, Any]:
 @blp.arguments(BotIn)
 @idempotent
 @blp.response(201, SeatedBotOut)
-@documents(blp, Unauthenticated, Forbidden, NotFound, IdempotencyKeyRequired,
-           IdempotencyKeyInUse, IdempotencyKeyReused, ValidationFailed,
-           bots.PracticeTableRequired, TableNotOpen)
+@documents(
+    blp,
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    IdempotencyKeyRequired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+    ValidationFailed,
+    bots.PracticeTableRequired,
+    TableNotOpen,
+)
 def seat_bot(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
     """Seat a practice bot (operator only, practice tables only): a new player of yours,
     marked as a bot, funded with its stake in play money from your clearing account, sits
     down like a person and plays its turns through the same rules and turn clock."""
-    seated = bots.seat_bot(db_session(), principal(), table_id, buyin=body.get("buyin"),
-                           display_name=body["display_name"], now=utcnow())
+    seated = bots.seat_bot(
+        db_session(),
+        principal(),
+        table_id,
+        buyin=body.get("buyin"),
+        display_name=body["display_name"],
+        now=utcnow(),
+    )
     return {**_bot(seated.bot), "table": render.table(seated.table)}, 201
 
 

@@ -71,9 +71,7 @@ def db_session() -> Session:
     """The request's session. It holds a pooled connection only while a transaction is open
     (a request that needs no database, or waits between transactions, holds none)."""
     if "db_session" not in g:
-        g.db_session = Session(
-            bind=current_app.extensions["gin"]["engine"], expire_on_commit=False
-        )
+        g.db_session = Session(bind=current_app.extensions["gin"]["engine"], expire_on_commit=False)
     session: Session = g.db_session
     return session
 
@@ -138,24 +136,33 @@ def _refuse_unreadable() -> None:
     raw = wsgi.get("RAW_URI") or wsgi.get("REQUEST_URI")
     target = len(raw) if raw else len(path) + 1 + len(query)
     if target > MAX_REQUEST_TARGET_BYTES:
-        raise UriTooLong(f"The path and query are {target} bytes long; at most "
-                         f"{MAX_REQUEST_TARGET_BYTES} are read.")
+        raise UriTooLong(
+            f"The path and query are {target} bytes long; at most "
+            f"{MAX_REQUEST_TARGET_BYTES} are read."
+        )
     for name, value in wsgi.items():  # "Name: value" is HTTP_NAME (or CONTENT_TYPE) -> value
-        if value.__class__ is str and len(name) + 2 + len(value) > MAX_HEADER_FIELD_BYTES and (
-            name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        if (
+            value.__class__ is str
+            and len(name) + 2 + len(value) > MAX_HEADER_FIELD_BYTES
+            and (name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"))
         ):
             header = _header_name(name)
             if len(header) + 2 + len(value) <= MAX_HEADER_FIELD_BYTES:
                 continue
             message = f"At most {MAX_HEADER_FIELD_BYTES} bytes per header field."
-            raise HeaderFieldsTooLarge(f"The {header} header is too long: {message}",
-                                       errors=[FieldError(header, message)])
+            raise HeaderFieldsTooLarge(
+                f"The {header} header is too long: {message}", errors=[FieldError(header, message)]
+            )
     if len(wsgi) > MAX_HEADER_FIELDS:  # else there cannot be more header fields
-        count = sum(1 for name in wsgi
-                    if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"))
+        count = sum(
+            1
+            for name in wsgi
+            if name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        )
         if count > MAX_HEADER_FIELDS:
-            raise HeaderFieldsTooLarge(f"The request has {count} header fields; at most "
-                                       f"{MAX_HEADER_FIELDS} are read.")
+            raise HeaderFieldsTooLarge(
+                f"The request has {count} header fields; at most {MAX_HEADER_FIELDS} are read."
+            )
     if "\x00" in path or "%00" in query or "\x00" in query:
         raise MalformedRequest("NUL characters are not accepted in paths or queries.")
     length = wsgi.get("CONTENT_LENGTH")
@@ -171,8 +178,7 @@ def _header_name(environ_key: str) -> str:
 
 
 def _too_large(limit: int) -> ContentTooLarge:
-    return ContentTooLarge(f"The request body is longer than {limit} bytes "
-                           "(MAX_CONTENT_LENGTH).")
+    return ContentTooLarge(f"The request body is longer than {limit} bytes (MAX_CONTENT_LENGTH).")
 
 
 #: ``app.extensions["gin"]`` key: (endpoint, method) -> whether that operation's JSON body is
@@ -209,14 +215,16 @@ def _read_body() -> None:
     if required is None:
         return
     sent = (request.content_length or 0) > 0 or "chunked" in request.headers.get(
-        "Transfer-Encoding", "").lower()
+        "Transfer-Encoding", ""
+    ).lower()
     if sent:
         charset = request.mimetype_params.get("charset", "utf-8").lower()
         if request.mimetype != "application/json" or charset not in ("utf-8", "utf8"):
             given = request.headers.get("Content-Type") or "none"
             raise UnsupportedMediaType(
                 f"This operation reads an application/json body (UTF-8); the request's "
-                f"Content-Type is {given!r}.")
+                f"Content-Type is {given!r}."
+            )
     if request_json() is ma.missing and required:
         message = "This operation takes a JSON body; none was sent."
         raise MalformedRequest(message, errors=[FieldError("(body)", message)])
@@ -238,7 +246,9 @@ def request_json() -> Any:
     # silently cut (werkzeug's LimitedStream): one byte more from the server says whether it
     # was longer.
     if (
-        request.content_length is None and limit is not None and len(data) >= limit
+        request.content_length is None
+        and limit is not None
+        and len(data) >= limit
         and request.environ["wsgi.input"].read(1)
     ):
         raise _too_large(limit)
@@ -248,8 +258,9 @@ def request_json() -> Any:
     try:
         g.json_body = jsoncodec.loads_request(data)
     except jsoncodec.NotText as exc:
-        raise ValidationFailed(f"{exc.path}: {exc.message}",
-                               errors=[FieldError(exc.path, exc.message)]) from None
+        raise ValidationFailed(
+            f"{exc.path}: {exc.message}", errors=[FieldError(exc.path, exc.message)]
+        ) from None
     except jsoncodec.RequestJSONError as exc:
         raise MalformedRequest(exc.message, errors=[FieldError(exc.path, exc.message)]) from None
     return g.json_body
@@ -367,8 +378,15 @@ def _once(
                 if response.status_code >= 500:
                     raise _Undo(response)
                 earlier = idempotency.record(
-                    session, operator_id, key, digest, response.status_code,
-                    response.get_data(as_text=True), now, retention, **scope,
+                    session,
+                    operator_id,
+                    key,
+                    digest,
+                    response.status_code,
+                    response.get_data(as_text=True),
+                    now,
+                    retention,
+                    **scope,
                 )
                 if earlier is not None:  # a twin's answer got stored first: it is the key's
                     raise _Undo(_replay(earlier))
@@ -389,8 +407,15 @@ def _once(
         with session.begin():
             idempotency.take_again(session, operator_id, key, **scope)
             stored = idempotency.record(
-                session, operator_id, key, digest, refusal.status_code,
-                refusal.get_data(as_text=True), now, retention, **scope,
+                session,
+                operator_id,
+                key,
+                digest,
+                refusal.status_code,
+                refusal.get_data(as_text=True),
+                now,
+                retention,
+                **scope,
             )
         return refusal if stored is None else _replay(stored)
     raise AssertionError("unreachable")  # pragma: no cover

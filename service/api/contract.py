@@ -143,8 +143,12 @@ COMPONENT_PARAMETERS: dict[str, Any] = {
         "in": "header",
         "name": "Idempotency-Key",
         # Printable: what a header carries (Latin-1) minus the control characters.
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                   "pattern": r"^[ -~\u00a1-\u00ac\u00ae-\u00ff]+$"},
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": r"^[ -~\u00a1-\u00ac\u00ae-\u00ff]+$",
+        },
         "description": "Your unique key for this request (1-255 printable characters), kept "
         "at least 24 hours per operator. The same key with the same body returns the "
         "first response again with `Idempotent-Replayed: true` and changes "
@@ -351,8 +355,13 @@ class ContractPlugin(BasePlugin):
             ]
             if has_input:
                 shared.append((422, ValidationFailed, "The request has invalid fields."))
-            shared.append((503, ServiceUnavailable, "The database could not be reached; "
-                           "nothing was changed. Retry the request."))
+            shared.append(
+                (
+                    503,
+                    ServiceUnavailable,
+                    "The database could not be reached; nothing was changed. Retry the request.",
+                )
+            )
         for code, error, detail in shared:
             _add_problem(responses, code, error, detail)
         for status, response in responses.items():

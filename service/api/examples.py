@@ -105,8 +105,13 @@ _AFTER_TAKE_UPCARD: dict[str, Any] = {
         "card_counts": [11, 10],
         "taken_from_discard": "3H",
         "log": [
-            {"seq": 1, "seat": 0, "action": "TAKE_UPCARD", "at": "2026-12-01T01:29:41Z",
-             "card": "3H"},
+            {
+                "seq": 1,
+                "seat": 0,
+                "action": "TAKE_UPCARD",
+                "at": "2026-12-01T01:29:41Z",
+                "card": "3H",
+            },
         ],
         "hand": ["AC", "9C", "AD", "4D", "9D", "2H", "3H", "4H", "9H", "QH", "8S"],
         "deadwood": 24,
@@ -192,18 +197,23 @@ _SEAT_0: dict[str, Any] = {
 _SEAT_1: dict[str, Any] = {**_SEAT_0, "seat": 1, "player_id": "ply_01M8QKHDV01K8Y5B9PVCYVW1X1"}
 _TABLE_ONE_SEATED: dict[str, Any] = {**_TABLE_OPEN, "seats": [_SEAT_0], "free_seats": 1}
 _TABLE_PLAYING: dict[str, Any] = {
-    **_TABLE_OPEN, "status": "playing", "seats": [_SEAT_0, _SEAT_1], "free_seats": 0,
+    **_TABLE_OPEN,
+    "status": "playing",
+    "seats": [_SEAT_0, _SEAT_1],
+    "free_seats": 0,
 }
 _PRACTICE_TABLE_WITH_BOT: dict[str, Any] = {
     **_TABLE_OPEN,
     "currency": "XPM",
     "practice": True,
     "stake": {"amount": 500, "currency": "XPM"},
-    "seats": [{
-        **_SEAT_0,
-        "player_id": "ply_01M8QKHB7Y3T5R1P9N7L5J3G1E",
-        "escrow": {"amount": 500, "currency": "XPM"},
-    }],
+    "seats": [
+        {
+            **_SEAT_0,
+            "player_id": "ply_01M8QKHB7Y3T5R1P9N7L5J3G1E",
+            "escrow": {"amount": 500, "currency": "XPM"},
+        }
+    ],
     "free_seats": 1,
 }
 
@@ -667,9 +677,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
             _WEBHOOK_ENDPOINT,
         ],
     },
-    "createWebhookEndpoint": _with_secret(
-        "whsec_AyzT7BpNt-DB7sCQ2v2rqYAaTcRN1xy1UPiJzkP4yjY"
-    ),
+    "createWebhookEndpoint": _with_secret("whsec_AyzT7BpNt-DB7sCQ2v2rqYAaTcRN1xy1UPiJzkP4yjY"),
     "getWebhookEndpoint": _WEBHOOK_ENDPOINT,
     "updateWebhookEndpoint": {**_WEBHOOK_ENDPOINT, "enabled": False},
     "deleteWebhookEndpoint": {**_WEBHOOK_ENDPOINT, "deleted": True},

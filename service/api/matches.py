@@ -124,9 +124,20 @@ def action_text(body: dict[str, Any]) -> str:
 @blp.arguments(ActionIn)
 @optionally_idempotent
 @blp.response(200, MatchOut)
-@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed,
-           StaleVersion, IllegalMove, MatchNotLive, IdempotencyKeyRequired,
-           IdempotencyKeyReused, IdempotencyKeyInUse)
+@documents(
+    blp,
+    Unauthenticated,
+    TokenExpired,
+    Forbidden,
+    NotFound,
+    ValidationFailed,
+    StaleVersion,
+    IllegalMove,
+    MatchNotLive,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    IdempotencyKeyInUse,
+)
 def act(body: dict[str, Any], match_id: str) -> Response:
     """Play an action decided on ``expected_version`` (or ``If-Match``): a stale or repeated
     action is 409 and changes nothing; an illegal one is 422 with the rule's code. With an

@@ -124,8 +124,9 @@ class Published:
 
     @classmethod
     def of(cls, body: bytes, mimetype: str) -> Published:
-        return cls(body, gzip.compress(body, 9, mtime=0),
-                   hashlib.sha256(body).hexdigest()[:32], mimetype)
+        return cls(
+            body, gzip.compress(body, 9, mtime=0), hashlib.sha256(body).hexdigest()[:32], mimetype
+        )
 
 
 def published(name: str, build: Callable[[], Published]) -> Published:
@@ -144,8 +145,7 @@ def _accepts_gzip() -> bool:
 def serve(document: Published) -> Response:
     """``document`` compressed when the client accepts gzip, with its ETag and caching."""
     zipped = _accepts_gzip()
-    response = Response(document.gzipped if zipped else document.body,
-                        mimetype=document.mimetype)
+    response = Response(document.gzipped if zipped else document.body, mimetype=document.mimetype)
     if zipped:
         response.headers["Content-Encoding"] = "gzip"
     response.vary.add("Accept-Encoding")
@@ -203,7 +203,8 @@ def _compress_docs_assets(response: Response) -> Response:
         response.cache_control.no_cache = None
         return response
     response.direct_passthrough = False
-    document = published(f"{request.path}@{etag}",
-                         lambda: Published.of(response.get_data(), str(response.mimetype)))
+    document = published(
+        f"{request.path}@{etag}", lambda: Published.of(response.get_data(), str(response.mimetype))
+    )
     response.close()
     return serve(document)

@@ -40,15 +40,19 @@ class FeeIn(Schema):
     bps = StrictInteger(load_default=0, maximum=10_000)
     base = fields.String(load_default="POT", validate=validate.OneOf([b.value for b in FeeBase]))
     minimum = MinorUnits(load_default=0)
-    maximum = MinorUnits(load_default=None, allow_none=True,
-                         metadata={"description": "Not below `minimum`; null: no maximum."})
+    maximum = MinorUnits(
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "Not below `minimum`; null: no maximum."},
+    )
 
 
 class ClockIn(Schema):
     turn_seconds = StrictInteger(load_default=30, minimum=1, maximum=3600)
     bank_seconds = StrictInteger(load_default=60, maximum=86_400)
-    on_timeout = fields.String(load_default="AUTO_PLAY",
-                               validate=validate.OneOf(["AUTO_PLAY", "FORFEIT"]))
+    on_timeout = fields.String(
+        load_default="AUTO_PLAY", validate=validate.OneOf(["AUTO_PLAY", "FORFEIT"])
+    )
     max_timeouts = StrictInteger(load_default=3, minimum=1, maximum=100)
     fill_timeout_seconds = StrictInteger(load_default=300, minimum=1, maximum=7 * 86_400)
 
@@ -62,8 +66,9 @@ _OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
 def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> fields.Field:
     metadata = {"description": description}
     if isinstance(kind, type) and issubclass(kind, StrEnum):
-        return fields.String(validate=validate.OneOf([m.value for m in kind]), metadata=metadata,
-                             **kwargs)
+        return fields.String(
+            validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
+        )
     if kind is bool:
         return StrictBoolean(metadata=metadata, **kwargs)
     low, high = _RULE_RANGES.get(name, (0, 10_000))
@@ -111,8 +116,12 @@ _FEE_FROM_WINNINGS = {
         {"properties": {"bps": {"const": 0}, "minimum": {"const": 0}}},
     ]
 }
-_BUYINS = {"stake_per_point": {"minimum": 1}, "min_buyin": {"minimum": 1},
-           "max_buyin": {"minimum": 1}, "fee": _FEE_FROM_WINNINGS}
+_BUYINS = {
+    "stake_per_point": {"minimum": 1},
+    "min_buyin": {"minimum": 1},
+    "max_buyin": {"minimum": 1},
+    "fee": _FEE_FROM_WINNINGS,
+}
 
 
 class TableIn(Schema):
@@ -127,27 +136,48 @@ class TableIn(Schema):
         "`min_buyin`), and a fee, if any, taken from `WINNINGS`; Money Play targets 50 or "
         f"100. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
         "allOf": [
-            {"oneOf": [
-                {"title": "Fixed stake: First To Knock, Match Play",
-                 "properties": {"format": {"enum": _FIXED_STAKE}, "stake": {"minimum": 1}},
-                 "required": ["stake"]},
-                {"title": "Money Play: a stake per point and a buy-in range",
-                 "properties": {"format": {"const": Format.MONEY_PLAY.value}, **_BUYINS,
-                                "target": {"enum": [50, 100]}},
-                 "required": ["stake_per_point", "min_buyin", "max_buyin"]},
-                {"title": "Classic: a stake per point and a buy-in range",
-                 "properties": {"format": {"const": Format.CLASSIC.value}, **_BUYINS},
-                 "required": ["stake_per_point", "min_buyin", "max_buyin"]},
-            ]},
-            {"anyOf": [
-                {"title": "Practice: play money",
-                 "properties": {"practice": {"const": True},
-                                "currency": {"const": PRACTICE_CURRENCY}},
-                 "required": ["practice"]},
-                {"title": "Real money",
-                 "properties": {"practice": {"const": False},
-                                "currency": {"not": {"const": PRACTICE_CURRENCY}}}},
-            ]},
+            {
+                "oneOf": [
+                    {
+                        "title": "Fixed stake: First To Knock, Match Play",
+                        "properties": {"format": {"enum": _FIXED_STAKE}, "stake": {"minimum": 1}},
+                        "required": ["stake"],
+                    },
+                    {
+                        "title": "Money Play: a stake per point and a buy-in range",
+                        "properties": {
+                            "format": {"const": Format.MONEY_PLAY.value},
+                            **_BUYINS,
+                            "target": {"enum": [50, 100]},
+                        },
+                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
+                    },
+                    {
+                        "title": "Classic: a stake per point and a buy-in range",
+                        "properties": {"format": {"const": Format.CLASSIC.value}, **_BUYINS},
+                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
+                    },
+                ]
+            },
+            {
+                "anyOf": [
+                    {
+                        "title": "Practice: play money",
+                        "properties": {
+                            "practice": {"const": True},
+                            "currency": {"const": PRACTICE_CURRENCY},
+                        },
+                        "required": ["practice"],
+                    },
+                    {
+                        "title": "Real money",
+                        "properties": {
+                            "practice": {"const": False},
+                            "currency": {"not": {"const": PRACTICE_CURRENCY}},
+                        },
+                    },
+                ]
+            },
         ],
     }
 
@@ -160,33 +190,43 @@ class TableIn(Schema):
         required=True,
         validate=validate.OneOf(sorted(EXPONENTS), error="Must be a supported currency code."),
     )
-    stake = MinorUnits(load_default=0, metadata={
-        "description": "Fixed stake, at least 1: First To Knock, Match Play."})
-    stake_per_point = MinorUnits(load_default=0, metadata={
-        "description": "At least 1: Money Play and classic."})
-    min_buyin = MinorUnits(load_default=0, metadata={
-        "description": "At least 1: Money Play and classic."})
-    max_buyin = MinorUnits(load_default=0, metadata={
-        "description": "Not below `min_buyin`: Money Play and classic."})
+    stake = MinorUnits(
+        load_default=0,
+        metadata={"description": "Fixed stake, at least 1: First To Knock, Match Play."},
+    )
+    stake_per_point = MinorUnits(
+        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+    )
+    min_buyin = MinorUnits(
+        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+    )
+    max_buyin = MinorUnits(
+        load_default=0, metadata={"description": "Not below `min_buyin`: Money Play and classic."}
+    )
     target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
     fee = fields.Nested(FeeIn, load_default=dict)
-    ftk_winner_rule = fields.String(load_default="FIRST_KNOCKER",
-                                    validate=validate.OneOf(["FIRST_KNOCKER", "HAND_WINNER"]))
+    ftk_winner_rule = fields.String(
+        load_default="FIRST_KNOCKER", validate=validate.OneOf(["FIRST_KNOCKER", "HAND_WINNER"])
+    )
     ftk_max_dead_hands = StrictInteger(load_default=0, maximum=100)
     line_bonus = StrictInteger(load_default=25, maximum=10_000)
-    cap_mode = fields.String(load_default="MIN_BOTH",
-                             validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"]))
+    cap_mode = fields.String(
+        load_default="MIN_BOTH", validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"])
+    )
     ruleset = fields.Nested(
-        RulesetIn, load_default=dict,
-        metadata={"description": "Rule options (RULES.md Appendix A), each under its bare "
-                                 "name or its Appendix key: `{\"gin_bonus\": 25, "
-                                 "\"gin.oklahoma\": true}`; left out: the default."},
+        RulesetIn,
+        load_default=dict,
+        metadata={
+            "description": "Rule options (RULES.md Appendix A), each under its bare "
+            'name or its Appendix key: `{"gin_bonus": 25, '
+            '"gin.oklahoma": true}`; left out: the default.'
+        },
     )
     clock = fields.Nested(ClockIn, load_default=dict)
-    practice = StrictBoolean(load_default=False,
-                              metadata={"description": "Play money (XPM) only."})
-    private = StrictBoolean(load_default=False,
-                             metadata={"description": "Joined by invite code only."})
+    practice = StrictBoolean(load_default=False, metadata={"description": "Play money (XPM) only."})
+    private = StrictBoolean(
+        load_default=False, metadata={"description": "Joined by invite code only."}
+    )
 
 
 class SeatOut(Schema):
@@ -208,8 +248,9 @@ class TableOut(Schema):
     invite_code = fields.String(
         allow_none=True, metadata={"description": "Private tables, operator only."}
     )
-    status = fields.String(required=True, metadata={"enum": ["open", "playing", "finished",
-                                                             "cancelled"]})
+    status = fields.String(
+        required=True, metadata={"enum": ["open", "playing", "finished", "cancelled"]}
+    )
     stake = fields.Nested(MoneyOut, allow_none=True)
     stake_per_point = fields.Nested(MoneyOut, allow_none=True)
     min_buyin = fields.Nested(MoneyOut, allow_none=True)
@@ -235,16 +276,18 @@ class LobbyQuery(ListQuery):
     max_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
     free_seats = StrictInteger(minimum=1, maximum=2, from_text=True)
     display_currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
-    include_closed = fields.Boolean(load_default=False,
-                                    metadata={"description": "Operator only: every table."})
+    include_closed = fields.Boolean(
+        load_default=False, metadata={"description": "Operator only: every table."}
+    )
 
 
 class JoinIn(Schema):
-    buyin = MinorUnits(minimum=1,
-                       metadata={"description": "Money Play and classic: the buy-in."})
+    buyin = MinorUnits(minimum=1, metadata={"description": "Money Play and classic: the buy-in."})
     invite_code = fields.String(validate=validate.Length(max=64))
-    client_seed = fields.String(validate=validate.Length(min=1, max=64),
-                                metadata={"description": "Your fairness seed (RULES.md 10.1)."})
+    client_seed = fields.String(
+        validate=validate.Length(min=1, max=64),
+        metadata={"description": "Your fairness seed (RULES.md 10.1)."},
+    )
 
 
 class LogEntryOut(Schema):
@@ -256,19 +299,35 @@ class LogEntryOut(Schema):
     melds = fields.List(_card_list())
     at = fields.String()
     automatic = fields.Boolean()
-    reason = fields.String(metadata={"description": "FORFEIT only: resign or timeout.",
-                                     "enum": ["resign", "timeout"]})
+    reason = fields.String(
+        metadata={"description": "FORFEIT only: resign or timeout.", "enum": ["resign", "timeout"]}
+    )
 
 
 class LegalActionOut(Schema):
     """A legal action as the body to send to ``POST /v1/matches/{id}/actions``, but for
     ``expected_version`` (``RESIGN``, legal while the match is live, is never listed)."""
 
-    action = fields.String(required=True, metadata={"example": "DISCARD", "enum": [
-        "TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "BIG_GIN",
-        "TAKE_DISCARD_AND_KNOCK", "DECLINE"]})
-    card = fields.String(metadata={"example": "TD", "description": "Only for the actions "
-                                                                  "that name a card."})
+    action = fields.String(
+        required=True,
+        metadata={
+            "example": "DISCARD",
+            "enum": [
+                "TAKE_UPCARD",
+                "PASS",
+                "DRAW_STOCK",
+                "DRAW_DISCARD",
+                "DISCARD",
+                "KNOCK",
+                "BIG_GIN",
+                "TAKE_DISCARD_AND_KNOCK",
+                "DECLINE",
+            ],
+        },
+    )
+    card = fields.String(
+        metadata={"example": "TD", "description": "Only for the actions that name a card."}
+    )
 
 
 class HandViewOut(Schema):
@@ -286,14 +345,19 @@ class HandViewOut(Schema):
     log = fields.List(fields.Nested(LogEntryOut), required=True)
     seat = fields.Integer()
     hand = _card_list(metadata={"description": "Your cards (players only)."})
-    deadwood = fields.Integer(metadata={"description": "Players only: the deadwood count of "
-                                                       "the best arrangement of your cards."})
+    deadwood = fields.Integer(
+        metadata={
+            "description": "Players only: the deadwood count of the best arrangement of your cards."
+        }
+    )
     legal_actions = fields.List(
         fields.Nested(LegalActionOut),
-        metadata={"description": "Players only: your legal actions now, each the request body "
-                                 "of POST .../actions but for expected_version (add it, and "
-                                 "melds for a MANUAL knock); none once the hand or the match "
-                                 "is over."},
+        metadata={
+            "description": "Players only: your legal actions now, each the request body "
+            "of POST .../actions but for expected_version (add it, and "
+            "melds for a MANUAL knock); none once the hand or the match "
+            "is over."
+        },
     )
     outcome = fields.Dict(metadata={"description": "Once the hand has ended: the showdown."})
     hands = fields.List(_card_list(), metadata={"description": "Both hands, once ended."})
@@ -335,22 +399,26 @@ class MatchOut(Schema):
     id = fields.String(required=True)
     object = fields.Constant("match")
     table_id = fields.String(required=True)
-    status = fields.String(required=True, metadata={"enum": ["waiting", "playing", "finished",
-                                                             "void", "cancelled"]})
+    status = fields.String(
+        required=True, metadata={"enum": ["waiting", "playing", "finished", "void", "cancelled"]}
+    )
     version = fields.Integer(required=True)
     format = fields.String(required=True)
     currency = fields.String(required=True)
-    you = fields.Integer(allow_none=True, metadata={"description": "Your seat; null if you "
-                                                                   "only watch."})
+    you = fields.Integer(
+        allow_none=True, metadata={"description": "Your seat; null if you only watch."}
+    )
     seats = fields.List(fields.Nested(SeatView), required=True)
     started_at = Timestamp(allow_none=True)
     finished_at = Timestamp(allow_none=True)
-    deadline = fields.String(allow_none=True, metadata={"description": "When the player to "
-                                                                       "act runs out of time."})
+    deadline = fields.String(
+        allow_none=True, metadata={"description": "When the player to act runs out of time."}
+    )
     hand_number = fields.Integer(allow_none=True)
     dealer = fields.Integer()
-    commitment = fields.String(allow_none=True,
-                               metadata={"description": "SHA-256 of the hand's server seed."})
+    commitment = fields.String(
+        allow_none=True, metadata={"description": "SHA-256 of the hand's server seed."}
+    )
     hand = fields.Nested(HandViewOut, allow_none=True)
     previous_hand = fields.Nested(HandRecordOut)
     scores = fields.Nested(ScoresOut, allow_none=True)
@@ -358,21 +426,34 @@ class MatchOut(Schema):
 
 
 class MatchQuery(Schema):
-    wait_for_version = StrictInteger(from_text=True,
-                                     metadata={"description": "Long-poll: answer once the "
-                                                              "version exceeds this."})
+    wait_for_version = StrictInteger(
+        from_text=True, metadata={"description": "Long-poll: answer once the version exceeds this."}
+    )
     timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
 
 
-ACTIONS = ["TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "GIN",
-           "BIG_GIN", "TAKE_DISCARD_AND_KNOCK", "DECLINE", "RESIGN"]
+ACTIONS = [
+    "TAKE_UPCARD",
+    "PASS",
+    "DRAW_STOCK",
+    "DRAW_DISCARD",
+    "DISCARD",
+    "KNOCK",
+    "GIN",
+    "BIG_GIN",
+    "TAKE_DISCARD_AND_KNOCK",
+    "DECLINE",
+    "RESIGN",
+]
 
 
 class ActionIn(Schema):
     action = fields.String(required=True, validate=validate.OneOf(ACTIONS))
     card = fields.String(validate=validate.Length(equal=2), metadata={"example": "TD"})
-    melds = fields.List(fields.List(fields.String(validate=validate.Length(equal=2))),
-                        metadata={"description": "MANUAL knocker arrangement only."})
+    melds = fields.List(
+        fields.List(fields.String(validate=validate.Length(equal=2))),
+        metadata={"description": "MANUAL knocker arrangement only."},
+    )
     expected_version = StrictInteger(
         metadata={"description": "The version the action was decided on (or If-Match)."},
     )
@@ -403,9 +484,10 @@ class HandHistoryOut(Schema):
     started_at = Timestamp(required=True)
     ended_at = Timestamp(required=True)
     fairness = fields.Nested(FairnessOut, required=True)
-    history = fields.Dict(required=True, metadata={"description": "Deck, every action with "
-                                                                  "actor and time, showdown, "
-                                                                  "score."})
+    history = fields.Dict(
+        required=True,
+        metadata={"description": "Deck, every action with actor and time, showdown, score."},
+    )
 
 
 class SettlementOut(Schema):
@@ -420,15 +502,20 @@ class SettlementOut(Schema):
     forfeiter = fields.Integer(allow_none=True, required=True)
     players = fields.List(fields.String(), required=True)
     escrow = fields.List(fields.Nested(MoneyOut), required=True)
-    payouts = fields.List(fields.Nested(MoneyOut), required=True,
-                          metadata={"description": "What left escrow for each seat."})
+    payouts = fields.List(
+        fields.Nested(MoneyOut),
+        required=True,
+        metadata={"description": "What left escrow for each seat."},
+    )
     net = fields.List(fields.Nested(MoneyOut), required=True)
     fee = fields.Nested(MoneyOut, required=True)
     statement = fields.Dict(
         required=True,
-        metadata={"description": "Every figure: hands, hand points, boxes, bonuses, final "
-                                 "totals, margin, stake per point, raw amount, transfer, cap, "
-                                 "fee base, payouts, nets, display figures with rate and time."},
+        metadata={
+            "description": "Every figure: hands, hand points, boxes, bonuses, final "
+            "totals, margin, stake per point, raw amount, transfer, cap, "
+            "fee base, payouts, nets, display figures with rate and time."
+        },
     )
 
 

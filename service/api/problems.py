@@ -48,8 +48,16 @@ PROBLEM_JSON = "application/problem+json"
 #: The framework's own refusals (werkzeug's exceptions), by status, as the service's problems.
 HTTP_PROBLEMS: dict[int, type[ServiceError]] = {
     cls.status: cls
-    for cls in (MalformedRequest, NotFound, MethodNotAllowed, ContentTooLarge, UriTooLong,
-                UnsupportedMediaType, HeaderFieldsTooLarge, InternalError)
+    for cls in (
+        MalformedRequest,
+        NotFound,
+        MethodNotAllowed,
+        ContentTooLarge,
+        UriTooLong,
+        UnsupportedMediaType,
+        HeaderFieldsTooLarge,
+        InternalError,
+    )
 }
 
 
@@ -57,6 +65,7 @@ def problem_type(code: str) -> str:
     """The ``type`` of the problem ``code``: its page here, or ``about:blank`` for a code
     that has none."""
     return PROBLEMS_PATH + code if code in problem_classes() else "about:blank"
+
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +100,12 @@ def problem(
 def from_service_error(error: ServiceError) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthenticated) else None
     return problem(
-        error.status, error.code, error.title, error.detail, error.errors, headers,
+        error.status,
+        error.code,
+        error.title,
+        error.detail,
+        error.errors,
+        headers,
         error.extensions,
     )
 
@@ -148,11 +162,16 @@ def handle_http_exception(error: HTTPException) -> Response:
         headers["Allow"] = ", ".join(valid_methods)
     known = HTTP_PROBLEMS.get(status)
     if known is not None:
-        return problem(status, known.code, known.title,
-                       error.description or known.title, (), headers)
+        return problem(
+            status, known.code, known.title, error.description or known.title, (), headers
+        )
     return problem(
-        status, _snake(error.name or "error"), error.name or "Error",
-        error.description or error.name, (), headers,
+        status,
+        _snake(error.name or "error"),
+        error.name or "Error",
+        error.description or error.name,
+        (),
+        headers,
     )
 
 
@@ -231,9 +250,12 @@ def problem_examples(
             "code": error.code,
         }
         if error is ValidationFailed:
-            value["errors"] = [{"field": "amount.amount",
-                                "message": "Must be an integer number of minor units "
-                                           "(no floats, no strings)."}]
+            value["errors"] = [
+                {
+                    "field": "amount.amount",
+                    "message": "Must be an integer number of minor units (no floats, no strings).",
+                }
+            ]
         if error.code == "illegal_action":
             value["rule_code"] = "CARD_NOT_IN_HAND"
         examples[error.code] = {"summary": error.title, "value": value}
@@ -268,7 +290,9 @@ def documents(blp: Blueprint, *errors: type[ServiceError]) -> Callable[[Any], An
 
 
 blp = Blueprint(
-    "problems", __name__, url_prefix=PROBLEMS_PATH.rstrip("/"),
+    "problems",
+    __name__,
+    url_prefix=PROBLEMS_PATH.rstrip("/"),
     description="What each problem `code` means: the pages problem `type`s point at.",
 )
 
@@ -294,7 +318,7 @@ def problem_page(code: str) -> Response:
     meaning = re.sub(r"``(.+?)``", r"<code>\1</code>", meaning)
     title = html.escape(found.title)
     page = (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{found.status} {title}</title></head>\n<body>\n"
         f"<h1>{title}</h1>\n"
         f"<p>HTTP status <strong>{found.status}</strong>, problem code "

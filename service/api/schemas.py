@@ -162,8 +162,10 @@ class ProblemSchema(Schema):
     code = fields.String(required=True)
     errors = fields.List(fields.Nested(FieldErrorOut))
     rule_code = fields.String(
-        metadata={"description": "illegal_action only: the rule engine's code, e.g. "
-                                 "KNOCK_LIMIT_EXCEEDED, NOT_YOUR_TURN, DISCARD_PILE_CARD_BARRED."}
+        metadata={
+            "description": "illegal_action only: the rule engine's code, e.g. "
+            "KNOCK_LIMIT_EXCEEDED, NOT_YOUR_TURN, DISCARD_PILE_CARD_BARRED."
+        }
     )
 
 
@@ -361,8 +363,11 @@ class RateIn(Schema):
             r"^[0-9]{1,12}(\.[0-9]{1,12})?$",
             error='Must be a positive decimal string such as "1.0837".',
         ),
-        metadata={"not": {"pattern": "^[0.]+$"},
-                  "description": "A positive decimal (not zero).", "example": "1.0837"},
+        metadata={
+            "not": {"pattern": "^[0.]+$"},
+            "description": "A positive decimal (not zero).",
+            "example": "1.0837",
+        },
     )
 
 

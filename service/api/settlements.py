@@ -43,8 +43,12 @@ def get_settlement(match_id: str) -> Response:
 def list_settlements(query: dict[str, Any]) -> Response:
     """The operator's settlements, newest first."""
     page = settlement.list_settlements(
-        db_session(), principal(), query["limit"], query.get("starting_after"),
+        db_session(),
+        principal(),
+        query["limit"],
+        query.get("starting_after"),
         query.get("ending_before"),
     )
-    return jsonify(render.page([render.settlement(s) for s in page.data], page.has_more,
-                               page.next_cursor))
+    return jsonify(
+        render.page([render.settlement(s) for s in page.data], page.has_more, page.next_cursor)
+    )

@@ -57,15 +57,31 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         {
             key: body[key]
             for key in (
-                "format", "stake", "stake_per_point", "min_buyin", "max_buyin", "target",
-                "fee", "ftk_winner_rule", "ftk_max_dead_hands", "line_bonus", "cap_mode",
-                "ruleset", "clock",
+                "format",
+                "stake",
+                "stake_per_point",
+                "min_buyin",
+                "max_buyin",
+                "target",
+                "fee",
+                "ftk_winner_rule",
+                "ftk_max_dead_hands",
+                "line_bonus",
+                "cap_mode",
+                "ruleset",
+                "clock",
             )
         }
     )
     view = tables.create_table(
-        db_session(), principal(), name=body["name"], currency=body["currency"],
-        settings=settings, practice=body["practice"], private=body["private"], now=utcnow(),
+        db_session(),
+        principal(),
+        name=body["name"],
+        currency=body["currency"],
+        settings=settings,
+        practice=body["practice"],
+        private=body["private"],
+        now=utcnow(),
     )
     return render.table(view), 201
 
@@ -79,21 +95,33 @@ def lobby(query: dict[str, Any]) -> dict[str, Any]:
     and free seats; amounts also in ``display_currency`` where the operator set a rate."""
     session = db_session()
     page = tables.list_tables(
-        session, principal(), format=query.get("format"), currency=query.get("currency"),
-        min_stake=query.get("min_stake"), max_stake=query.get("max_stake"),
-        free_seats=query.get("free_seats"), include_closed=query["include_closed"],
-        limit=query["limit"], starting_after=query.get("starting_after"),
+        session,
+        principal(),
+        format=query.get("format"),
+        currency=query.get("currency"),
+        min_stake=query.get("min_stake"),
+        max_stake=query.get("max_stake"),
+        free_seats=query.get("free_seats"),
+        include_closed=query["include_closed"],
+        limit=query["limit"],
+        starting_after=query.get("starting_after"),
         ending_before=query.get("ending_before"),
     )
     display = query.get("display_currency")
-    rates = {
-        view.table.currency: rate_for_display(session, principal().operator_id,
-                                              view.table.currency, display)
-        for view in page.data
-    } if display else {}
+    rates = (
+        {
+            view.table.currency: rate_for_display(
+                session, principal().operator_id, view.table.currency, display
+            )
+            for view in page.data
+        }
+        if display
+        else {}
+    )
     return render.page(
         [render.table(v, rates.get(v.table.currency)) for v in page.data],
-        page.has_more, page.next_cursor,
+        page.has_more,
+        page.next_cursor,
     )
 
 
@@ -115,8 +143,13 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
     """Sit down (player token): the stake or buy-in moves from available funds into the
     match's escrow in the same transaction; the second seat starts the match."""
     view = tables.join_table(
-        db_session(), principal(), table_id, buyin=body.get("buyin"),
-        invite_code=body.get("invite_code"), client_seed=body.get("client_seed"), now=utcnow(),
+        db_session(),
+        principal(),
+        table_id,
+        buyin=body.get("buyin"),
+        invite_code=body.get("invite_code"),
+        client_seed=body.get("client_seed"),
+        now=utcnow(),
     )
     return render.table(view), 201
 

@@ -80,8 +80,10 @@ class RotateSecretIn(Schema):
     grace_period_seconds = StrictInteger(
         load_default=int(DEFAULT_GRACE.total_seconds()),
         maximum=int(MAX_GRACE.total_seconds()),
-        metadata={"description": "How long the old secret keeps signing beside the new one "
-                                 "(a second v1= value); 0 retires it at once."},
+        metadata={
+            "description": "How long the old secret keeps signing beside the new one "
+            "(a second v1= value); 0 retires it at once."
+        },
     )
 
 
@@ -93,8 +95,10 @@ class WebhookEndpointOut(Schema):
     event_types = fields.List(fields.String(), allow_none=True, required=True)
     enabled = fields.Boolean(required=True)
     secret = fields.String(
-        metadata={"description": "The signing secret (whsec_...): only in the responses that "
-                                 "create the endpoint or rotate its secret."}
+        metadata={
+            "description": "The signing secret (whsec_...): only in the responses that "
+            "create the endpoint or rotate its secret."
+        }
     )
     previous_secret_expires_at = Timestamp(
         allow_none=True,
@@ -120,12 +124,14 @@ class WebhookAttemptOut(Schema):
     attempted_at = Timestamp(required=True)
     status_code = fields.Integer(allow_none=True, required=True)
     error = fields.String(
-        allow_none=True, required=True,
+        allow_none=True,
+        required=True,
         metadata={"description": "Why it failed: HTTP status, timeout or connection error."},
     )
     duration_ms = fields.Integer(required=True)
     next_attempt_at = Timestamp(
-        allow_none=True, required=True,
+        allow_none=True,
+        required=True,
         metadata={"description": "The retry this attempt scheduled, if any."},
     )
 

@@ -119,8 +119,9 @@ def decide(view: Mapping[str, Any], *, eager: bool = False) -> dict[str, Any]:
 
 def _best_knock(knocks: Sequence[LegalAction], hand: int) -> dict[str, Any]:
     """The knock (or take-and-knock) leaving the least deadwood."""
-    return dict(min(knocks, key=lambda a: (deadwood_of_mask(hand ^ _card(a["card"]).bit),
-                                           a["card"])))
+    return dict(
+        min(knocks, key=lambda a: (deadwood_of_mask(hand ^ _card(a["card"]).bit), a["card"]))
+    )
 
 
 def _knock_threshold(view: Mapping[str, Any]) -> int:

@@ -123,7 +123,9 @@ class GinClient:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self._http = http or httpx.Client(
-            base_url=self.base_url, transport=transport, timeout=timeout,
+            base_url=self.base_url,
+            transport=transport,
+            timeout=timeout,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
         )
 
@@ -172,54 +174,85 @@ class GinClient:
     def operator(self) -> dict[str, Any]:
         return cast(dict[str, Any], self._call("GET", "/v1/operator"))
 
-    @operation("POST", "/v1/players", body=("external_id", "display_name", "display_currency"),
-               returns=t.Player)
+    @operation(
+        "POST",
+        "/v1/players",
+        body=("external_id", "display_name", "display_currency"),
+        returns=t.Player,
+    )
     def create_player(
         self, external_id: str, display_name: str, display_currency: str | None = None
     ) -> t.Player:
-        body = {"external_id": external_id, "display_name": display_name,
-                "display_currency": display_currency}
+        body = {
+            "external_id": external_id,
+            "display_name": display_name,
+            "display_currency": display_currency,
+        }
         return cast(t.Player, self._call("POST", "/v1/players", json=body))
 
     @operation("GET", "/v1/players/{player_id}", returns=t.Player)
     def player(self, player_id: str) -> t.Player:
         return cast(t.Player, self._call("GET", f"/v1/players/{player_id}"))
 
-    @operation("POST", "/v1/players/{player_id}/tokens", body=("ttl_seconds",),
-               returns=t.PlayerToken)
+    @operation(
+        "POST", "/v1/players/{player_id}/tokens", body=("ttl_seconds",), returns=t.PlayerToken
+    )
     def player_token(self, player_id: str, ttl_seconds: int | None = None) -> t.PlayerToken:
         body = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
-        return cast(t.PlayerToken,
-                    self._call("POST", f"/v1/players/{player_id}/tokens", json=body))
+        return cast(t.PlayerToken, self._call("POST", f"/v1/players/{player_id}/tokens", json=body))
 
-    @operation("POST", "/v1/players/{player_id}/deposits",
-               body=("amount", "external_reference"), returns=t.Transaction)
+    @operation(
+        "POST",
+        "/v1/players/{player_id}/deposits",
+        body=("amount", "external_reference"),
+        returns=t.Transaction,
+    )
     def deposit(
-        self, player_id: str, amount: int, currency: str, idempotency_key: str | None = None,
+        self,
+        player_id: str,
+        amount: int,
+        currency: str,
+        idempotency_key: str | None = None,
         external_reference: str | None = None,
     ) -> t.Transaction:
-        return self._movement("deposits", player_id, amount, currency, idempotency_key,
-                              external_reference)
+        return self._movement(
+            "deposits", player_id, amount, currency, idempotency_key, external_reference
+        )
 
-    @operation("POST", "/v1/players/{player_id}/withdrawals",
-               body=("amount", "external_reference"), returns=t.Transaction)
+    @operation(
+        "POST",
+        "/v1/players/{player_id}/withdrawals",
+        body=("amount", "external_reference"),
+        returns=t.Transaction,
+    )
     def withdraw(
-        self, player_id: str, amount: int, currency: str, idempotency_key: str | None = None,
+        self,
+        player_id: str,
+        amount: int,
+        currency: str,
+        idempotency_key: str | None = None,
         external_reference: str | None = None,
     ) -> t.Transaction:
-        return self._movement("withdrawals", player_id, amount, currency, idempotency_key,
-                              external_reference)
+        return self._movement(
+            "withdrawals", player_id, amount, currency, idempotency_key, external_reference
+        )
 
     def _movement(
-        self, kind: str, player_id: str, amount: int, currency: str, key: str | None,
+        self,
+        kind: str,
+        player_id: str,
+        amount: int,
+        currency: str,
+        key: str | None,
         reference: str | None,
     ) -> t.Transaction:
         body: dict[str, Any] = {"amount": {"amount": amount, "currency": currency}}
         if reference is not None:
             body["external_reference"] = reference
-        return cast(t.Transaction, self._call(
-            "POST", f"/v1/players/{player_id}/{kind}", json=body, key=key or new_key()
-        ))
+        return cast(
+            t.Transaction,
+            self._call("POST", f"/v1/players/{player_id}/{kind}", json=body, key=key or new_key()),
+        )
 
     @operation("GET", "/v1/players/{player_id}/wallets/{currency}", returns=t.Wallet)
     def wallet(self, player_id: str, currency: str) -> t.Wallet:
@@ -230,32 +263,71 @@ class GinClient:
         page = self._call("GET", f"/v1/players/{player_id}/wallets")
         return cast(list[t.Wallet], page["data"])
 
-    @operation("GET", "/v1/players/{player_id}/entries",
-               query=("limit", "starting_after", "ending_before", "currency"), returns=t.Page)
+    @operation(
+        "GET",
+        "/v1/players/{player_id}/entries",
+        query=("limit", "starting_after", "ending_before", "currency"),
+        returns=t.Page,
+    )
     def entries(
-        self, player_id: str, *, currency: str | None = None, limit: int | None = None,
+        self,
+        player_id: str,
+        *,
+        currency: str | None = None,
+        limit: int | None = None,
         starting_after: str | None = None,
     ) -> t.Page:
         params = {"currency": currency, "limit": limit, "starting_after": starting_after}
-        return cast(t.Page,
-                    self._call("GET", f"/v1/players/{player_id}/entries", params=params))
+        return cast(t.Page, self._call("GET", f"/v1/players/{player_id}/entries", params=params))
 
     # --- tables, seats, bots ---------------------------------------------------------
 
-    @operation("POST", "/v1/tables", body=(
-        "name", "format", "currency", "stake", "stake_per_point", "min_buyin", "max_buyin",
-        "target", "fee", "ftk_winner_rule", "ftk_max_dead_hands", "line_bonus", "cap_mode",
-        "ruleset", "clock", "practice", "private",
-    ), returns=t.Table)
+    @operation(
+        "POST",
+        "/v1/tables",
+        body=(
+            "name",
+            "format",
+            "currency",
+            "stake",
+            "stake_per_point",
+            "min_buyin",
+            "max_buyin",
+            "target",
+            "fee",
+            "ftk_winner_rule",
+            "ftk_max_dead_hands",
+            "line_bonus",
+            "cap_mode",
+            "ruleset",
+            "clock",
+            "practice",
+            "private",
+        ),
+        returns=t.Table,
+    )
     def create_table(self, format: str, currency: str, **settings: Any) -> t.Table:
         """Open a table: ``settings`` are the other body fields (stake, fee, clock, ...)."""
         body = {"format": format, "currency": currency, **settings}
         return cast(t.Table, self._call("POST", "/v1/tables", json=body))
 
-    @operation("GET", "/v1/tables", query=(
-        "format", "currency", "min_stake", "max_stake", "free_seats", "display_currency",
-        "include_closed", "limit", "starting_after", "ending_before",
-    ), returns=t.Page)
+    @operation(
+        "GET",
+        "/v1/tables",
+        query=(
+            "format",
+            "currency",
+            "min_stake",
+            "max_stake",
+            "free_seats",
+            "display_currency",
+            "include_closed",
+            "limit",
+            "starting_after",
+            "ending_before",
+        ),
+        returns=t.Page,
+    )
     def lobby(self, **filters: Any) -> t.Page:
         params = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in filters.items()}
         return cast(t.Page, self._call("GET", "/v1/tables", params=params))
@@ -264,32 +336,64 @@ class GinClient:
     def table(self, table_id: str) -> t.Table:
         return cast(t.Table, self._call("GET", f"/v1/tables/{table_id}"))
 
-    @operation("POST", "/v1/tables/{table_id}/seats",
-               body=("buyin", "invite_code", "client_seed"), returns=t.Table)
+    @operation(
+        "POST",
+        "/v1/tables/{table_id}/seats",
+        body=("buyin", "invite_code", "client_seed"),
+        returns=t.Table,
+    )
     def join(
-        self, table_id: str, *, buyin: int | None = None, invite_code: str | None = None,
-        client_seed: str | None = None, idempotency_key: str | None = None,
+        self,
+        table_id: str,
+        *,
+        buyin: int | None = None,
+        invite_code: str | None = None,
+        client_seed: str | None = None,
+        idempotency_key: str | None = None,
     ) -> t.Table:
-        body = {k: v for k, v in (("buyin", buyin), ("invite_code", invite_code),
-                                  ("client_seed", client_seed)) if v is not None}
-        return cast(t.Table, self._call("POST", f"/v1/tables/{table_id}/seats", json=body,
-                                        key=idempotency_key or new_key()))
+        body = {
+            k: v
+            for k, v in (
+                ("buyin", buyin),
+                ("invite_code", invite_code),
+                ("client_seed", client_seed),
+            )
+            if v is not None
+        }
+        return cast(
+            t.Table,
+            self._call(
+                "POST", f"/v1/tables/{table_id}/seats", json=body, key=idempotency_key or new_key()
+            ),
+        )
 
     @operation("DELETE", "/v1/tables/{table_id}/seats/me", returns=t.Table)
     def leave(self, table_id: str, idempotency_key: str | None = None) -> t.Table:
-        return cast(t.Table, self._call("DELETE", f"/v1/tables/{table_id}/seats/me",
-                                        key=idempotency_key or new_key()))
+        return cast(
+            t.Table,
+            self._call(
+                "DELETE", f"/v1/tables/{table_id}/seats/me", key=idempotency_key or new_key()
+            ),
+        )
 
-    @operation("POST", "/v1/tables/{table_id}/bots", body=("buyin", "display_name"),
-               returns=t.Bot)
+    @operation("POST", "/v1/tables/{table_id}/bots", body=("buyin", "display_name"), returns=t.Bot)
     def seat_bot(
-        self, table_id: str, *, buyin: int | None = None, display_name: str | None = None,
+        self,
+        table_id: str,
+        *,
+        buyin: int | None = None,
+        display_name: str | None = None,
         idempotency_key: str | None = None,
     ) -> t.Bot:
-        body = {k: v for k, v in (("buyin", buyin), ("display_name", display_name))
-                if v is not None}
-        return cast(t.Bot, self._call("POST", f"/v1/tables/{table_id}/bots", json=body,
-                                      key=idempotency_key or new_key()))
+        body = {
+            k: v for k, v in (("buyin", buyin), ("display_name", display_name)) if v is not None
+        }
+        return cast(
+            t.Bot,
+            self._call(
+                "POST", f"/v1/tables/{table_id}/bots", json=body, key=idempotency_key or new_key()
+            ),
+        )
 
     @operation("GET", "/v1/tables/{table_id}/bots", returns=t.Page)
     def bots(self, table_id: str) -> list[t.Bot]:
@@ -297,8 +401,9 @@ class GinClient:
 
     # --- matches ---------------------------------------------------------------------
 
-    @operation("GET", "/v1/matches/{match_id}", query=("wait_for_version", "timeout"),
-               returns=t.MatchView)
+    @operation(
+        "GET", "/v1/matches/{match_id}", query=("wait_for_version", "timeout"), returns=t.MatchView
+    )
     def match(
         self, match_id: str, *, wait_for_version: int | None = None, timeout: int | None = None
     ) -> t.MatchView:
@@ -307,10 +412,17 @@ class GinClient:
         params = {"wait_for_version": wait_for_version, "timeout": timeout}
         return cast(t.MatchView, self._call("GET", f"/v1/matches/{match_id}", params=params))
 
-    @operation("POST", "/v1/matches/{match_id}/actions",
-               body=("action", "card", "melds", "expected_version"), returns=t.MatchView)
+    @operation(
+        "POST",
+        "/v1/matches/{match_id}/actions",
+        body=("action", "card", "melds", "expected_version"),
+        returns=t.MatchView,
+    )
     def act(
-        self, match_id: str, action: str | Mapping[str, Any], expected_version: int,
+        self,
+        match_id: str,
+        action: str | Mapping[str, Any],
+        expected_version: int,
         idempotency_key: str | None = None,
     ) -> t.MatchView:
         """Play ``action`` decided on ``expected_version``: one of the view's
@@ -318,8 +430,10 @@ class GinClient:
         form (``"DISCARD TD"``)."""
         fields = action_body(action) if isinstance(action, str) else dict(action)
         body = {**fields, "expected_version": expected_version}
-        return cast(t.MatchView, self._call("POST", f"/v1/matches/{match_id}/actions",
-                                            json=body, key=idempotency_key))
+        return cast(
+            t.MatchView,
+            self._call("POST", f"/v1/matches/{match_id}/actions", json=body, key=idempotency_key),
+        )
 
     @operation("GET", "/v1/matches/{match_id}/hands/{number}", returns=t.HandHistory)
     def hand_history(self, match_id: str, number: int) -> t.HandHistory:
@@ -327,13 +441,12 @@ class GinClient:
 
     @operation("GET", "/v1/matches/{match_id}/settlement", returns=t.SettlementView)
     def settlement(self, match_id: str) -> t.SettlementView:
-        return cast(t.SettlementView,
-                    self._call("GET", f"/v1/matches/{match_id}/settlement"))
+        return cast(t.SettlementView, self._call("GET", f"/v1/matches/{match_id}/settlement"))
 
-    @operation("GET", "/v1/settlements", query=("limit", "starting_after", "ending_before"),
-               returns=t.Page)
-    def settlements(self, *, limit: int | None = None, starting_after: str | None = None
-                    ) -> t.Page:
+    @operation(
+        "GET", "/v1/settlements", query=("limit", "starting_after", "ending_before"), returns=t.Page
+    )
+    def settlements(self, *, limit: int | None = None, starting_after: str | None = None) -> t.Page:
         params = {"limit": limit, "starting_after": starting_after}
         return cast(t.Page, self._call("GET", "/v1/settlements", params=params))
 
@@ -362,7 +475,10 @@ def _problem(response: httpx.Response) -> ApiProblem:
         title=str(body.get("title", response.reason_phrase)),
         detail=str(body.get("detail", response.text[:200])),
         code=body.get("code"),
-        fields=[FieldProblem(str(e.get("field")), str(e.get("message"))) for e in errors
-                if isinstance(e, dict)],
+        fields=[
+            FieldProblem(str(e.get("field")), str(e.get("message")))
+            for e in errors
+            if isinstance(e, dict)
+        ],
         body=body,
     )

@@ -120,8 +120,10 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
     on a pooled connection of its own; elsewhere, or inside a transaction, it runs there as
     usual."""
     bind = session.get_bind()
-    if isinstance(bind, Engine) and bind.dialect.name == "postgresql" and (
-        not session.in_transaction()
+    if (
+        isinstance(bind, Engine)
+        and bind.dialect.name == "postgresql"
+        and (not session.in_transaction())
     ):
         prepared = driver.prepare(statement, bind.dialect)
         if prepared is not None:  # the common case: straight on psycopg (service.db.driver)

@@ -96,16 +96,17 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> DriverStatement | No
         else None
         for column in columns
     ]
-    if not all(isinstance(n, str) and n.isidentifier() and not n.startswith("_")
-               for n in labels) or len(set(labels)) != len(labels):
+    if not all(
+        isinstance(n, str) and n.isidentifier() and not n.startswith("_") for n in labels
+    ) or len(set(labels)) != len(labels):
         return None
     results = []
     for position, column in enumerate(columns):
         process = column.type.dialect_impl(dialect).result_processor(dialect, None)
         if process is not None:
             results.append((position, process))
-    return DriverStatement(compiled.string, tuple(names), tuple(binds), tuple(results),
-                           _row_type(labels))  # type: ignore[arg-type]
+    row = _row_type(labels)  # type: ignore[arg-type]  # all str, checked above
+    return DriverStatement(compiled.string, tuple(names), tuple(binds), tuple(results), row)
 
 
 def prepare(statement: ClauseElement, dialect: Dialect) -> DriverStatement | None:
@@ -175,13 +176,16 @@ def _autocommit(
                 pooled.invalidate(error)
                 engine.dispose()
             raise DBAPIError.instance(
-                sql, params, error, dialect.loaded_dbapi.Error,
-                connection_invalidated=lost, dialect=dialect,
+                sql,
+                params,
+                error,
+                dialect.loaded_dbapi.Error,
+                connection_invalidated=lost,
+                dialect=dialect,
             ) from error
     finally:
         pooled.close()
     return rows
-
 
 
 def _psycopg(pooled: Any) -> Any:
@@ -226,8 +230,12 @@ def _raise_as_sqlalchemy(
         connection.invalidate(error)
         connection.engine.dispose()
     raise DBAPIError.instance(
-        sql, params, error, dialect.loaded_dbapi.Error,
-        connection_invalidated=lost, dialect=dialect,
+        sql,
+        params,
+        error,
+        dialect.loaded_dbapi.Error,
+        connection_invalidated=lost,
+        dialect=dialect,
     ) from error
 
 
@@ -239,7 +247,8 @@ def execute(session: Session, statement: Executable, params: Mapping[str, Any]) 
     connection = session.connection()
     prepared = (
         prepare(statement, connection.dialect)  # type: ignore[arg-type]
-        if connection.dialect.name == "postgresql" else None
+        if connection.dialect.name == "postgresql"
+        else None
     )
     if prepared is None:
         result = session.execute(statement, params)
@@ -261,7 +270,8 @@ def execute_many(
     connection = session.connection()
     prepared = (
         prepare(statement, connection.dialect)  # type: ignore[arg-type]
-        if connection.dialect.name == "postgresql" else None
+        if connection.dialect.name == "postgresql"
+        else None
     )
     if prepared is None or prepared.row._fields:
         session.execute(statement, list(params))

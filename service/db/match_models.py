@@ -40,9 +40,7 @@ MATCH_STATUSES = ("waiting", "playing", "finished", "void", "cancelled")
 class GameTable(Base):
     __tablename__ = "game_tables"
     __table_args__ = (
-        CheckConstraint(
-            "status IN ('open', 'playing', 'finished', 'cancelled')", name="status"
-        ),
+        CheckConstraint("status IN ('open', 'playing', 'finished', 'cancelled')", name="status"),
         CheckConstraint("seats_taken BETWEEN 0 AND 2", name="seats_taken"),
         Index(None, "status", "format", "currency"),
         Index(None, "operator_id", "created_at"),
@@ -95,8 +93,12 @@ class MatchRow(Base):
         CheckConstraint("version >= 0", name="version"),
         Index(None, "status", "deadline_at"),
         # The settlement sweep's work: finished matches not settled yet, not every match ever.
-        Index("ix_matches_unsettled", "finished_at",
-              postgresql_where=text(UNSETTLED), sqlite_where=text(UNSETTLED)),
+        Index(
+            "ix_matches_unsettled",
+            "finished_at",
+            postgresql_where=text(UNSETTLED),
+            sqlite_where=text(UNSETTLED),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)

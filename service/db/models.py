@@ -163,8 +163,11 @@ class LedgerAccount(Base):
         Index(None, "player_id", "currency"),
         # What a player holds: the open escrow accounts only, not one per match ever played.
         Index(
-            "ix_ledger_accounts_open_escrows", "player_id", "currency",
-            postgresql_where=text(OPEN_ESCROW), sqlite_where=text(OPEN_ESCROW),
+            "ix_ledger_accounts_open_escrows",
+            "player_id",
+            "currency",
+            postgresql_where=text(OPEN_ESCROW),
+            sqlite_where=text(OPEN_ESCROW),
         ),
     )
 
@@ -218,8 +221,11 @@ class LedgerEntry(Base):
         Index(None, "account_id", "seq"),
         # A player's deposits in a period (deposit limits), a range however long the history.
         Index(
-            "ix_ledger_entries_deposits", "account_id", "created_at",
-            postgresql_where=text(DEPOSITS_INTO_ACCOUNT), sqlite_where=text(DEPOSITS_INTO_ACCOUNT),
+            "ix_ledger_entries_deposits",
+            "account_id",
+            "created_at",
+            postgresql_where=text(DEPOSITS_INTO_ACCOUNT),
+            sqlite_where=text(DEPOSITS_INTO_ACCOUNT),
         ),
     )
 

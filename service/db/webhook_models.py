@@ -59,9 +59,7 @@ class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         UniqueConstraint("event_id", "endpoint_id"),
-        CheckConstraint(
-            "status IN ('pending', 'delivered', 'failed', 'cancelled')", name="status"
-        ),
+        CheckConstraint("status IN ('pending', 'delivered', 'failed', 'cancelled')", name="status"),
         CheckConstraint("attempts >= 0", name="attempts_non_negative"),
         Index(None, "status", "next_attempt_at"),
         Index(None, "endpoint_id", "id"),

@@ -130,8 +130,9 @@ class Match:
         hand = self.hand
         if self.cut_short and hand is not None and hand.outcome is not None:
             out = hand.outcome
-            return HandRecord(len(self.records) + 1, hand.dealer, out.kind, out.winner,
-                              out.points, out.knocker)
+            return HandRecord(
+                len(self.records) + 1, hand.dealer, out.kind, out.winner, out.points, out.knocker
+            )
         return self.records[-1] if self.records else None
 
     @property

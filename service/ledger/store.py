@@ -123,8 +123,15 @@ def _locking(postgres: bool) -> tuple[Select[Any], Select[Any]]:
         keys = bindparam("keys", expanding=True)
         is_wanted, is_counted = table.c.key.in_(keys), counted.c.key.in_(keys)
     stmt = (
-        select(table.c.id, table.c.key, table.c.kind, table.c.currency, table.c.balance,
-               table.c.entry_count, table.c.last_hash)
+        select(
+            table.c.id,
+            table.c.key,
+            table.c.kind,
+            table.c.currency,
+            table.c.balance,
+            table.c.entry_count,
+            table.c.last_hash,
+        )
         .where(is_wanted)
         .order_by(table.c.id)
     )
@@ -187,8 +194,9 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
         except (DBAPIError, PoolTimeout) as error:  # no connection free: in the transaction
             if isinstance(error, DBAPIError) and error.connection_invalidated:
                 raise
-            log.warning("accounts not created apart; creating them in the transaction",
-                        exc_info=True)
+            log.warning(
+                "accounts not created apart; creating them in the transaction", exc_info=True
+            )
     else:
         statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["key"])
     session.execute(statement, rows)
@@ -281,7 +289,8 @@ def post(
                 # A match escrow is closed while empty (settled, released), open while it
                 # holds money: what a player holds is read from the open ones alone.
                 "new_closed_at": (
-                    now if account.kind == AccountKind.PLAYER_ESCROW.value and balance_after == 0
+                    now
+                    if account.kind == AccountKind.PLAYER_ESCROW.value and balance_after == 0
                     else None
                 ),
             }
@@ -289,8 +298,11 @@ def post(
     # The transaction, its entries, then the heads (on PostgreSQL a trigger checks each
     # account's head against its newest entry): sent together, one round trip.
     with pipeline(session):
-        execute(session, _INSERT_TRANSACTION,
-                {column.key: getattr(txn, column.key) for column in _TXN.c})
+        execute(
+            session,
+            _INSERT_TRANSACTION,
+            {column.key: getattr(txn, column.key) for column in _TXN.c},
+        )
         execute_many(session, _INSERT_ENTRY, entries)
         execute_many(session, _MOVE_HEAD, heads)
     return txn

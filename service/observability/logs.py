@@ -24,13 +24,25 @@ request_id_var: ContextVar[str | None] = ContextVar("gin_request_id", default=No
 
 #: ``extra=`` fields copied into a JSON line when a record carries them.
 EXTRA_FIELDS = (
-    "method", "route", "path", "status", "duration_ms", "remote_addr",
-    "task", "task_id", "state", "retries",
+    "method",
+    "route",
+    "path",
+    "status",
+    "duration_ms",
+    "remote_addr",
+    "task",
+    "task_id",
+    "state",
+    "retries",
 )
 
 # gunicorn's access log passes its atoms as the record's args: the ones worth keeping.
 _ACCESS_ATOMS = {
-    "m": "method", "U": "path", "s": "status", "h": "remote_addr", "a": "user_agent",
+    "m": "method",
+    "U": "path",
+    "s": "status",
+    "h": "remote_addr",
+    "a": "user_agent",
     "b": "bytes",
 }
 
@@ -55,9 +67,9 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
-                timespec="milliseconds"
-            ).replace("+00:00", "Z"),
+            "time": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
             "level": record.levelname,
             "logger": record.name,
         }
@@ -129,7 +141,8 @@ def dict_config(log_format: str, level: str, access_log: bool) -> dict[str, Any]
     """A ``logging.config.dictConfig`` for gunicorn (``logconfig_dict``): its error log and,
     when ``access_log``, its access log in the same format as the application's lines."""
     formatter_class = (
-        "service.observability.logs.JsonFormatter" if log_format == "json"
+        "service.observability.logs.JsonFormatter"
+        if log_format == "json"
         else "service.observability.logs.TextFormatter"
     )
     return {

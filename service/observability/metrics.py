@@ -43,10 +43,21 @@ log = logging.getLogger("gin.request")
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 ACTION_ENDPOINT = "matches.act"
-ACTIONS = frozenset({
-    "TAKE_UPCARD", "PASS", "DRAW_STOCK", "DRAW_DISCARD", "DISCARD", "KNOCK", "GIN", "BIG_GIN",
-    "TAKE_DISCARD_AND_KNOCK", "DECLINE", "RESIGN",
-})
+ACTIONS = frozenset(
+    {
+        "TAKE_UPCARD",
+        "PASS",
+        "DRAW_STOCK",
+        "DRAW_DISCARD",
+        "DISCARD",
+        "KNOCK",
+        "GIN",
+        "BIG_GIN",
+        "TAKE_DISCARD_AND_KNOCK",
+        "DECLINE",
+        "RESIGN",
+    }
+)
 UNMATCHED = "<unmatched>"
 #: Paths whose requests are not logged at INFO (probes and scrapes would drown the log).
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -130,8 +141,13 @@ def _finish(response: Response) -> Response:
         body = request.get_json(silent=True)
         count_action(body.get("action") if isinstance(body, dict) else None)
     observe(
-        g.obs_route, method, request.path, status, time.perf_counter() - started,
-        request.remote_addr, g.get("request_id"),
+        g.obs_route,
+        method,
+        request.path,
+        status,
+        time.perf_counter() - started,
+        request.remote_addr,
+        g.get("request_id"),
     )
     return response
 
@@ -222,9 +238,7 @@ QUERIES = {
         "SELECT status, COUNT(*), COUNT(started_at), COUNT(finished_at) FROM matches "
         "GROUP BY status"
     ),
-    "outbox": text(
-        "SELECT COUNT(*), MIN(created_at) FROM events WHERE published_at IS NULL"
-    ),
+    "outbox": text("SELECT COUNT(*), MIN(created_at) FROM events WHERE published_at IS NULL"),
     "unsettled": text(
         "SELECT COUNT(*), MIN(m.finished_at) FROM matches m "
         "LEFT JOIN settlements s ON s.match_id = m.id "
@@ -235,8 +249,7 @@ QUERIES = {
         "SELECT status, COUNT(*), COUNT(last_error) FROM webhook_deliveries GROUP BY status"
     ),
     "ledger": text(
-        "SELECT currency, kind, SUM(balance), COUNT(*) FROM ledger_accounts "
-        "GROUP BY currency, kind"
+        "SELECT currency, kind, SUM(balance), COUNT(*) FROM ledger_accounts GROUP BY currency, kind"
     ),
 }
 STATEMENT_TIMEOUT_MS = 2000
@@ -294,9 +307,7 @@ class DatabaseCollector:
         with engine.connect() as connection, connection.begin():
             if engine.dialect.name == "postgresql":
                 connection.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
-            return {
-                name: list(connection.execute(query)) for name, query in QUERIES.items()
-            }
+            return {name: list(connection.execute(query)) for name, query in QUERIES.items()}
 
     @staticmethod
     def _families(rows: dict[str, list[Any]], now: float) -> list[Metric]:
@@ -313,7 +324,7 @@ class DatabaseCollector:
         started.add_metric([], started_total)
         finished.add_metric([], finished_total)
 
-        (backlog, oldest), = rows["outbox"]
+        ((backlog, oldest),) = rows["outbox"]
         outbox = GaugeMetricFamily(
             "gin_outbox_backlog", "Outbox events not yet handed to the broker."
         )
@@ -323,7 +334,7 @@ class DatabaseCollector:
         )
         outbox_age.add_metric([], _age_seconds(oldest, now))
 
-        (unsettled_count, oldest_finish), = rows["unsettled"]
+        ((unsettled_count, oldest_finish),) = rows["unsettled"]
         unsettled = GaugeMetricFamily(
             "gin_settlement_backlog", "Finished matches without a settlement yet."
         )
@@ -333,7 +344,7 @@ class DatabaseCollector:
             "How long the longest-waiting finished match has waited for its settlement.",
         )
         lag.add_metric([], _age_seconds(oldest_finish, now))
-        (settled_count,), = rows["settlements"]
+        ((settled_count,),) = rows["settlements"]
         settled = CounterMetricFamily("gin_settlements", "Settlements written.")
         settled.add_metric([], settled_count)
 
@@ -357,11 +368,24 @@ class DatabaseCollector:
             labels=["currency", "kind"],
         )
         accounts = GaugeMetricFamily(
-            "gin_ledger_accounts", "Ledger accounts by currency and kind.",
+            "gin_ledger_accounts",
+            "Ledger accounts by currency and kind.",
             labels=["currency", "kind"],
         )
         for currency, kind, balance, count in rows["ledger"]:
             totals.add_metric([currency, kind], int(balance or 0))
             accounts.add_metric([currency, kind], count)
-        return [matches, started, finished, outbox, outbox_age, unsettled, lag, settled,
-                deliveries, erring, totals, accounts]
+        return [
+            matches,
+            started,
+            finished,
+            outbox,
+            outbox_age,
+            unsettled,
+            lag,
+            settled,
+            deliveries,
+            erring,
+            totals,
+            accounts,
+        ]

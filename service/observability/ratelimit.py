@@ -59,7 +59,8 @@ def caller_key() -> str:
     if cached is not None:
         return str(cached)
     key = caller_for(
-        request.headers.get("Authorization", ""), request.remote_addr,
+        request.headers.get("Authorization", ""),
+        request.remote_addr,
         current_app.config["SECRET_KEY"],
     )
     g.ratelimit_caller = key
@@ -224,13 +225,16 @@ PROBLEM_RESPONSE: dict[str, Any] = {
             "schema": {"type": "integer"},
         },
         "RateLimit-Limit": {
-            "description": "Requests allowed in the window.", "schema": {"type": "integer"},
+            "description": "Requests allowed in the window.",
+            "schema": {"type": "integer"},
         },
         "RateLimit-Remaining": {
-            "description": "Requests left in the window.", "schema": {"type": "integer"},
+            "description": "Requests left in the window.",
+            "schema": {"type": "integer"},
         },
         "RateLimit-Reset": {
-            "description": "Seconds until the window resets.", "schema": {"type": "integer"},
+            "description": "Seconds until the window resets.",
+            "schema": {"type": "integer"},
         },
     },
     "content": {

@@ -65,8 +65,11 @@ def _prerun(task_id: str | None = None, task: Any = None, **_: Any) -> None:
 
 
 def _postrun(
-    task_id: str | None = None, task: Any = None, state: str | None = None,
-    retval: Any = None, **_: Any,
+    task_id: str | None = None,
+    task: Any = None,
+    state: str | None = None,
+    retval: Any = None,
+    **_: Any,
 ) -> None:
     started = _running.pop(task_id, None) if task_id is not None else None
     name = getattr(task, "name", "unknown")
@@ -77,17 +80,25 @@ def _postrun(
     from service.observability.metrics import TASK_DURATION
 
     TASK_DURATION.labels(name, state or "UNKNOWN").observe(elapsed)
-    level = (logging.WARNING if state == "FAILURE"
-             else logging.DEBUG if state == "SUCCESS" and retval == 0  # a tick with nothing done
-             else logging.INFO)
+    level = (
+        logging.WARNING
+        if state == "FAILURE"
+        else logging.DEBUG
+        if state == "SUCCESS" and retval == 0  # a tick with nothing done
+        else logging.INFO
+    )
     log.log(
         level,
         "task %s %s in %.3f s",
         name,
         state,
         elapsed,
-        extra={"task": name, "task_id": task_id, "state": state,
-               "duration_ms": round(elapsed * 1000, 3)},
+        extra={
+            "task": name,
+            "task_id": task_id,
+            "state": state,
+            "duration_ms": round(elapsed * 1000, 3),
+        },
     )
     try:
         request_id_var.reset(token)

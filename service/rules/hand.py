@@ -418,8 +418,12 @@ class Hand:
             raise IllegalAction("the hand is over", "HAND_OVER")
         if seat not in (0, 1):
             raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
-        entry: dict[str, Any] = {"seq": len(self.log) + 1, "seat": seat, "action": FORFEIT_ACTION,
-                                 "reason": reason}
+        entry: dict[str, Any] = {
+            "seq": len(self.log) + 1,
+            "seat": seat,
+            "action": FORFEIT_ACTION,
+            "reason": reason,
+        }
         if at is not None:
             entry["at"] = at
         if automatic:

@@ -270,29 +270,53 @@ def _deck_of(hand: HandEvidence, seeds: tuple[str, str], found: list[Discrepancy
     for i, seed in enumerate(seeds):
         recorded = (hand.client_seed_1, hand.client_seed_2)[i]
         if recorded != seed:
-            found.append(Discrepancy(f"{where}.client_seed_{i + 1}", seed, recorded,
-                                     "the seat's client seed"))
+            found.append(
+                Discrepancy(
+                    f"{where}.client_seed_{i + 1}", seed, recorded, "the seat's client seed"
+                )
+            )
     try:
         commitment = fair.commitment(hand.server_seed)
     except RulesError as exc:
-        found.append(Discrepancy(f"{where}.server_seed", "64 hex digits", hand.server_seed,
-                                 str(exc)))
+        found.append(
+            Discrepancy(f"{where}.server_seed", "64 hex digits", hand.server_seed, str(exc))
+        )
         return None
     if commitment != hand.commitment:
-        found.append(Discrepancy(f"{where}.commitment", commitment, hand.commitment,
-                                 "SHA-256 of the revealed server seed"))
+        found.append(
+            Discrepancy(
+                f"{where}.commitment",
+                commitment,
+                hand.commitment,
+                "SHA-256 of the revealed server seed",
+            )
+        )
     try:
-        deck = fair.shuffled_deck(hand.server_seed, hand.client_seed_1, hand.client_seed_2,
-                                  hand.nonce, hand.algorithm)
+        deck = fair.shuffled_deck(
+            hand.server_seed, hand.client_seed_1, hand.client_seed_2, hand.nonce, hand.algorithm
+        )
     except RulesError as exc:
         found.append(Discrepancy(f"{where}.algorithm", fair.ALGORITHM, hand.algorithm, str(exc)))
         return None
     if hand.history is not None:
         recorded_deck = hand.history.get("deck")
-        if not fair.verify(hand.commitment, hand.server_seed, hand.client_seed_1,
-                           hand.client_seed_2, hand.nonce, recorded_deck or [], hand.algorithm):
-            found.append(Discrepancy(f"{where}.history.deck", [str(c) for c in deck],
-                                     recorded_deck, "the deck the revealed seed produces"))
+        if not fair.verify(
+            hand.commitment,
+            hand.server_seed,
+            hand.client_seed_1,
+            hand.client_seed_2,
+            hand.nonce,
+            recorded_deck or [],
+            hand.algorithm,
+        ):
+            found.append(
+                Discrepancy(
+                    f"{where}.history.deck",
+                    [str(c) for c in deck],
+                    recorded_deck,
+                    "the deck the revealed seed produces",
+                )
+            )
     return deck
 
 
@@ -313,8 +337,9 @@ def _apply_actions(
                     raise RulesError("a forfeit is the last action of its hand")
                 match.forfeit(entry["seat"], str(entry["reason"]), at=entry.get("at"))
             except (RulesError, KeyError, TypeError, ValueError) as exc:
-                found.append(Discrepancy(where, "a legal forfeit", entry,
-                                         f"the engine refuses it: {exc}"))
+                found.append(
+                    Discrepancy(where, "a legal forfeit", entry, f"the engine refuses it: {exc}")
+                )
                 return None
             continue
         try:
@@ -324,12 +349,19 @@ def _apply_actions(
             if automatic:
                 expected = automatic_action(hand)
                 if expected != action:
-                    found.append(Discrepancy(f"{where}.action", str(expected), str(action),
-                                             "the automatic action the server plays on a timeout"))
+                    found.append(
+                        Discrepancy(
+                            f"{where}.action",
+                            str(expected),
+                            str(action),
+                            "the automatic action the server plays on a timeout",
+                        )
+                    )
             match.apply(seat, action, at=entry.get("at"))
         except (RulesError, KeyError, TypeError, ValueError) as exc:
-            found.append(Discrepancy(where, "a legal action", entry,
-                                     f"the engine refuses it: {exc}"))
+            found.append(
+                Discrepancy(where, "a legal action", entry, f"the engine refuses it: {exc}")
+            )
             return None
         if automatic:
             hand.log[-1]["automatic"] = True
@@ -358,8 +390,14 @@ def replay_match(
     for hand in hands:
         where = f"hands[{hand.number}]"
         if match.status is not MatchStatus.AWAITING_DEAL or hand.number != match.hand_number:
-            found.append(Discrepancy(f"{where}.number", match.hand_number, hand.number,
-                                     f"the match was {match.status.value}"))
+            found.append(
+                Discrepancy(
+                    f"{where}.number",
+                    match.hand_number,
+                    hand.number,
+                    f"the match was {match.status.value}",
+                )
+            )
             return Replay(match, found, replayed, False)
         deck = _deck_of(hand, seeds, found)
         if hand.dealer != match.dealer:
@@ -392,20 +430,35 @@ def replay_match(
         assert played is not None
         if hand.history is None:
             if played.ended:
-                found.append(Discrepancy(f"{where}.history", "the history of an ended hand",
-                                         None, "the replayed hand ended"))
+                found.append(
+                    Discrepancy(
+                        f"{where}.history",
+                        "the history of an ended hand",
+                        None,
+                        "the replayed hand ended",
+                    )
+                )
             elif live_hand is not None and played.to_dict() != live_hand:
                 found.append(_first_difference(f"{where}.state", played.to_dict(), live_hand))
             continue
         if not played.ended:
-            found.append(Discrepancy(f"{where}.history.outcome", "an ended hand",
-                                     hand.history.get("outcome"), "the replay did not end it"))
+            found.append(
+                Discrepancy(
+                    f"{where}.history.outcome",
+                    "an ended hand",
+                    hand.history.get("outcome"),
+                    "the replay did not end it",
+                )
+            )
             return Replay(match, found, replayed, False)
         history = played.history()
         for key in sorted(set(history) | set(hand.history)):
             if history.get(key) != hand.history.get(key):
-                found.append(_first_difference(f"{where}.history.{key}", history.get(key),
-                                               hand.history.get(key)))
+                found.append(
+                    _first_difference(
+                        f"{where}.history.{key}", history.get(key), hand.history.get(key)
+                    )
+                )
         record = match.ended_hand()
         assert record is not None  # the hand ended
         for name, expected, actual in (
@@ -419,24 +472,43 @@ def replay_match(
     if forfeiter is not None and not match.over:
         match.forfeit(forfeiter, reason or "resign")
     elif match.cut_short and (match.forfeiter, match.forfeit_reason) != (forfeiter, reason):
-        found.append(Discrepancy("match_actions.forfeit", [match.forfeiter, match.forfeit_reason],
-                                 [forfeiter, reason], "the forfeit that cut the last hand short"))
+        found.append(
+            Discrepancy(
+                "match_actions.forfeit",
+                [match.forfeiter, match.forfeit_reason],
+                [forfeiter, reason],
+                "the forfeit that cut the last hand short",
+            )
+        )
     logged = _moves_of_log(log, settings)
     for i in range(max(len(moves), len(logged))):
         mine = moves[i] if i < len(moves) else None
         theirs = logged[i] if i < len(logged) else None
         same = (
-            mine is not None and theirs is not None and mine[:2] == theirs[:2]
+            mine is not None
+            and theirs is not None
+            and mine[:2] == theirs[:2]
             and (theirs[2] is None or mine[2] == theirs[2])
         )
         if not same:
-            found.append(Discrepancy(f"match_actions[{i}]", None if mine is None else list(mine),
-                                     None if theirs is None else list(theirs),
-                                     "the hands' actions against the match's action log"))
+            found.append(
+                Discrepancy(
+                    f"match_actions[{i}]",
+                    None if mine is None else list(mine),
+                    None if theirs is None else list(theirs),
+                    "the hands' actions against the match's action log",
+                )
+            )
             break
     if not match.over:
-        found.append(Discrepancy("match.status", "finished or void", match.status.value,
-                                 "the replayed match has not ended"))
+        found.append(
+            Discrepancy(
+                "match.status",
+                "finished or void",
+                match.status.value,
+                "the replayed match has not ended",
+            )
+        )
     return Replay(match, found, replayed, match.over)
 
 
@@ -505,8 +577,17 @@ def compare_capture(expected: dict[str, int], actual: dict[str, int]) -> list[Di
 
 def _evidence(row: HandRow) -> HandEvidence:
     return HandEvidence(
-        row.number, row.algorithm, row.commitment, row.server_seed, row.client_seed_1,
-        row.client_seed_2, row.nonce, row.dealer, row.outcome, row.winner_seat, row.points,
+        row.number,
+        row.algorithm,
+        row.commitment,
+        row.server_seed,
+        row.client_seed_1,
+        row.client_seed_2,
+        row.nonce,
+        row.dealer,
+        row.outcome,
+        row.winner_seat,
+        row.points,
         row.history,
     )
 
@@ -520,45 +601,63 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
         return report
     report.format = row.format
     if settlement.operator_id != row.operator_id:
-        found.append(Discrepancy("settlement.operator_id", row.operator_id,
-                                 settlement.operator_id))
+        found.append(Discrepancy("settlement.operator_id", row.operator_id, settlement.operator_id))
     if settlement.currency != row.currency:
         found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
     table = session.get(GameTable, row.table_id)
-    settings = MatchSettings.from_dict(table.settings if table is not None else
-                                       row.state["settings"])
+    settings = MatchSettings.from_dict(
+        table.settings if table is not None else row.state["settings"]
+    )
     if settings.to_dict() != row.state.get("settings"):
-        found.append(_first_difference("match.state.settings", settings.to_dict(),
-                                       row.state.get("settings")))
-    seats = list(session.scalars(
-        select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
-    ))
+        found.append(
+            _first_difference("match.state.settings", settings.to_dict(), row.state.get("settings"))
+        )
+    seats = list(
+        session.scalars(select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no))
+    )
     players = [s.player_id for s in seats]
-    escrow = (seats[0].escrow, seats[1].escrow) if len(seats) == 2 else (
-        row.seats[0]["escrow"], row.seats[1]["escrow"]
+    escrow = (
+        (seats[0].escrow, seats[1].escrow)
+        if len(seats) == 2
+        else (row.seats[0]["escrow"], row.seats[1]["escrow"])
     )
     for seat in seats:
         copy = row.seats[seat.seat_no] if seat.seat_no < len(row.seats) else {}
         for name in ("player_id", "escrow", "client_seed"):
             if copy.get(name) != getattr(seat, name):
-                found.append(Discrepancy(f"match.seats[{seat.seat_no}].{name}",
-                                         getattr(seat, name), copy.get(name)))
+                found.append(
+                    Discrepancy(
+                        f"match.seats[{seat.seat_no}].{name}", getattr(seat, name), copy.get(name)
+                    )
+                )
     seeds = (row.seats[0]["client_seed"], row.seats[1]["client_seed"])
     if len(seats) == 2:
         seeds = (seats[0].client_seed, seats[1].client_seed)
 
-    hands = [_evidence(h) for h in session.scalars(
-        select(HandRow).where(HandRow.match_id == row.id).order_by(HandRow.number)
-    )]
-    log = [LoggedAction(a.version, a.seat, a.action) for a in session.scalars(
-        select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
-    )]
+    hands = [
+        _evidence(h)
+        for h in session.scalars(
+            select(HandRow).where(HandRow.match_id == row.id).order_by(HandRow.number)
+        )
+    ]
+    log = [
+        LoggedAction(a.version, a.seat, a.action)
+        for a in session.scalars(
+            select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
+        )
+    ]
     if [entry.version for entry in log] != list(range(1, row.version + 1)):
-        found.append(Discrepancy("match_actions.versions", f"1..{row.version}",
-                                 [entry.version for entry in log][-5:],
-                                 "one log row per applied change"))
-    replay = replay_match(settings, row.state.get("first_dealer", 0), seeds, hands, log,
-                          row.state.get("hand"))
+        found.append(
+            Discrepancy(
+                "match_actions.versions",
+                f"1..{row.version}",
+                [entry.version for entry in log][-5:],
+                "one log row per applied change",
+            )
+        )
+    replay = replay_match(
+        settings, row.state.get("first_dealer", 0), seeds, hands, log, row.state.get("hand")
+    )
     report.hands_replayed = replay.hands_replayed
     found += replay.discrepancies
     found += compare_match_state(replay, row.status, row.state)
@@ -566,40 +665,63 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     stored = settlement.statement or {}
     if replay.complete and replay.match is not None:
         try:
-            statement = settle(settings, replay.records, escrow,
-                               forfeiter=replay.match.forfeiter,
-                               void=replay.match.status is MatchStatus.VOID)
+            statement = settle(
+                settings,
+                replay.records,
+                escrow,
+                forfeiter=replay.match.forfeiter,
+                void=replay.match.status is MatchStatus.VOID,
+            )
         except RulesError as exc:
             found.append(Discrepancy("statement", "a statement", None, f"cannot settle: {exc}"))
         else:
             recomputed = statement.to_dict()
             recomputed["players"] = players or [s["player_id"] for s in row.seats]
             found += compare_statement(recomputed, stored, fee_column=settlement.fee)
-    found += _audit_capture(session, settlement, row, players or stored.get("players", []),
-                            escrow, stored)
+    found += _audit_capture(
+        session, settlement, row, players or stored.get("players", []), escrow, stored
+    )
     return report
 
 
 def _audit_capture(
-    session: Session, settlement: Settlement, row: MatchRow, players: Sequence[str],
-    escrow: Sequence[int], stored: dict[str, Any],
+    session: Session,
+    settlement: Settlement,
+    row: MatchRow,
+    players: Sequence[str],
+    escrow: Sequence[int],
+    stored: dict[str, Any],
 ) -> list[Discrepancy]:
     found: list[Discrepancy] = []
     txn = session.get(LedgerTransaction, settlement.ledger_transaction_id)
     if txn is None:
-        return [Discrepancy("ledger.capture", settlement.ledger_transaction_id, None,
-                            "the settlement's ledger transaction is missing")]
-    for name, wanted in (("kind", "capture"), ("match_ref", row.id),
-                         ("operator_id", row.operator_id), ("currency", row.currency)):
+        return [
+            Discrepancy(
+                "ledger.capture",
+                settlement.ledger_transaction_id,
+                None,
+                "the settlement's ledger transaction is missing",
+            )
+        ]
+    for name, wanted in (
+        ("kind", "capture"),
+        ("match_ref", row.id),
+        ("operator_id", row.operator_id),
+        ("currency", row.currency),
+    ):
         if getattr(txn, name) != wanted:
             found.append(Discrepancy(f"ledger.capture.{name}", wanted, getattr(txn, name)))
-    captures = list(session.scalars(
-        select(LedgerTransaction.id).where(LedgerTransaction.match_ref == row.id,
-                                           LedgerTransaction.kind == "capture")
-    ))
+    captures = list(
+        session.scalars(
+            select(LedgerTransaction.id).where(
+                LedgerTransaction.match_ref == row.id, LedgerTransaction.kind == "capture"
+            )
+        )
+    )
     if captures != [txn.id]:
-        found.append(Discrepancy("ledger.captures", [txn.id], captures,
-                                 "exactly one capture per match"))
+        found.append(
+            Discrepancy("ledger.captures", [txn.id], captures, "exactly one capture per match")
+        )
     actual: dict[str, int] = defaultdict(int)
     for key, amount in session.execute(
         select(LedgerAccount.key, LedgerEntry.amount)
@@ -609,12 +731,12 @@ def _audit_capture(
         actual[key] += amount
     payouts, fee = stored.get("payouts"), stored.get("fee")
     if isinstance(payouts, list) and len(payouts) == 2 and isinstance(fee, int):
-        expected = expected_capture(row.operator_id, row.id, row.currency, players, escrow,
-                                    payouts, fee)
+        expected = expected_capture(
+            row.operator_id, row.id, row.currency, players, escrow, payouts, fee
+        )
         found += compare_capture(expected, dict(actual))
     else:
-        found.append(Discrepancy("statement.payouts", "two payouts and a fee",
-                                 [payouts, fee]))
+        found.append(Discrepancy("statement.payouts", "two payouts and a fee", [payouts, fee]))
     for key, balance, total in session.execute(
         select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
         .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
@@ -622,8 +744,11 @@ def _audit_capture(
         .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
     ):
         if balance != 0 or (total or 0) != 0:
-            found.append(Discrepancy(f"ledger.escrow[{key}]", 0, int(total or 0),
-                                     f"account balance {balance}"))
+            found.append(
+                Discrepancy(
+                    f"ledger.escrow[{key}]", 0, int(total or 0), f"account balance {balance}"
+                )
+            )
     return found
 
 
@@ -645,14 +770,13 @@ def _safely(session: Session, settlement: Settlement) -> SettlementAudit:
         return _audit(session, settlement)
     except (RulesError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
-        report.discrepancies.append(Discrepancy("audit", "readable records", None,
-                                                f"{type(exc).__name__}: {exc}"))
+        report.discrepancies.append(
+            Discrepancy("audit", "readable records", None, f"{type(exc).__name__}: {exc}")
+        )
         return report
 
 
-def audit_match(
-    session: Session, principal: Principal | None, match_id: str
-) -> SettlementAudit:
+def audit_match(session: Session, principal: Principal | None, match_id: str) -> SettlementAudit:
     """Audit the settlement of ``match_id``; with a principal, only an operator's own.
 
     :raises Forbidden: for a player token.
@@ -701,8 +825,9 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
     found = report.discrepancies
     with session.begin():
         for problem in store.verify(session, operator_id):
-            found.append(Discrepancy(f"ledger.chain[{problem.where}]", "intact", "broken",
-                                     problem.problem))
+            found.append(
+                Discrepancy(f"ledger.chain[{problem.where}]", "intact", "broken", problem.problem)
+            )
 
         accounts = select(LedgerAccount)
         txns = select(LedgerTransaction.id)
@@ -711,21 +836,33 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
             txns = txns.where(LedgerTransaction.operator_id == operator_id)
         account_ids = select(accounts.subquery().c.id)
 
-        sums = dict(session.execute(
-            select(LedgerEntry.account_id, func.sum(LedgerEntry.amount))
-            .where(LedgerEntry.account_id.in_(account_ids))
-            .group_by(LedgerEntry.account_id)
-        ).all())
-        report.entries = int(session.scalar(
-            select(func.count()).select_from(LedgerEntry)
-            .where(LedgerEntry.account_id.in_(account_ids))
-        ) or 0)
+        sums = dict(
+            session.execute(
+                select(LedgerEntry.account_id, func.sum(LedgerEntry.amount))
+                .where(LedgerEntry.account_id.in_(account_ids))
+                .group_by(LedgerEntry.account_id)
+            ).all()
+        )
+        report.entries = int(
+            session.scalar(
+                select(func.count())
+                .select_from(LedgerEntry)
+                .where(LedgerEntry.account_id.in_(account_ids))
+            )
+            or 0
+        )
         for account in session.scalars(accounts.order_by(LedgerAccount.id)):
             report.accounts += 1
             total = int(sums.get(account.id) or 0)
             if account.balance != total:
-                found.append(Discrepancy(f"ledger.account[{account.key}].balance", total,
-                                         account.balance, "the sum of its entries"))
+                found.append(
+                    Discrepancy(
+                        f"ledger.account[{account.key}].balance",
+                        total,
+                        account.balance,
+                        "the sum of its entries",
+                    )
+                )
 
         transaction_ids = list(session.scalars(txns))
         report.transactions = len(transaction_ids)
@@ -735,20 +872,32 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
             .group_by(LedgerEntry.transaction_id, LedgerEntry.currency)
             .having(func.sum(LedgerEntry.amount) != 0)
         ):
-            found.append(Discrepancy(f"ledger.transaction[{txn_id}].sum.{currency}", 0,
-                                     int(total), "a balanced transaction"))
+            found.append(
+                Discrepancy(
+                    f"ledger.transaction[{txn_id}].sum.{currency}",
+                    0,
+                    int(total),
+                    "a balanced transaction",
+                )
+            )
 
         for currency, total in sorted(store.journal_totals(session, operator_id).items()):
             if total:
-                found.append(Discrepancy(f"ledger.journal.{currency}", 0, total,
-                                         "all entries of a currency sum to zero"))
+                found.append(
+                    Discrepancy(
+                        f"ledger.journal.{currency}",
+                        0,
+                        total,
+                        "all entries of a currency sum to zero",
+                    )
+                )
 
         settled = select(Settlement.match_id)
         if operator_id is not None:
             settled = settled.where(Settlement.operator_id == operator_id)
-        report.settled_matches = int(session.scalar(
-            select(func.count()).select_from(settled.subquery())
-        ) or 0)
+        report.settled_matches = int(
+            session.scalar(select(func.count()).select_from(settled.subquery())) or 0
+        )
         for key, balance, total in session.execute(
             select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
             .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
@@ -756,8 +905,14 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
             .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
         ):
             if balance != 0 or (total or 0) != 0:
-                found.append(Discrepancy(f"ledger.escrow[{key}]", 0, int(total or 0),
-                                         f"a settled match's escrow; account balance {balance}"))
+                found.append(
+                    Discrepancy(
+                        f"ledger.escrow[{key}]",
+                        0,
+                        int(total or 0),
+                        f"a settled match's escrow; account balance {balance}",
+                    )
+                )
     return report
 
 

@@ -101,21 +101,32 @@ def seat_bot(
     strategy = "eager" if table.format == "first_to_knock" else "sensible"
     with transaction(session):
         bot = BotPlayer(
-            player_id=player.id, operator_id=operator_id, table_id=table.id,
-            match_id=table.match_id, strategy=strategy, seen_version=None, created_at=now,
+            player_id=player.id,
+            operator_id=operator_id,
+            table_id=table.id,
+            match_id=table.match_id,
+            strategy=strategy,
+            seen_version=None,
+            created_at=now,
         )
         session.add(bot)
     funding = f"bot-funding:{player.id}"
     wallets.deposit(session, principal, player.id, PRACTICE_CURRENCY, escrow, funding, now)
     try:
         seated = tables.join_table(
-            session, Principal(operator_id, player.id), table.id, buyin=buyin,
-            invite_code=table.invite_code, client_seed=None, now=now,
+            session,
+            Principal(operator_id, player.id),
+            table.id,
+            buyin=buyin,
+            invite_code=table.invite_code,
+            client_seed=None,
+            now=now,
         )
     except ServiceError:
         # The seat went to someone else meanwhile: give the play money back to the cashier.
-        wallets.withdraw(session, principal, player.id, PRACTICE_CURRENCY, escrow,
-                         f"bot-refund:{player.id}", now)
+        wallets.withdraw(
+            session, principal, player.id, PRACTICE_CURRENCY, escrow, f"bot-refund:{player.id}", now
+        )
         raise
     return SeatedBot(bot, seated)
 
@@ -125,8 +136,9 @@ def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str
     changed since that bot last looked: one indexed query, no match state decoded."""
     with transaction(session):
         rows = session.execute(
-            select(BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id,
-                   BotPlayer.strategy)
+            select(
+                BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id, BotPlayer.strategy
+            )
             .join(MatchRow, MatchRow.id == BotPlayer.match_id)
             .where(
                 MatchRow.status == "playing",
@@ -148,8 +160,13 @@ def play_turns(session: Session, now: datetime, *, limit: int = 100) -> Turns:
     """Play every bot whose turn it is (see the module docstring)."""
     applied = finished = 0
     for operator_id, player_id, match_id, strategy in due_turns(session, limit=limit):
-        view, count = _play(session, Principal(operator_id, player_id), match_id,
-                            Bot(eager=strategy == "eager"), now)
+        view, count = _play(
+            session,
+            Principal(operator_id, player_id),
+            match_id,
+            Bot(eager=strategy == "eager"),
+            now,
+        )
         applied += count
         finished += 1 if count and view["status"] in ("finished", "void") else 0
     return Turns(applied, finished)
@@ -170,8 +187,9 @@ def _play(
         except (StaleVersion, MatchNotLive):
             return view, applied  # someone else (a twin run, the clock) got there first
         except IllegalMove as exc:  # never expected: the bot picks from legal_actions
-            log.error("bot %s in %s: %s refused: %s", principal.player_id, match_id, action,
-                      exc.detail)
+            log.error(
+                "bot %s in %s: %s refused: %s", principal.player_id, match_id, action, exc.detail
+            )
             return view, applied
         applied += 1
     _seen(session, principal.player_id, view["version"])
@@ -198,7 +216,10 @@ def bots_of_table(session: Session, principal: Principal, table_id: str) -> list
         table = session.get(GameTable, table_id)
         if table is None or table.operator_id != principal.operator_id:
             raise NotFound(f"No table {table_id!r}.")
-        return list(session.scalars(
-            select(BotPlayer).where(BotPlayer.table_id == table_id)
-            .order_by(BotPlayer.created_at)
-        ))
+        return list(
+            session.scalars(
+                select(BotPlayer)
+                .where(BotPlayer.table_id == table_id)
+                .order_by(BotPlayer.created_at)
+            )
+        )

@@ -96,8 +96,10 @@ def check_key(key: str | None) -> str:
     if len(key) > MAX_KEY_LENGTH or not key.isprintable():
         shown = f"{len(key)} characters long" if len(key) > MAX_KEY_LENGTH else "not printable"
         message = f"An idempotency key is 1 to {MAX_KEY_LENGTH} printable characters."
-        raise MalformedRequest(f"The Idempotency-Key header is {shown}. {message}",
-                               errors=[FieldError("Idempotency-Key", message)])
+        raise MalformedRequest(
+            f"The Idempotency-Key header is {shown}. {message}",
+            errors=[FieldError("Idempotency-Key", message)],
+        )
     return key
 
 
@@ -134,8 +136,13 @@ def lock_id(operator_id: str, key: str, player_id: str | None = None) -> int:
 
 
 def claim(
-    session: Session, operator_id: str, key: str, digest: str, now: datetime,
-    *, player_id: str | None = None,
+    session: Session,
+    operator_id: str,
+    key: str,
+    digest: str,
+    now: datetime,
+    *,
+    player_id: str | None = None,
 ) -> StoredResponse | None:
     """Inside the request's open transaction: take ``key`` (``player_id``'s, when a player
     sent it) for this request. ``None`` means go ahead (and :func:`record` the answer before
@@ -151,8 +158,11 @@ def claim(
         # statement's snapshot, the record looks absent and the request runs again; then
         # record() finds the twin's stored answer, and the caller rolls its own work back and
         # answers with the twin's (and the ledger's own key refuses a second movement anyway).
-        [row] = execute(session, _TRY_LOCK_AND_LOOKUP,
-                        {**params, "lock_id": lock_id(operator_id, key, player_id)})
+        [row] = execute(
+            session,
+            _TRY_LOCK_AND_LOOKUP,
+            {**params, "lock_id": lock_id(operator_id, key, player_id)},
+        )
         if not row.locked:
             raise _in_use(key)
         found = None if row.request_hash is None else row
@@ -231,7 +241,8 @@ def take_again(
 
     :raises IdempotencyKeyInUse: when another request holds the key.
     """
-    if is_postgres(session) and not execute(
-        session, _TRY_LOCK, {"lock_id": lock_id(operator_id, key, player_id)}
-    )[0][0]:
+    if (
+        is_postgres(session)
+        and not execute(session, _TRY_LOCK, {"lock_id": lock_id(operator_id, key, player_id)})[0][0]
+    ):
         raise _in_use(key)

@@ -179,9 +179,9 @@ def check_deposit_allowed(
             continue
         deposited = 0
         if available is not None:
-            deposited = session.scalar(
-                deposited_since(available.id, now - PERIODS[limit.period])
-            ) or 0
+            deposited = (
+                session.scalar(deposited_since(available.id, now - PERIODS[limit.period])) or 0
+            )
         if deposited + amount > cap:
             raise DepositLimitExceeded(
                 f"The {limit.period} deposit limit is {cap} {currency}; "

@@ -41,8 +41,10 @@ def page_of(
     """
     if starting_after and ending_before:
         message = "Send at most one of starting_after and ending_before."
-        raise ValidationFailed(message, errors=[FieldError("starting_after", message),
-                                                FieldError("ending_before", message)])
+        raise ValidationFailed(
+            message,
+            errors=[FieldError("starting_after", message), FieldError("ending_before", message)],
+        )
     id_column = id_column if id_column is not None else model.id
     cursor = starting_after or ending_before
     if cursor:

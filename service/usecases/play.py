@@ -82,8 +82,7 @@ _SELECT_VERSION = select(_MATCHES.c.version).where(_MATCHES.c.id == bindparam("m
 _SELECT_MATCH_UNLESS_KNOWN = select(
     *(c for c in _MATCHES.c if c.name != "state"),
     type_coerce(
-        case((_MATCHES.c.version == bindparam("known_version"), null()),
-             else_=_MATCHES.c.state),
+        case((_MATCHES.c.version == bindparam("known_version"), null()), else_=_MATCHES.c.state),
         _MATCHES.c.state.type,
     ).label("state"),
 ).where(_MATCHES.c.id == bindparam("match_id"))
@@ -95,14 +94,18 @@ def _save_match(*, if_version: bool) -> Any:
     where = _MATCHES.c.id == bindparam("match_id")
     if if_version:
         where = where & (_MATCHES.c.version == bindparam("expected_version"))
-    return update(_MATCHES).where(where).values(
-        status=bindparam("new_status"),
-        version=bindparam("new_version"),
-        state=bindparam("new_state", type_=_MATCHES.c.state.type),
-        commitment=bindparam("new_commitment"),
-        deadline_at=bindparam("new_deadline_at", type_=_MATCHES.c.deadline_at.type),
-        finished_at=bindparam("new_finished_at", type_=_MATCHES.c.finished_at.type),
-        updated_at=bindparam("new_updated_at", type_=_MATCHES.c.updated_at.type),
+    return (
+        update(_MATCHES)
+        .where(where)
+        .values(
+            status=bindparam("new_status"),
+            version=bindparam("new_version"),
+            state=bindparam("new_state", type_=_MATCHES.c.state.type),
+            commitment=bindparam("new_commitment"),
+            deadline_at=bindparam("new_deadline_at", type_=_MATCHES.c.deadline_at.type),
+            finished_at=bindparam("new_finished_at", type_=_MATCHES.c.finished_at.type),
+            updated_at=bindparam("new_updated_at", type_=_MATCHES.c.updated_at.type),
+        )
     )
 
 
@@ -225,15 +228,21 @@ def _record(
     if match.over:
         row.status = "void" if match.status is MatchStatus.VOID else "finished"
         row.finished_at = now
-        _event(session, row, "match.finished", {
-            "status": row.status,
-            "winner": match.winner,
-            "forfeiter": match.forfeiter,
-            "forfeit_reason": match.forfeit_reason,
-            "hands": [r.to_dict() for r in match.records],
-            "escrow": [s["escrow"] for s in row.seats or []],
-            "players": [s["player_id"] for s in row.seats or []],
-        }, now)
+        _event(
+            session,
+            row,
+            "match.finished",
+            {
+                "status": row.status,
+                "winner": match.winner,
+                "forfeiter": match.forfeiter,
+                "forfeit_reason": match.forfeit_reason,
+                "hands": [r.to_dict() for r in match.records],
+                "escrow": [s["escrow"] for s in row.seats or []],
+                "players": [s["player_id"] for s in row.seats or []],
+            },
+            now,
+        )
         table = session.get(GameTable, row.table_id)
         assert table is not None
         table.status = "finished"
@@ -261,21 +270,34 @@ def _advance(row: AnyMatchRow, match: Match, now: datetime) -> None:
 
 def _saved(row: MatchRecord) -> dict[str, Any]:
     return {
-        "match_id": row.id, "new_status": row.status, "new_version": row.version,
-        "new_state": row.state, "new_commitment": row.commitment,
-        "new_deadline_at": row.deadline_at, "new_finished_at": row.finished_at,
+        "match_id": row.id,
+        "new_status": row.status,
+        "new_version": row.version,
+        "new_state": row.state,
+        "new_commitment": row.commitment,
+        "new_deadline_at": row.deadline_at,
+        "new_finished_at": row.finished_at,
         "new_updated_at": row.updated_at,
     }
 
 
 def _logged(
-    row: AnyMatchRow, hand_number: int, actor: str, seat: int | None, action: str,
+    row: AnyMatchRow,
+    hand_number: int,
+    actor: str,
+    seat: int | None,
+    action: str,
     now: datetime,
 ) -> dict[str, Any]:
     """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt)."""
     return {
-        "match_id": row.id, "version": row.version, "hand_number": hand_number,
-        "actor": actor, "seat": seat, "action": action, "at": now,
+        "match_id": row.id,
+        "version": row.version,
+        "hand_number": hand_number,
+        "actor": actor,
+        "seat": seat,
+        "action": action,
+        "at": now,
     }
 
 
@@ -302,8 +324,7 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
     row.status = "playing"
     row.started_at = now
     _event(session, row, "match.started", {"players": [s.player_id for s in seats]}, now)
-    _record(session, row, match, actor=SYSTEM, seat=None, action="START", hands_before=0,
-            now=now)
+    _record(session, row, match, actor=SYSTEM, seat=None, action="START", hands_before=0, now=now)
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -335,9 +356,14 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
     state when this process holds the row's version decoded (:class:`DecodedStates`)."""
     states = decoded_states(session)
     known = states.get(match_id)
-    found = first_alone(session, _SELECT_MATCH_UNLESS_KNOWN, {
-        "match_id": match_id, "known_version": -1 if known is None else known[0],
-    })
+    found = first_alone(
+        session,
+        _SELECT_MATCH_UNLESS_KNOWN,
+        {
+            "match_id": match_id,
+            "known_version": -1 if known is None else known[0],
+        },
+    )
     row = None if found is None else MatchRecord(**found._mapping)
     ctx = _authorised(row, principal, match_id)
     ctx.states = None if in_shared_transaction(session) else states
@@ -495,8 +521,16 @@ def act(
     with transaction(session):
         ctx = _context(session, principal, match_id, lock=True)
         match, parsed, hands_before = _apply(ctx, action, expected_version, now)
-        _record(session, ctx.row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
-                action=str(parsed), hands_before=hands_before, now=now)
+        _record(
+            session,
+            ctx.row,
+            match,
+            actor=principal.player_id or SYSTEM,
+            seat=ctx.seat,
+            action=str(parsed),
+            hands_before=hands_before,
+            now=now,
+        )
         return _view(ctx, match)
 
 
@@ -532,14 +566,17 @@ def _act_unlocked(
     locked path applies it again and writes the rest)."""
     ctx = _read_context(session, principal, match_id)
     match, parsed, hands_before = _apply(ctx, action, expected_version, now)
-    if match.hands_ended > hands_before or match.status is MatchStatus.AWAITING_DEAL or (
-        match.over
+    if (
+        match.hands_ended > hands_before
+        or match.status is MatchStatus.AWAITING_DEAL
+        or (match.over)
     ):
         return None
     row = ctx.row
     _advance(row, match, now)
-    logged = _logged(row, hands_before + 1, principal.player_id or SYSTEM, ctx.seat,
-                     str(parsed), now)
+    logged = _logged(
+        row, hands_before + 1, principal.player_id or SYSTEM, ctx.seat, str(parsed), now
+    )
     params = _saved(row) | logged | {"expected_version": expected_version}
     if is_postgres(session):
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
@@ -560,7 +597,10 @@ def _act_unlocked(
 
 
 def resign(
-    session: Session, principal: Principal, match_id: str, expected_version: int | None,
+    session: Session,
+    principal: Principal,
+    match_id: str,
+    expected_version: int | None,
     now: datetime,
 ) -> dict[str, Any]:
     """The caller forfeits the match (RULES.md 9.3-9.4)."""
@@ -575,8 +615,16 @@ def resign(
         match = _to_change(ctx)
         hands_before = match.hands_ended
         match.forfeit(ctx.seat, "resign", at=rfc3339(now))
-        _record(session, row, match, actor=principal.player_id or SYSTEM, seat=ctx.seat,
-                action="RESIGN", hands_before=hands_before, now=now)
+        _record(
+            session,
+            row,
+            match,
+            actor=principal.player_id or SYSTEM,
+            seat=ctx.seat,
+            action="RESIGN",
+            hands_before=hands_before,
+            now=now,
+        )
         return _view(ctx, match)
 
 
@@ -585,12 +633,14 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
     matches changed. Each match is handled in its own transaction under its row lock, and
     re-checked there, so a player's action that got in first wins."""
     with transaction(session):
-        due = list(session.scalars(
-            select(MatchRow.id)
-            .where(MatchRow.status == "playing", MatchRow.deadline_at <= now)
-            .order_by(MatchRow.deadline_at)
-            .limit(limit)
-        ))
+        due = list(
+            session.scalars(
+                select(MatchRow.id)
+                .where(MatchRow.status == "playing", MatchRow.deadline_at <= now)
+                .order_by(MatchRow.deadline_at)
+                .limit(limit)
+            )
+        )
     changed = 0
     for match_id in due:
         with transaction(session):
@@ -603,8 +653,16 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
             outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
             if outcome is None:
                 continue
-            _record(session, row, match, actor=SYSTEM, seat=seat, action=f"TIMEOUT {outcome}",
-                    hands_before=hands_before, now=now)
+            _record(
+                session,
+                row,
+                match,
+                actor=SYSTEM,
+                seat=seat,
+                action=f"TIMEOUT {outcome}",
+                hands_before=hands_before,
+                now=now,
+            )
             changed += 1
     return changed
 

@@ -54,8 +54,9 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
             if existing is not None:
                 return existing
             if row.status not in SETTLED_STATUSES or row.state is None:
-                raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match "
-                                   "is settled.")
+                raise MatchNotLive(
+                    f"Match {match_id} is {row.status}; only a finished match is settled."
+                )
             return _settle(session, row, now)
     except IntegrityError:
         # A twin committed first (the unique settlement per match): answer with its result.
@@ -67,9 +68,7 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
 
 
 def _existing(session: Session, match_id: str) -> Settlement | None:
-    return session.scalars(
-        select(Settlement).where(Settlement.match_id == match_id)
-    ).one_or_none()
+    return session.scalars(select(Settlement).where(Settlement.match_id == match_id)).one_or_none()
 
 
 def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
@@ -84,8 +83,15 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     for i in (0, 1):
         paid[players[i]] = paid.get(players[i], 0) + statement.payouts[i]
     txn = wallets.post_capture(
-        session, row.operator_id, row.id, row.currency, taken, paid, statement.fee,
-        f"settle:{row.id}", now,
+        session,
+        row.operator_id,
+        row.id,
+        row.currency,
+        taken,
+        paid,
+        statement.fee,
+        f"settle:{row.id}",
+        now,
     )
     data = statement.to_dict()
     data["players"] = players
@@ -102,14 +108,27 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         created_at=now,
     )
     session.add(settlement)
-    session.add(OutboxEvent(
-        id=new_id("evt"), operator_id=row.operator_id, type="settlement.completed",
-        subject_id=row.id,
-        data={"match_id": row.id, "settlement_id": settlement.id, "payouts": data["payouts"],
-              "net": data["net"], "fee": statement.fee, "currency": row.currency,
-              "players": players, "ledger_transaction_id": txn.id},
-        created_at=now, published_at=None, attempts=0,
-    ))
+    session.add(
+        OutboxEvent(
+            id=new_id("evt"),
+            operator_id=row.operator_id,
+            type="settlement.completed",
+            subject_id=row.id,
+            data={
+                "match_id": row.id,
+                "settlement_id": settlement.id,
+                "payouts": data["payouts"],
+                "net": data["net"],
+                "fee": statement.fee,
+                "currency": row.currency,
+                "players": players,
+                "ledger_transaction_id": txn.id,
+            },
+            created_at=now,
+            published_at=None,
+            attempts=0,
+        )
+    )
     session.flush()
     return settlement
 
@@ -129,15 +148,24 @@ def _display(
     }
     for i, player_id in enumerate(ids):
         quote = display.get(player_id)
-        rate = None if quote is None else rate_for_display(
-            session, row.operator_id, row.currency, quote
+        rate = (
+            None
+            if quote is None
+            else rate_for_display(session, row.operator_id, row.currency, quote)
         )
         if rate is None:
             out.append(None)
             continue
         shown = rate.display(net[i])
-        out.append({"amount": shown.amount, "currency": shown.currency, "rate": shown.rate,
-                    "rate_at": rfc3339(rate.rate_at), "approximate": True})
+        out.append(
+            {
+                "amount": shown.amount,
+                "currency": shown.currency,
+                "rate": shown.rate,
+                "rate_at": rfc3339(rate.rate_at),
+                "approximate": True,
+            }
+        )
     return out
 
 
@@ -173,7 +201,12 @@ def list_settlements(
     with session.begin():
         stmt = select(Settlement).where(Settlement.operator_id == operator_id)
         return page_of(
-            session, stmt, Settlement.id, Settlement, limit, starting_after,
+            session,
+            stmt,
+            Settlement.id,
+            Settlement,
+            limit,
+            starting_after,
             ending_before,
         )
 

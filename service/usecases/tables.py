@@ -110,11 +110,22 @@ def create_table(
     with transaction(session):
         session.add(table)
         session.flush()
-        session.add(MatchRow(
-            id=table.match_id, table_id=table.id, operator_id=operator_id, status="waiting",
-            version=0, state=None, format=table.format, currency=currency, private=private,
-            seats=None, commitment=None, updated_at=now,
-        ))
+        session.add(
+            MatchRow(
+                id=table.match_id,
+                table_id=table.id,
+                operator_id=operator_id,
+                status="waiting",
+                version=0,
+                state=None,
+                format=table.format,
+                currency=currency,
+                private=private,
+                seats=None,
+                commitment=None,
+                updated_at=now,
+            )
+        )
         session.flush()
         return _view(session, table, True)
 
@@ -171,9 +182,7 @@ def list_tables(
             stmt = stmt.where(GameTable.min_buyin <= max_stake)
         if free_seats is not None:
             stmt = stmt.where(GameTable.seats_taken <= 2 - free_seats)
-        page = page_of(
-            session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before
-        )
+        page = page_of(session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before)
         views = [_view(session, t, principal.is_operator) for t in page.data]
         return Page(views, page.has_more, page.next_cursor)
 
@@ -202,13 +211,15 @@ def join_table(
         if table.status != "open" or len(seats) >= 2:
             raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
         if table.private and not (
-            invite_code and table.invite_code and secrets.compare_digest(invite_code,
-                                                                        table.invite_code)
+            invite_code
+            and table.invite_code
+            and secrets.compare_digest(invite_code, table.invite_code)
         ):
             raise Forbidden("A private table needs its invite code.")
         if player.self_excluded_until is not None and player.self_excluded_until > now:
-            raise SelfExcluded(f"Player {player_id} is self-excluded until "
-                               f"{player.self_excluded_until:%Y-%m-%d}.")
+            raise SelfExcluded(
+                f"Player {player_id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
+            )
         settings = MatchSettings.from_dict(table.settings)
         try:
             escrow = settings.escrow_for(buyin)
@@ -217,10 +228,16 @@ def join_table(
         if client_seed is not None:
             _check_client_seed(client_seed)
         txn = wallets.post_hold(
-            session, table.operator_id, player, table.match_id, table.currency, escrow,
+            session,
+            table.operator_id,
+            player,
+            table.match_id,
+            table.currency,
+            escrow,
             # Each seat's hold has a ledger key of its own: repeats of the request are
             # answered by the HTTP idempotency layer, and a player who left may sit again.
-            f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}", now,
+            f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}",
+            now,
         )
         taken = {s.seat_no for s in seats}
         seat = Seat(
@@ -285,11 +302,13 @@ def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int
     """Cancel open tables past their fill deadline and refund every seat (RULES.md 9.6);
     each table in its own transaction. Returns how many were cancelled."""
     with transaction(session):
-        due = list(session.scalars(
-            select(GameTable.id)
-            .where(GameTable.status == "open", GameTable.fill_deadline <= now)
-            .limit(limit)
-        ))
+        due = list(
+            session.scalars(
+                select(GameTable.id)
+                .where(GameTable.status == "open", GameTable.fill_deadline <= now)
+                .limit(limit)
+            )
+        )
     cancelled = 0
     for table_id in due:
         with transaction(session):

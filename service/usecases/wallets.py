@@ -222,7 +222,14 @@ def deposit(
     :raises DepositLimitExceeded: when a deposit limit would be passed.
     """
     return _cashier(
-        session, principal, "deposit", player_id, currency, amount, idempotency_key, now,
+        session,
+        principal,
+        "deposit",
+        player_id,
+        currency,
+        amount,
+        idempotency_key,
+        now,
         external_reference,
     )
 
@@ -242,7 +249,14 @@ def withdraw(
     :raises InsufficientFunds: when the available balance is smaller than ``amount``.
     """
     return _cashier(
-        session, principal, "withdrawal", player_id, currency, amount, idempotency_key, now,
+        session,
+        principal,
+        "withdrawal",
+        player_id,
+        currency,
+        amount,
+        idempotency_key,
+        now,
         external_reference,
     )
 
@@ -342,7 +356,14 @@ def _escrow_once(
 
     def work() -> tuple[LedgerTransaction, bool]:
         return _escrow_move(
-            session, kind, operator_id, player(), match_ref, currency, amount, idempotency_key,
+            session,
+            kind,
+            operator_id,
+            player(),
+            match_ref,
+            currency,
+            amount,
+            idempotency_key,
             now,
         )
 
@@ -384,7 +405,14 @@ def post_release(
     :raises InsufficientFunds: when less than ``amount`` is held for that match.
     """
     return _escrow_move(
-        session, "release", operator_id, player, match_ref, currency, amount, idempotency_key,
+        session,
+        "release",
+        operator_id,
+        player,
+        match_ref,
+        currency,
+        amount,
+        idempotency_key,
         now,
     )[0]
 
@@ -404,7 +432,14 @@ def hold(
     :raises InsufficientFunds: when the available balance is smaller than ``amount``.
     """
     return _escrow_once(
-        session, "hold", operator_id, player_id, match_ref, currency, amount, idempotency_key,
+        session,
+        "hold",
+        operator_id,
+        player_id,
+        match_ref,
+        currency,
+        amount,
+        idempotency_key,
         now,
     )
 
@@ -424,8 +459,15 @@ def release(
     :raises InsufficientFunds: when less than ``amount`` is held for that match.
     """
     return _escrow_once(
-        session, "release", operator_id, player_id, match_ref, currency, amount,
-        idempotency_key, now,
+        session,
+        "release",
+        operator_id,
+        player_id,
+        match_ref,
+        currency,
+        amount,
+        idempotency_key,
+        now,
     )
 
 
@@ -456,9 +498,16 @@ def post_capture(
         "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
     )
     txn, _ = _move(
-        session, operator_id=operator_id, player=None, journal=journal,
-        idempotency_key=idempotency_key, fingerprint=fingerprint, currency=currency,
-        amount=sum(taken.values()), now=now, match_ref=match_ref,
+        session,
+        operator_id=operator_id,
+        player=None,
+        journal=journal,
+        idempotency_key=idempotency_key,
+        fingerprint=fingerprint,
+        currency=currency,
+        amount=sum(taken.values()),
+        now=now,
+        match_ref=match_ref,
     )
     return txn
 

@@ -232,7 +232,12 @@ def list_endpoints(
             WebhookEndpoint.operator_id == operator_id, WebhookEndpoint.deleted_at.is_(None)
         )
         return page_of(
-            session, stmt, WebhookEndpoint.id, WebhookEndpoint, limit, starting_after,
+            session,
+            stmt,
+            WebhookEndpoint.id,
+            WebhookEndpoint,
+            limit,
+            starting_after,
             ending_before,
         )
 
@@ -353,11 +358,17 @@ def wants(endpoint: WebhookEndpoint, event_type: str) -> bool:
 
 def has_endpoints(session: Session, operator_id: str) -> bool:
     """Whether the operator has an enabled endpoint (in the caller's transaction)."""
-    return bool(session.scalar(select(exists().where(
-        WebhookEndpoint.operator_id == operator_id,
-        WebhookEndpoint.enabled.is_(True),
-        WebhookEndpoint.deleted_at.is_(None),
-    ))))
+    return bool(
+        session.scalar(
+            select(
+                exists().where(
+                    WebhookEndpoint.operator_id == operator_id,
+                    WebhookEndpoint.enabled.is_(True),
+                    WebhookEndpoint.deleted_at.is_(None),
+                )
+            )
+        )
+    )
 
 
 def fan_out(session: Session, event_id: str, now: datetime) -> list[str]:
@@ -424,25 +435,27 @@ def unfanned_events(session: Session, now: datetime, limit: int = 100) -> list[s
         listed.contains(literal('"') + OutboxEvent.type + literal('"')),
     )
     with session.begin():
-        return list(session.scalars(
-            select(OutboxEvent.id)
-            .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
-            .where(
-                OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
-                OutboxEvent.published_at <= now - REQUEUE_AFTER,
-                WebhookEndpoint.enabled.is_(True),
-                WebhookEndpoint.deleted_at.is_(None),
-                WebhookEndpoint.created_at <= OutboxEvent.created_at,
-                wanted,
-                ~exists().where(
-                    WebhookDelivery.event_id == OutboxEvent.id,
-                    WebhookDelivery.endpoint_id == WebhookEndpoint.id,
-                ),
+        return list(
+            session.scalars(
+                select(OutboxEvent.id)
+                .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
+                .where(
+                    OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
+                    OutboxEvent.published_at <= now - REQUEUE_AFTER,
+                    WebhookEndpoint.enabled.is_(True),
+                    WebhookEndpoint.deleted_at.is_(None),
+                    WebhookEndpoint.created_at <= OutboxEvent.created_at,
+                    wanted,
+                    ~exists().where(
+                        WebhookDelivery.event_id == OutboxEvent.id,
+                        WebhookDelivery.endpoint_id == WebhookEndpoint.id,
+                    ),
+                )
+                .group_by(OutboxEvent.id, OutboxEvent.created_at)
+                .order_by(OutboxEvent.created_at)
+                .limit(limit)
             )
-            .group_by(OutboxEvent.id, OutboxEvent.created_at)
-            .order_by(OutboxEvent.created_at)
-            .limit(limit)
-        ))
+        )
 
 
 def due_deliveries(session: Session, now: datetime, limit: int = 500) -> list[str]:
@@ -495,8 +508,8 @@ class Response:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status_code is not None and (
-            200 <= self.status_code < 300
+        return (
+            self.error is None and self.status_code is not None and (200 <= self.status_code < 300)
         )
 
 
@@ -515,8 +528,9 @@ def resolve(host: str, port: int, allow_private: bool) -> str:
         a cloud metadata endpoint; server-side request forgery).
     :raises OSError: when the host does not resolve.
     """
-    addresses = [str(info[4][0]) for info in socket.getaddrinfo(host, port,
-                                                                type=socket.SOCK_STREAM)]
+    addresses = [
+        str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    ]
     if not addresses:
         raise OSError(f"{host!r} resolves to no address")
     try:
@@ -567,7 +581,11 @@ def http_sender(allow_private: bool = False) -> Post:
 
 
 def http_post(
-    url: str, body: bytes, headers: dict[str, str], timeout: float, *,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    *,
     allow_private: bool = False,
 ) -> Response:
     """POST ``body`` to ``url``; never raises. Redirects are not followed (a 3xx is a
@@ -655,8 +673,13 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
         if delivery.status != "pending":
             return Outcome(delivery_id, False, delivery.status, f"already {delivery.status}")
         if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
-            return Outcome(delivery_id, False, "pending", "not due yet",
-                           next_attempt_at=delivery.next_attempt_at)
+            return Outcome(
+                delivery_id,
+                False,
+                "pending",
+                "not due yet",
+                next_attempt_at=delivery.next_attempt_at,
+            )
         if delivery.locked_until is not None and delivery.locked_until > now:
             return Outcome(delivery_id, False, "pending", "an attempt is in flight")
         endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
@@ -664,8 +687,9 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
         assert endpoint is not None and event is not None  # foreign keys
         secrets = signing_secrets(endpoint, now)
         if endpoint.deleted_at is not None or not endpoint.enabled or not secrets:
-            _cancel(delivery, "endpoint disabled" if endpoint.deleted_at is None
-                    else "endpoint deleted")
+            _cancel(
+                delivery, "endpoint disabled" if endpoint.deleted_at is None else "endpoint deleted"
+            )
             return Outcome(delivery_id, False, "cancelled", delivery.last_error or "")
         delivery.attempts += 1
         delivery.locked_until = now + LEASE
@@ -682,8 +706,9 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
             "Gin-Delivery-Id": delivery.id,
             "Gin-Delivery-Attempt": str(delivery.attempts),
         }
-        return Claim(delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body,
-                     headers)
+        return Claim(
+            delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body, headers
+        )
 
 
 def record(session: Session, taken: Claim, response: Response, now: datetime) -> Outcome:
@@ -714,24 +739,29 @@ def record(session: Session, taken: Claim, response: Response, now: datetime) ->
             delivery.last_error = response.error or (
                 None if response.ok else f"HTTP {response.status_code}"
             )
-        session.add(WebhookAttempt(
-            delivery_id=delivery.id,
-            number=taken.number,
-            manual=taken.manual,
-            attempted_at=now,
+        session.add(
+            WebhookAttempt(
+                delivery_id=delivery.id,
+                number=taken.number,
+                manual=taken.manual,
+                attempted_at=now,
+                status_code=response.status_code,
+                error=response.error or (None if response.ok else f"HTTP {response.status_code}"),
+                duration_ms=response.duration_ms,
+                next_attempt_at=delivery.next_attempt_at,
+            )
+        )
+        return Outcome(
+            delivery.id,
+            True,
+            delivery.status,
+            attempt=taken.number,
             status_code=response.status_code,
-            error=response.error or (None if response.ok else f"HTTP {response.status_code}"),
-            duration_ms=response.duration_ms,
             next_attempt_at=delivery.next_attempt_at,
-        ))
-        return Outcome(delivery.id, True, delivery.status, attempt=taken.number,
-                       status_code=response.status_code,
-                       next_attempt_at=delivery.next_attempt_at)
+        )
 
 
-def deliver(
-    session: Session, delivery_id: str, now: datetime, post: Post | None = None
-) -> Outcome:
+def deliver(session: Session, delivery_id: str, now: datetime, post: Post | None = None) -> Outcome:
     """Make the delivery's next attempt if it is due: claim, POST, record. Running it again
     (a duplicate task), or while another attempt is in flight, sends nothing."""
     taken = claim(session, delivery_id, now)
@@ -741,7 +771,9 @@ def deliver(
     outcome = record(session, taken, response, now)
     log.info(
         "webhook delivery %s to %s attempt %d: %s",
-        outcome.delivery_id, taken.endpoint_id, taken.number,
+        outcome.delivery_id,
+        taken.endpoint_id,
+        taken.number,
         response.status_code if response.error is None else response.error,
     )
     return outcome
@@ -755,13 +787,17 @@ def purge_finished(session: Session, now: datetime, batch: int = 1000) -> int:
     """Delete up to ``batch`` finished deliveries created before ``now - RETENTION``, with
     their attempts; how many were deleted. Pending ones are never touched."""
     with session.begin():
-        old = list(session.scalars(
-            select(WebhookDelivery.id)
-            .where(WebhookDelivery.status != "pending",
-                   WebhookDelivery.created_at < now - RETENTION)
-            .order_by(WebhookDelivery.created_at)
-            .limit(batch)
-        ))
+        old = list(
+            session.scalars(
+                select(WebhookDelivery.id)
+                .where(
+                    WebhookDelivery.status != "pending",
+                    WebhookDelivery.created_at < now - RETENTION,
+                )
+                .order_by(WebhookDelivery.created_at)
+                .limit(batch)
+            )
+        )
         if old:
             session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(old)))
             session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
@@ -808,7 +844,12 @@ def list_deliveries(
         if status is not None:
             stmt = stmt.where(WebhookDelivery.status == status)
         page = page_of(
-            session, stmt, WebhookDelivery.id, WebhookDelivery, limit, starting_after,
+            session,
+            stmt,
+            WebhookDelivery.id,
+            WebhookDelivery,
+            limit,
+            starting_after,
             ending_before,
         )
         return Page(_with_attempts(session, page.data), page.has_more, page.next_cursor)

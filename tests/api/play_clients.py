@@ -59,8 +59,10 @@ def action_body(action: str | Mapping[str, Any], version: int) -> dict[str, Any]
 
 def legal_texts(hand_view: Mapping[str, Any]) -> list[str]:
     """A hand view's legal actions in their text forms (``"DISCARD TD"``)."""
-    return [" ".join(filter(None, (a["action"], a.get("card"))))
-            for a in hand_view.get("legal_actions") or []]
+    return [
+        " ".join(filter(None, (a["action"], a.get("card"))))
+        for a in hand_view.get("legal_actions") or []
+    ]
 
 
 Policy = Callable[[dict[str, Any]], str | Mapping[str, Any]]
@@ -91,8 +93,9 @@ def play_match(
         mover = next(v for v in views if v["you"] == to_act)
         client = clients[views.index(mover)]
         text = policies[views.index(mover)](mover)
-        response = client.post(f"/v1/matches/{match_id}/actions",
-                               action_body(text, mover["version"]))
+        response = client.post(
+            f"/v1/matches/{match_id}/actions", action_body(text, mover["version"])
+        )
         assert response.status_code == 200, (text, response.get_json())
         if recorder is not None:
             recorder.seen.append((mover["you"], response.get_json()))
@@ -107,9 +110,11 @@ def leaked_cards(seat: int | None, view: dict[str, Any]) -> set[str]:
     known = set(hand.get("discard_pile", [])) | {hand.get("upcard")}
     known |= set(hand.get("hand") or [])
     for entry in hand.get("log", []):
-        if (entry["action"] in ("TAKE_UPCARD", "DRAW_DISCARD") or (
-            entry["action"] == "DRAW_STOCK" and entry.get("seat") == seat
-        ) or entry["action"] == "DISCARD") and "card" in entry:
+        if (
+            entry["action"] in ("TAKE_UPCARD", "DRAW_DISCARD")
+            or (entry["action"] == "DRAW_STOCK" and entry.get("seat") == seat)
+            or entry["action"] == "DISCARD"
+        ) and "card" in entry:
             known.add(entry["card"])
     shown: set[str] = set()
     for value in _strings(hand):

@@ -16,8 +16,9 @@ from tests.api.test_play import FORMATS, seated_match
 from tests.conftest import ApiClient, make_test_app, new_operator
 
 
-def finished_and_settled(api: ApiClient, app: Any, *, resign: bool = False,
-                         **settings: Any) -> tuple[list[ApiClient], str]:
+def finished_and_settled(
+    api: ApiClient, app: Any, *, resign: bool = False, **settings: Any
+) -> tuple[list[ApiClient], str]:
     clients, table = seated_match(api, **settings)
     match_id: str = table["match_id"]
     if resign:
@@ -87,15 +88,17 @@ def test_an_altered_statement_is_reported(fresh_database_url: str) -> None:
             ).one()
             statement = {**stored.statement, "fee": 0}
             connection.execute(
-                update(table).where(table.c.match_id == match_id)
-                .values(statement=statement, fee=0)
+                update(table).where(table.c.match_id == match_id).values(statement=statement, fee=0)
             )
         engine.dispose()
         body = api.get(f"/v1/audit/settlements/{match_id}").get_json()
         assert body["ok"] is False
         wrong = {d["field"]: d for d in body["discrepancies"]}
-        assert wrong["statement.fee"] == {"field": "statement.fee", "expected": stored.fee,
-                                          "actual": 0}
+        assert wrong["statement.fee"] == {
+            "field": "statement.fee",
+            "expected": stored.fee,
+            "actual": 0,
+        }
         assert wrong["settlement.fee"]["actual"] == 0
     finally:
         app.extensions["gin"]["engine"].dispose()

@@ -66,8 +66,9 @@ def step(clients: dict[int, ApiClient], match_id: str) -> dict[str, Any]:
     path = f"/v1/matches/{match_id}"
     to_act = clients[0].get(path).get_json()["hand"]["to_act"]
     view = clients[to_act].get(path).get_json()
-    acted = clients[to_act].post(f"{path}/actions",
-                                 action_body(patient(view["hand"]), view["version"]))
+    acted = clients[to_act].post(
+        f"{path}/actions", action_body(patient(view["hand"]), view["version"])
+    )
     assert acted.status_code == 200, acted.get_json()
     return dict(acted.get_json())
 
@@ -138,8 +139,12 @@ def test_a_refused_action_leaves_the_kept_state_alone(api: ApiClient, other: Any
     before = clients[to_act].get(path).get_json()
     body = action_body(patient(before["hand"]), before["version"])
     # Another process plays the same move first: this one's compare-and-set fails.
-    assert ApiClient(other.test_client(), clients[to_act].token).post(
-        f"{path}/actions", body).status_code == 200
+    assert (
+        ApiClient(other.test_client(), clients[to_act].token)
+        .post(f"{path}/actions", body)
+        .status_code
+        == 200
+    )
     assert clients[to_act].post(f"{path}/actions", body).status_code == 409
     now = clients[to_act].get(path).get_json()
     assert now["version"] == before["version"] + 1

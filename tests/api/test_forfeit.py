@@ -40,8 +40,12 @@ def play_into_hand_2(
 ) -> tuple[dict[int, ApiClient], dict[str, Any]]:
     """Play hand 1 to a dead hand and hand 2 until ``seat`` is to discard in it: the clients
     by seat and ``seat``'s view then. Every action is the listed legal action, sent as is."""
-    by_seat = {v["you"]: c for v, c in zip(
-        [c.get(f"/v1/matches/{match_id}").get_json() for c in clients], clients, strict=True)}
+    by_seat = {
+        v["you"]: c
+        for v, c in zip(
+            [c.get(f"/v1/matches/{match_id}").get_json() for c in clients], clients, strict=True
+        )
+    }
     for _ in range(400):
         seen = views(clients, match_id)
         mine = seen[seat]
@@ -50,8 +54,10 @@ def play_into_hand_2(
             return by_seat, mine
         mover = hand["to_act"]
         view = seen[mover]
-        response = by_seat[mover].post(f"/v1/matches/{match_id}/actions",
-                                       action_body(never_knocks(view["hand"]), view["version"]))
+        response = by_seat[mover].post(
+            f"/v1/matches/{match_id}/actions",
+            action_body(never_knocks(view["hand"]), view["version"]),
+        )
         assert response.status_code == 200, response.get_json()
     raise AssertionError("hand 2's discard step never came")
 
@@ -73,8 +79,10 @@ def test_a_resignation_in_the_middle_of_hand_2_ends_and_reveals_that_hand(
     match_id = table["match_id"]
     by_seat, before = play_into_hand_2(clients, match_id)
     commitment = before["commitment"]
-    resigned = by_seat[1].post(f"/v1/matches/{match_id}/actions",
-                               {"action": "RESIGN", "expected_version": before["version"]})
+    resigned = by_seat[1].post(
+        f"/v1/matches/{match_id}/actions",
+        {"action": "RESIGN", "expected_version": before["version"]},
+    )
     assert resigned.status_code == 200, resigned.get_json()
     answer = resigned.get_json()
     assert_over(answer, 2)
@@ -92,21 +100,30 @@ def test_a_resignation_in_the_middle_of_hand_2_ends_and_reveals_that_hand(
     record = response.get_json()
     f = record["fairness"]
     assert f["commitment"] == commitment and f["nonce"] == 2
-    assert fair.verify(f["commitment"], f["server_seed"], f["client_seed_1"],
-                       f["client_seed_2"], f["nonce"], record["history"]["deck"])
+    assert fair.verify(
+        f["commitment"],
+        f["server_seed"],
+        f["client_seed_1"],
+        f["client_seed_2"],
+        f["nonce"],
+        record["history"]["deck"],
+    )
     actions = record["history"]["actions"]
     assert actions[-1]["action"] == "FORFEIT" and actions[-1]["seat"] == 1
     assert actions[-1]["reason"] == "resign" and "automatic" not in actions[-1]
-    assert [a["action"] for a in actions[:-1]] == [
-        e["action"] for e in before["hand"]["log"]]
+    assert [a["action"] for a in actions[:-1]] == [e["action"] for e in before["hand"]["log"]]
     assert record["history"]["outcome"]["kind"] == "forfeit"
     assert api.get(f"/v1/matches/{match_id}/hands/3").status_code == 404
 
     session = app.extensions["gin"]["sessionmaker"]()
     try:
         with session.begin():
-            last = session.scalars(select(MatchAction).where(MatchAction.match_id == match_id)
-                                   .order_by(MatchAction.version.desc()).limit(1)).one()
+            last = session.scalars(
+                select(MatchAction)
+                .where(MatchAction.match_id == match_id)
+                .order_by(MatchAction.version.desc())
+                .limit(1)
+            ).one()
             assert (last.action, last.seat, last.hand_number) == ("RESIGN", 1, 2)
         settlement.settle_match(session, match_id, utcnow())
     finally:
@@ -118,16 +135,27 @@ def test_a_resignation_in_the_middle_of_hand_2_ends_and_reveals_that_hand(
 
 def test_a_timeout_that_forfeits_is_logged_and_its_hand_revealed(api: ApiClient, app: Any) -> None:
     clock = {"turn_seconds": 30, "bank_seconds": 0, "on_timeout": "FORFEIT"}
-    clients, table = seated_match(api, format="money_play", stake_per_point=5, min_buyin=2000,
-                                  max_buyin=5000, target=50, clock=clock)
+    clients, table = seated_match(
+        api,
+        format="money_play",
+        stake_per_point=5,
+        min_buyin=2000,
+        max_buyin=5000,
+        target=50,
+        clock=clock,
+    )
     match_id = table["match_id"]
     _by_seat, before = play_into_hand_2(clients, match_id)
     session = app.extensions["gin"]["sessionmaker"]()
     try:
         assert play.run_timeouts(session, utcnow() + timedelta(seconds=31)) == 1
         with session.begin():
-            last = session.scalars(select(MatchAction).where(MatchAction.match_id == match_id)
-                                   .order_by(MatchAction.version.desc()).limit(1)).one()
+            last = session.scalars(
+                select(MatchAction)
+                .where(MatchAction.match_id == match_id)
+                .order_by(MatchAction.version.desc())
+                .limit(1)
+            ).one()
             assert last.version == before["version"] + 1
             assert (last.actor, last.seat, last.hand_number) == ("system", 1, 2)
             assert last.action == "TIMEOUT forfeit"
@@ -178,10 +206,12 @@ def test_legal_actions_are_ready_to_send_and_the_view_shows_my_deadwood(api: Api
             assert all(a["card"] in mover["hand"]["hand"] for a in legal)
         # The listed action is the body to send, with the version added.
         chosen = next((a for a in legal if a["action"] != "TAKE_UPCARD"), legal[0])
-        client = next(c for c in clients
-                      if c.get(f"/v1/matches/{match_id}").get_json()["you"] == mover["you"])
-        response = client.post(f"/v1/matches/{match_id}/actions",
-                               {**chosen, "expected_version": mover["version"]})
+        client = next(
+            c for c in clients if c.get(f"/v1/matches/{match_id}").get_json()["you"] == mover["you"]
+        )
+        response = client.post(
+            f"/v1/matches/{match_id}/actions", {**chosen, "expected_version": mover["version"]}
+        )
         assert response.status_code == 200, (chosen, response.get_json())
         assert response.get_json()["hand"]["log"][-1]["action"] == chosen["action"]
     spectator = api.get(f"/v1/matches/{match_id}").get_json()["hand"]

@@ -74,7 +74,8 @@ def test_a_cursor_longer_than_read_is_414(api: ApiClient) -> None:
 def test_a_header_longer_than_read_is_431_naming_it(api: ApiClient) -> None:
     problem = assert_problem(
         api.get("/v1/players", headers={"X-Trace": "t" * MAX_HEADER_FIELD_BYTES}),
-        431, "header_fields_too_large",
+        431,
+        "header_fields_too_large",
     )
     assert fields(problem) == ["X-Trace"]
 

@@ -116,7 +116,10 @@ def test_json_nested_too_deep_for_the_parser_is_400(
     closing = "]" if opening == "[" else "}"
     body = opening * 5_000 + "1" + closing * 5_000  # well past the limit, within 64 KiB
     response = client.request(
-        method, path.format(pid=pid), data=body, headers={"Idempotency-Key": "deep"},
+        method,
+        path.format(pid=pid),
+        data=body,
+        headers={"Idempotency-Key": "deep"},
         content_type="application/json",
     )
     assert response.status_code == 400, response.get_data(as_text=True)

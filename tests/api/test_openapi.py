@@ -182,8 +182,9 @@ def test_idempotency_key_is_enforced_where_documented_as_required(
     answer 400 ``idempotency_key_required``."""
     player = api.new_player()
     for path in ("/v1/players/{player_id}/deposits", "/v1/players/{player_id}/withdrawals"):
-        response = api.post(path.format(player_id=player["id"]),
-                            {"amount": {"amount": 100, "currency": "EUR"}})
+        response = api.post(
+            path.format(player_id=player["id"]), {"amount": {"amount": 100, "currency": "EUR"}}
+        )
         assert response.status_code == 400, response.get_json()
         assert response.mimetype == PROBLEM_JSON
         assert response.get_json()["code"] == "idempotency_key_required"
@@ -254,29 +255,78 @@ TABLES = [
     ({"format": "match_play", "currency": "EUR", "stake": 500}, True),
     ({"format": "match_play", "currency": "EUR"}, False),  # no stake
     ({"format": "first_to_knock", "currency": "EUR", "stake": 0}, False),
-    ({"format": "money_play", "currency": "EUR", "stake_per_point": 5, "min_buyin": 2000,
-      "max_buyin": 5000, "target": 50}, True),
-    ({"format": "money_play", "currency": "EUR", "stake_per_point": 5, "min_buyin": 2000,
-      "max_buyin": 5000, "target": 75}, False),  # Money Play targets 50 or 100
+    (
+        {
+            "format": "money_play",
+            "currency": "EUR",
+            "stake_per_point": 5,
+            "min_buyin": 2000,
+            "max_buyin": 5000,
+            "target": 50,
+        },
+        True,
+    ),
+    (
+        {
+            "format": "money_play",
+            "currency": "EUR",
+            "stake_per_point": 5,
+            "min_buyin": 2000,
+            "max_buyin": 5000,
+            "target": 75,
+        },
+        False,
+    ),  # Money Play targets 50 or 100
     ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100}, False),
-    ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100,
-      "max_buyin": 100, "fee": {"bps": 500}}, False),  # a fee from the pot
-    ({"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 100,
-      "max_buyin": 100, "fee": {"bps": 500, "base": "WINNINGS"}}, True),
+    (
+        {
+            "format": "classic",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 100,
+            "max_buyin": 100,
+            "fee": {"bps": 500},
+        },
+        False,
+    ),  # a fee from the pot
+    (
+        {
+            "format": "classic",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 100,
+            "max_buyin": 100,
+            "fee": {"bps": 500, "base": "WINNINGS"},
+        },
+        True,
+    ),
     ({"format": "match_play", "currency": "XPM", "stake": 5}, False),  # play money, real table
     ({"format": "match_play", "currency": "XPM", "stake": 5, "practice": True}, True),
     ({"format": "match_play", "currency": "EUR", "stake": 5, "practice": True}, False),
-    ({"format": "match_play", "currency": "EUR", "stake": 5,
-      "ruleset": {"gin_bonus": 20, "gin.oklahoma": True, "oklahoma.spade_doubles": False}},
-     True),
-    ({"format": "match_play", "currency": "EUR", "stake": 5,
-      "ruleset": {"oklahoma.gin_bonus": 20}}, False),  # not an Appendix A key
-    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"knock_limit": 11}},
-     False),
-    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"opening": "X"}},
-     False),
-    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"hollywood": 1}},
-     False),
+    (
+        {
+            "format": "match_play",
+            "currency": "EUR",
+            "stake": 5,
+            "ruleset": {"gin_bonus": 20, "gin.oklahoma": True, "oklahoma.spade_doubles": False},
+        },
+        True,
+    ),
+    (
+        {
+            "format": "match_play",
+            "currency": "EUR",
+            "stake": 5,
+            "ruleset": {"oklahoma.gin_bonus": 20},
+        },
+        False,
+    ),  # not an Appendix A key
+    (
+        {"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"knock_limit": 11}},
+        False,
+    ),
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"opening": "X"}}, False),
+    ({"format": "match_play", "currency": "EUR", "stake": 5, "ruleset": {"hollywood": 1}}, False),
 ]
 
 
@@ -351,11 +401,14 @@ def test_descriptions_are_markdown(spec: dict[str, Any]) -> None:
     text = yaml.safe_dump(spec)
     assert "``" not in text
     assert not re.search(r":(class|func|meth|data|mod|attr|exc):`", text)
-    assert markdown("Send ``external_id``; see :class:`~service.rules.Ruleset`, "
-                    ":func:`service.usecases.play.act` and :data:`the table <X>`.\n"
-                    "Next line.\n\nNew paragraph.") == (
+    assert markdown(
+        "Send ``external_id``; see :class:`~service.rules.Ruleset`, "
+        ":func:`service.usecases.play.act` and :data:`the table <X>`.\n"
+        "Next line.\n\nNew paragraph."
+    ) == (
         "Send `external_id`; see Ruleset, service.usecases.play.act and the table. "
-        "Next line.\n\nNew paragraph.")
+        "Next line.\n\nNew paragraph."
+    )
     token = spec["paths"]["/v1/players/{player_id}/tokens"]["post"]
     assert "`Authorization: Bearer <token>`" in token["description"]
     assert "/v1/tables/{table_id}/seats" in token["description"]
@@ -380,8 +433,10 @@ def test_the_document_is_served_compact_compressed_and_cached(api: Any, app: Any
     assert again.status_code == 304 and again.data == b""
     yaml_doc = client.get("/openapi.yaml", headers={"If-None-Match": "nothing"})
     assert yaml_doc.get_data(as_text=True) == spec_yaml(app)
-    assert client.get("/openapi.yaml", headers={"If-None-Match": yaml_doc.headers["ETag"]}
-                      ).status_code == 304
+    assert (
+        client.get("/openapi.yaml", headers={"If-None-Match": yaml_doc.headers["ETag"]}).status_code
+        == 304
+    )
     # Built once: a later request does not build the document again.
     spec = app.extensions["gin"]["api"].spec
     original = spec.to_dict
@@ -402,8 +457,9 @@ def test_the_docs_page_assets_are_compressed_and_cached(api: Any) -> None:
         etag = script.headers["ETag"]
     finally:
         script.close()
-    again = client.get("/docs/swagger-ui-bundle.js",
-                       headers={"Accept-Encoding": "gzip", "If-None-Match": etag})
+    again = client.get(
+        "/docs/swagger-ui-bundle.js", headers={"Accept-Encoding": "gzip", "If-None-Match": etag}
+    )
     try:
         assert again.status_code == 304
     finally:

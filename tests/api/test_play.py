@@ -47,10 +47,20 @@ def seated_match(api: ApiClient, **settings: Any) -> tuple[list[ApiClient], dict
 FORMATS = [
     {"format": "first_to_knock", "stake": 300, "fee": {"bps": 500}},
     {"format": "match_play", "stake": 500, "target": 100, "fee": {"bps": 1000}},
-    {"format": "money_play", "stake_per_point": 5, "min_buyin": 2000, "max_buyin": 5000,
-     "target": 50},
-    {"format": "classic", "stake_per_point": 1, "min_buyin": 2000, "max_buyin": 5000,
-     "target": 100},
+    {
+        "format": "money_play",
+        "stake_per_point": 5,
+        "min_buyin": 2000,
+        "max_buyin": 5000,
+        "target": 50,
+    },
+    {
+        "format": "classic",
+        "stake_per_point": 1,
+        "min_buyin": 2000,
+        "max_buyin": 5000,
+        "target": 100,
+    },
 ]
 
 
@@ -72,8 +82,14 @@ def test_whole_match_of_every_format(api: ApiClient, settings: dict[str, Any]) -
         assert response.status_code == 200
         record = response.get_json()
         f = record["fairness"]
-        assert fair.verify(f["commitment"], f["server_seed"], f["client_seed_1"],
-                           f["client_seed_2"], f["nonce"], record["history"]["deck"])
+        assert fair.verify(
+            f["commitment"],
+            f["server_seed"],
+            f["client_seed_1"],
+            f["client_seed_2"],
+            f["nonce"],
+            record["history"]["deck"],
+        )
     # The escrow stays held until settlement (issue 5).
     for client in clients:
         assert wallet(client, client.player_id)["held"]["amount"] == escrow  # type: ignore[attr-defined]
@@ -121,16 +137,19 @@ def test_illegal_actions_are_422_and_change_nothing(api: ApiClient) -> None:
     mover = next(i for i, v in enumerate(views) if v["hand"]["to_act"] == v["you"])
     other = 1 - mover
     v = views[mover]
-    response = clients[mover].post(f"/v1/matches/{match_id}/actions",
-                                   action_body("DRAW_STOCK", v["version"]))
+    response = clients[mover].post(
+        f"/v1/matches/{match_id}/actions", action_body("DRAW_STOCK", v["version"])
+    )
     assert response.status_code == 422
     problem = response.get_json()
     assert problem["code"] == "illegal_action" and problem["rule_code"] == "ACTION_NOT_ALLOWED"
-    response = clients[other].post(f"/v1/matches/{match_id}/actions",
-                                   action_body("PASS", v["version"]))
+    response = clients[other].post(
+        f"/v1/matches/{match_id}/actions", action_body("PASS", v["version"])
+    )
     assert response.status_code == 422 and response.get_json()["rule_code"] == "NOT_YOUR_TURN"
-    response = clients[mover].post(f"/v1/matches/{match_id}/actions",
-                                   {"action": "DISCARD", "expected_version": v["version"]})
+    response = clients[mover].post(
+        f"/v1/matches/{match_id}/actions", {"action": "DISCARD", "expected_version": v["version"]}
+    )
     assert response.status_code == 422 and response.get_json()["errors"][0]["field"] == "card"
     response = clients[mover].post(f"/v1/matches/{match_id}/actions", {"action": "PASS"})
     assert response.status_code == 422
@@ -143,11 +162,17 @@ def test_if_match_header_carries_the_version(api: ApiClient) -> None:
     for client in clients:
         view = client.get(f"/v1/matches/{match_id}").get_json()
         if view["hand"]["to_act"] == view["you"]:
-            stale = client.post(f"/v1/matches/{match_id}/actions", {"action": "PASS"},
-                                headers={"If-Match": f'"{view["version"] - 1}"'})
+            stale = client.post(
+                f"/v1/matches/{match_id}/actions",
+                {"action": "PASS"},
+                headers={"If-Match": f'"{view["version"] - 1}"'},
+            )
             assert stale.status_code == 409
-            ok = client.post(f"/v1/matches/{match_id}/actions", {"action": "PASS"},
-                             headers={"If-Match": f'"{view["version"]}"'})
+            ok = client.post(
+                f"/v1/matches/{match_id}/actions",
+                {"action": "PASS"},
+                headers={"If-Match": f'"{view["version"]}"'},
+            )
             assert ok.status_code == 200
             return
     pytest.fail("nobody to act")
@@ -172,8 +197,9 @@ def test_players_cannot_act_for_or_read_others(api: ApiClient, other_api: ApiCli
     stranger = player_client(api)
     view = stranger.get(f"/v1/matches/{match_id}").get_json()
     assert view["you"] is None and "hand" not in view["hand"]  # a spectator's view
-    response = stranger.post(f"/v1/matches/{match_id}/actions",
-                             action_body("PASS", view["version"]))
+    response = stranger.post(
+        f"/v1/matches/{match_id}/actions", action_body("PASS", view["version"])
+    )
     assert response.status_code == 403
     assert other_api.get(f"/v1/matches/{match_id}").status_code == 404
     assert other_api.get(f"/v1/tables/{table['id']}").status_code == 404
@@ -201,8 +227,15 @@ def test_insufficient_funds_and_bad_buyins_are_refused(api: ApiClient) -> None:
     poor = player_client(api, deposit=500)
     response = join(poor, table["id"])
     assert response.status_code == 422 and response.get_json()["code"] == "insufficient_funds"
-    money = open_table(api, format="money_play", stake=0, stake_per_point=5, min_buyin=1000,
-                       max_buyin=2000, target=100)
+    money = open_table(
+        api,
+        format="money_play",
+        stake=0,
+        stake_per_point=5,
+        min_buyin=1000,
+        max_buyin=2000,
+        target=100,
+    )
     rich = player_client(api)
     response = join(rich, money["id"], buyin=5000)
     assert response.status_code == 422 and response.get_json()["errors"][0]["field"] == "buyin"
@@ -226,8 +259,10 @@ def test_self_excluded_player_cannot_sit(api: ApiClient) -> None:
     table = open_table(api)
     alice = player_client(api)
     until = (utcnow() + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    response = api.put(f"/v1/players/{alice.player_id}/self-exclusion",  # type: ignore[attr-defined]
-                       {"until": until})
+    response = api.put(
+        f"/v1/players/{alice.player_id}/self-exclusion",  # type: ignore[attr-defined]
+        {"until": until},
+    )
     assert response.status_code in (200, 201), response.get_json()
     response = join(alice, table["id"])
     assert response.status_code == 422 and response.get_json()["code"] == "self_excluded"
@@ -236,8 +271,15 @@ def test_self_excluded_player_cannot_sit(api: ApiClient) -> None:
 def test_lobby_filters_and_private_tables(api: ApiClient) -> None:
     ftk = open_table(api, format="first_to_knock", stake=100)
     big = open_table(api, format="match_play", stake=5000)
-    money = open_table(api, format="money_play", stake=0, stake_per_point=5, min_buyin=1000,
-                       max_buyin=3000, target=50)
+    money = open_table(
+        api,
+        format="money_play",
+        stake=0,
+        stake_per_point=5,
+        min_buyin=1000,
+        max_buyin=3000,
+        target=50,
+    )
     private = open_table(api, private=True)
     assert private["invite_code"]
     ids = lambda r: [t["id"] for t in r.get_json()["data"]]  # noqa: E731
@@ -245,8 +287,7 @@ def test_lobby_filters_and_private_tables(api: ApiClient) -> None:
     assert private["id"] not in everything
     assert set(everything) >= {ftk["id"], big["id"], money["id"]}
     assert ids(api.get("/v1/tables?format=first_to_knock")) == [ftk["id"]]
-    assert set(ids(api.get("/v1/tables?min_stake=2000&max_stake=6000"))) == {big["id"],
-                                                                             money["id"]}
+    assert set(ids(api.get("/v1/tables?min_stake=2000&max_stake=6000"))) == {big["id"], money["id"]}
     bad = api.get("/v1/tables?format=poker")
     assert bad.status_code == 422
     alice = player_client(api)
@@ -258,8 +299,9 @@ def test_lobby_filters_and_private_tables(api: ApiClient) -> None:
 
 
 def test_practice_tables_use_play_money_only(api: ApiClient) -> None:
-    response = api.post("/v1/tables", {"format": "match_play", "currency": "EUR", "stake": 10,
-                                       "practice": True})
+    response = api.post(
+        "/v1/tables", {"format": "match_play", "currency": "EUR", "stake": 10, "practice": True}
+    )
     assert response.status_code == 422 and response.get_json()["errors"][0]["field"] == "currency"
     response = api.post("/v1/tables", {"format": "match_play", "currency": "XPM", "stake": 10})
     assert response.status_code == 422
@@ -276,23 +318,40 @@ def test_practice_tables_use_play_money_only(api: ApiClient) -> None:
         {"format": "poker", "currency": "EUR", "stake": 10},
         {"format": "match_play", "currency": "EUR", "stake": 10.5},
         {"format": "match_play", "currency": "EUR", "stake": 0},
-        {"format": "money_play", "currency": "EUR", "stake_per_point": 1, "min_buyin": 10,
-         "max_buyin": 5, "target": 100},
-        {"format": "money_play", "currency": "EUR", "stake_per_point": 1, "min_buyin": 10,
-         "max_buyin": 50, "target": 75},
+        {
+            "format": "money_play",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 10,
+            "max_buyin": 5,
+            "target": 100,
+        },
+        {
+            "format": "money_play",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 10,
+            "max_buyin": 50,
+            "target": 75,
+        },
         {"format": "match_play", "currency": "EUR", "stake": 10, "ruleset": {"gin_bonus": -1}},
         {"format": "match_play", "currency": "EUR", "stake": 10, "ruleset": {"nope": 1}},
         {"format": "match_play", "currency": "EUR", "stake": 10, "clock": {"turn_seconds": 0}},
         {"format": "match_play", "currency": "ZZZ", "stake": 10},
         # Hollywood scoring (3.4) is not offered: refused, not created and played without it.
         {"format": "match_play", "currency": "EUR", "stake": 10, "ruleset": {"hollywood": True}},
-        {"format": "classic", "currency": "EUR", "stake_per_point": 1, "min_buyin": 10,
-         "max_buyin": 50, "target": 100, "ruleset": {"gin.hollywood": True}},
+        {
+            "format": "classic",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 10,
+            "max_buyin": 50,
+            "target": 100,
+            "ruleset": {"gin.hollywood": True},
+        },
     ],
 )
-def test_bad_table_settings_are_422_naming_the_field(
-    api: ApiClient, body: dict[str, Any]
-) -> None:
+def test_bad_table_settings_are_422_naming_the_field(api: ApiClient, body: dict[str, Any]) -> None:
     response = api.post("/v1/tables", body)
     assert response.status_code == 422, response.get_json()
     assert response.get_json()["errors"], response.get_json()
@@ -338,8 +397,9 @@ def test_first_to_knock_gin(api: ApiClient, monkeypatch: pytest.MonkeyPatch) -> 
     assert final["result"]["winner"] == final["hand"]["first_player"]
 
 
-def test_undercut_then_dead_hand_in_match_play(api: ApiClient,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undercut_then_dead_hand_in_match_play(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     knocker = "2H 3H 4H 9C 9D 9S JD QD KD 8C"
     defender = "6C 6D 6H TS JS QS 5H 9H AC 5C"
     dead = deck_for(JUNK, "AH 3H 5C 7D 9C JD KC QS TD 2D", "4S")
@@ -382,8 +442,9 @@ def test_undercut_then_dead_hand_in_match_play(api: ApiClient,
 def test_timeouts_forfeit_the_match(api: ApiClient, app: Any) -> None:
     from service.usecases import play
 
-    clients, table = seated_match(api, clock={"turn_seconds": 5, "bank_seconds": 0,
-                                              "max_timeouts": 2})
+    clients, table = seated_match(
+        api, clock={"turn_seconds": 5, "bank_seconds": 0, "max_timeouts": 2}
+    )
     match_id = table["match_id"]
     session = app.extensions["gin"]["sessionmaker"]()
     try:
@@ -414,8 +475,9 @@ def test_long_poll_returns_when_the_version_moves(api: ApiClient) -> None:
     assert timed.status_code == 200 and timed.get_json()["version"] == current
 
 
-@pytest.mark.parametrize("statement", ["UPDATE match_actions SET action = 'PASS'",
-                                       "DELETE FROM match_actions"])
+@pytest.mark.parametrize(
+    "statement", ["UPDATE match_actions SET action = 'PASS'", "DELETE FROM match_actions"]
+)
 def test_match_action_log_is_append_only(api: ApiClient, app: Any, statement: str) -> None:
     from sqlalchemy import text
 
@@ -462,8 +524,7 @@ def test_long_poll_wakes_when_the_opponent_acts(api: ApiClient) -> None:
     waiter.start()
     time.sleep(0.3)  # the waiter is parked on the old version meanwhile
     assert "view" not in waited
-    acted = clients[mover].post(f"/v1/matches/{match_id}/actions",
-                                action_body("PASS", version))
+    acted = clients[mover].post(f"/v1/matches/{match_id}/actions", action_body("PASS", version))
     assert acted.status_code == 200
     waiter.join(timeout=20)
     assert waited["view"]["version"] == version + 1
@@ -494,8 +555,9 @@ def test_an_idempotency_key_replays_an_action_instead_of_409(api: ApiClient) -> 
     assert first.status_code == again.status_code == 200
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert again.get_json() == first.get_json()
-    other = clients[mover].post(path, action_body("TAKE_UPCARD", body["expected_version"]),
-                                key="act-1")
+    other = clients[mover].post(
+        path, action_body("TAKE_UPCARD", body["expected_version"]), key="act-1"
+    )
     assert other.status_code == 422 and other.get_json()["code"] == "idempotency_key_reused"
     after = clients[mover].get(f"/v1/matches/{match_id}").get_json()
     assert after["version"] == body["expected_version"] + 1  # applied exactly once

@@ -21,8 +21,14 @@ from tests.conftest import ApiClient
 JSON = "application/json"
 
 
-def send(api: ApiClient, method: str, path: str, body: str | bytes | None,
-         content_type: str | None = JSON, **headers: str) -> Any:
+def send(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: str | bytes | None,
+    content_type: str | None = JSON,
+    **headers: str,
+) -> Any:
     """``body`` exactly as given (the test client's ``json=`` could not send a repeated key
     or a lone surrogate)."""
     if content_type is not None:
@@ -47,39 +53,57 @@ LONE = "a\\ud800b"  # as JSON text: the escape of half a surrogate pair
 def test_a_lone_surrogate_in_a_reference_is_422_naming_it(api: ApiClient, kind: str) -> None:
     pid = api.new_player()["id"]
     api.deposit(pid, 1000)
-    body = (f'{{"amount": {{"amount": 100, "currency": "EUR"}}, '
-            f'"external_reference": "{LONE}"}}')
-    response = send(api, "POST", f"/v1/players/{pid}/{kind}", body,
-                    **{"Idempotency-Key": secrets.token_hex(6)})
+    body = f'{{"amount": {{"amount": 100, "currency": "EUR"}}, "external_reference": "{LONE}"}}'
+    response = send(
+        api, "POST", f"/v1/players/{pid}/{kind}", body, **{"Idempotency-Key": secrets.token_hex(6)}
+    )
     problem = assert_problem(response, 422, "validation_failed")
     assert fields(problem) == ["external_reference"]
     assert available(api, pid) == 1000
 
 
 def test_a_lone_surrogate_anywhere_is_422_naming_its_place(api: ApiClient) -> None:
-    table = send(api, "POST", "/v1/tables",
-                 f'{{"format": "match_play", "currency": "EUR", "stake": 100, "name": "{LONE}"}}')
+    table = send(
+        api,
+        "POST",
+        "/v1/tables",
+        f'{{"format": "match_play", "currency": "EUR", "stake": 100, "name": "{LONE}"}}',
+    )
     assert fields(assert_problem(table, 422, "validation_failed")) == ["name"]
-    endpoint = send(api, "POST", "/v1/webhook-endpoints",
-                    f'{{"url": "https://ops.example/hook", "description": "{LONE}"}}')
+    endpoint = send(
+        api,
+        "POST",
+        "/v1/webhook-endpoints",
+        f'{{"url": "https://ops.example/hook", "description": "{LONE}"}}',
+    )
     assert fields(assert_problem(endpoint, 422, "validation_failed")) == ["description"]
     created = api.post("/v1/webhook-endpoints", {"url": "https://ops.example/hook"}).get_json()
-    patched = send(api, "PATCH", f"/v1/webhook-endpoints/{created['id']}",
-                   '{"description": "\\udc00"}')
+    patched = send(
+        api, "PATCH", f"/v1/webhook-endpoints/{created['id']}", '{"description": "\\udc00"}'
+    )
     assert fields(assert_problem(patched, 422, "validation_failed")) == ["description"]
-    nested = send(api, "POST", "/v1/webhook-endpoints",
-                  f'{{"url": "https://ops.example/hook", "event_types": ["x", "{LONE}"]}}')
+    nested = send(
+        api,
+        "POST",
+        "/v1/webhook-endpoints",
+        f'{{"url": "https://ops.example/hook", "event_types": ["x", "{LONE}"]}}',
+    )
     assert fields(assert_problem(nested, 422, "validation_failed")) == ["event_types.1"]
-    key = send(api, "POST", "/v1/players", '{"external_id": "e", "display_name": "N", '
-               '"\\ud800": 1}')
+    key = send(
+        api, "POST", "/v1/players", '{"external_id": "e", "display_name": "N", "\\ud800": 1}'
+    )
     assert fields(assert_problem(key, 422, "validation_failed")) == ["\ufffd"]
 
 
 def test_surrogate_pairs_and_escaped_backslashes_are_text(api: ApiClient) -> None:
-    response = send(api, "POST", "/v1/players",
-                    '{"external_id": "pair-\\ud83d\\ude00", "display_name": "\\\\ud800"}')
+    response = send(
+        api,
+        "POST",
+        "/v1/players",
+        '{"external_id": "pair-\\ud83d\\ude00", "display_name": "\\\\ud800"}',
+    )
     assert response.status_code == 201, response.get_json()
-    assert response.get_json()["external_id"] == "pair-\U0001F600"
+    assert response.get_json()["external_id"] == "pair-\U0001f600"
     assert response.get_json()["display_name"] == "\\ud800"
 
 
@@ -102,10 +126,13 @@ def test_queries_paths_and_headers_cannot_carry_surrogates(api: ApiClient) -> No
 def test_a_repeated_key_is_400_and_nothing_is_deposited(api: ApiClient) -> None:
     """Before: the last one won, and this deposited 3."""
     pid = api.new_player()["id"]
-    body = ('{"amount": {"amount": 5000000, "currency": "EUR"}, '
-            '"amount": {"amount": 3, "currency": "EUR"}}')
-    response = send(api, "POST", f"/v1/players/{pid}/deposits", body,
-                    **{"Idempotency-Key": "twice"})
+    body = (
+        '{"amount": {"amount": 5000000, "currency": "EUR"}, '
+        '"amount": {"amount": 3, "currency": "EUR"}}'
+    )
+    response = send(
+        api, "POST", f"/v1/players/{pid}/deposits", body, **{"Idempotency-Key": "twice"}
+    )
     assert fields(assert_problem(response, 400, "malformed_request")) == ["amount"]
     assert available(api, pid) == 0
     assert api.deposit(pid, 3, key="twice").status_code == 201  # the key was not used up
@@ -114,8 +141,7 @@ def test_a_repeated_key_is_400_and_nothing_is_deposited(api: ApiClient) -> None:
 def test_a_repeated_key_at_any_depth_is_400_naming_it(api: ApiClient) -> None:
     pid = api.new_player()["id"]
     body = '{"amount": {"amount": 5, "currency": "EUR", "amount": 7}}'
-    response = send(api, "POST", f"/v1/players/{pid}/deposits", body,
-                    **{"Idempotency-Key": "deep"})
+    response = send(api, "POST", f"/v1/players/{pid}/deposits", body, **{"Idempotency-Key": "deep"})
     assert fields(assert_problem(response, 400, "malformed_request")) == ["amount.amount"]
 
 
@@ -141,8 +167,9 @@ def test_a_required_body_that_is_missing_is_400(api: ApiClient, method: str, pat
     endpoint = api.post("/v1/webhook-endpoints", {"url": "https://ops.example/h"}).get_json()
     url = path.format(player=player_path(api), endpoint=f"/v1/webhook-endpoints/{endpoint['id']}")
     for content_type in (None, JSON):
-        problem = assert_problem(send(api, method, url, None, content_type), 400,
-                                 "malformed_request")
+        problem = assert_problem(
+            send(api, method, url, None, content_type), 400, "malformed_request"
+        )
         assert fields(problem) == ["(body)"]
 
 
@@ -161,13 +188,20 @@ def test_a_seat_with_another_media_type_is_415_and_holds_nothing(
     """Before: the body was taken for none at all, and the player sat down, the stake held."""
     table = open_table(api)
     player = player_client(api, deposit=1000)
-    response = send(player, "POST", f"/v1/tables/{table['id']}/seats", body, content_type,
-                    **{"Idempotency-Key": "seat"})
+    response = send(
+        player,
+        "POST",
+        f"/v1/tables/{table['id']}/seats",
+        body,
+        content_type,
+        **{"Idempotency-Key": "seat"},
+    )
     assert_problem(response, 415, "unsupported_media_type")
     assert api.get(f"/v1/tables/{table['id']}").get_json()["seats"] == []
     assert available(api, player.player_id) == 1000  # type: ignore[attr-defined]
-    seated = send(player, "POST", f"/v1/tables/{table['id']}/seats", "{}",
-                  **{"Idempotency-Key": "seat"})  # the key was not used up
+    seated = send(
+        player, "POST", f"/v1/tables/{table['id']}/seats", "{}", **{"Idempotency-Key": "seat"}
+    )  # the key was not used up
     assert seated.status_code == 201, seated.get_json()
 
 
@@ -194,8 +228,9 @@ def test_every_operation_that_reads_a_body_refuses_other_media_types(
 
 def test_an_optional_body_may_be_absent_but_not_of_another_type(api: ApiClient) -> None:
     assert api.request("POST", "/v1/api-keys").status_code == 201
-    assert_problem(send(api, "POST", "/v1/api-keys", "label=x", "text/plain"), 415,
-                   "unsupported_media_type")
+    assert_problem(
+        send(api, "POST", "/v1/api-keys", "label=x", "text/plain"), 415, "unsupported_media_type"
+    )
 
 
 def test_operations_without_a_body_ignore_one(api: ApiClient) -> None:
@@ -220,7 +255,8 @@ class Unreadable(io.RawIOBase):
 def test_a_body_longer_than_the_limit_is_413_unread(api: ApiClient) -> None:
     pid = api.new_player()["id"]
     response = api.client.post(
-        f"/v1/players/{pid}/deposits", content_type=JSON,
+        f"/v1/players/{pid}/deposits",
+        content_type=JSON,
         headers={"Authorization": f"Bearer {api.token}", "Idempotency-Key": "big"},
         environ_overrides={"wsgi.input": Unreadable(), "CONTENT_LENGTH": str(10 * 1024 * 1024)},
     )
@@ -233,9 +269,14 @@ def test_a_chunked_body_longer_than_the_limit_is_413(api: ApiClient) -> None:
     pid = api.new_player()["id"]
     big = b'{"external_reference": "' + b"r" * (DEFAULT_MAX_CONTENT_LENGTH + 10) + b'"}'
     response = api.client.post(
-        f"/v1/players/{pid}/deposits", input_stream=io.BytesIO(big), content_type=JSON,
-        headers={"Authorization": f"Bearer {api.token}", "Idempotency-Key": "chunks",
-                 "Transfer-Encoding": "chunked"},
+        f"/v1/players/{pid}/deposits",
+        input_stream=io.BytesIO(big),
+        content_type=JSON,
+        headers={
+            "Authorization": f"Bearer {api.token}",
+            "Idempotency-Key": "chunks",
+            "Transfer-Encoding": "chunked",
+        },
         environ_overrides={"wsgi.input_terminated": True},
     )
     assert_problem(response, 413, "content_too_large")
@@ -244,10 +285,14 @@ def test_a_chunked_body_longer_than_the_limit_is_413(api: ApiClient) -> None:
 def test_a_body_within_the_limit_is_read(api: ApiClient) -> None:
     pid = api.new_player()["id"]
     reference = "r" * 200
-    body = ('{"amount": {"amount": 5, "currency": "EUR"}, "external_reference": "'
-            + reference + '", "padding": "' + " " * (DEFAULT_MAX_CONTENT_LENGTH // 2) + '"}')
-    response = send(api, "POST", f"/v1/players/{pid}/deposits", body,
-                    **{"Idempotency-Key": "fits"})
+    body = (
+        '{"amount": {"amount": 5, "currency": "EUR"}, "external_reference": "'
+        + reference
+        + '", "padding": "'
+        + " " * (DEFAULT_MAX_CONTENT_LENGTH // 2)
+        + '"}'
+    )
+    response = send(api, "POST", f"/v1/players/{pid}/deposits", body, **{"Idempotency-Key": "fits"})
     assert response.status_code == 422  # read and validated: "padding" is no field
     assert fields(response.get_json()) == ["padding"]
 

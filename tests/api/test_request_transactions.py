@@ -90,8 +90,9 @@ def test_a_lost_database_connection_is_a_503_problem(
     pid = api.new_player()["id"]
 
     def disconnected(*_args: Any, **_kwargs: Any) -> Any:
-        raise DBAPIError("SELECT 1", {}, Exception("server closed the connection"),
-                         connection_invalidated=True)
+        raise DBAPIError(
+            "SELECT 1", {}, Exception("server closed the connection"), connection_invalidated=True
+        )
 
     monkeypatch.setattr(wallets, "deposit", disconnected)
     response = api.deposit(pid, 100, key="lost")
@@ -117,14 +118,18 @@ def test_revoking_a_key_stops_it_at_once_in_every_process(api: ApiClient, app: A
         elsewhere.extensions["gin"]["engine"].dispose()
 
 
-def test_each_players_cashier_has_its_own_clearing_sub_account(
-    api: ApiClient, app: Any
-) -> None:
+def test_each_players_cashier_has_its_own_clearing_sub_account(api: ApiClient, app: Any) -> None:
     players = [api.new_player()["id"] for _ in range(3)]
     for pid in players:
         assert api.deposit(pid, 100).status_code == 201
-    assert api.post(f"/v1/players/{players[0]}/withdrawals",
-                    {"amount": {"amount": 40, "currency": "EUR"}}, key="w-1").status_code == 201
+    assert (
+        api.post(
+            f"/v1/players/{players[0]}/withdrawals",
+            {"amount": {"amount": 40, "currency": "EUR"}},
+            key="w-1",
+        ).status_code
+        == 201
+    )
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():
         clearing = dict(
@@ -173,17 +178,23 @@ def test_the_outbox_relay_is_asked_only_after_the_final_action_commits(
         assert name == "outbox.relay"
         reader = app.extensions["gin"]["sessionmaker"]()  # another connection: committed only
         with reader.begin():
-            visible_at_kick.append(reader.scalar(
-                select(func.count()).select_from(OutboxEvent).where(
-                    OutboxEvent.subject_id == table["match_id"],
-                    OutboxEvent.type == "match.finished",
+            visible_at_kick.append(
+                reader.scalar(
+                    select(func.count())
+                    .select_from(OutboxEvent)
+                    .where(
+                        OutboxEvent.subject_id == table["match_id"],
+                        OutboxEvent.type == "match.finished",
+                    )
                 )
-            ) or 0)
+                or 0
+            )
         reader.close()
 
     monkeypatch.setattr(celery_app, "send_task", send_task)
-    response = players[0].post(f"/v1/matches/{table['match_id']}/actions",
-                               {"action": "RESIGN"}, key="resign-1")
+    response = players[0].post(
+        f"/v1/matches/{table['match_id']}/actions", {"action": "RESIGN"}, key="resign-1"
+    )
     assert response.status_code == 200 and response.get_json()["status"] == "finished"
     assert visible_at_kick == [1]
 
@@ -247,8 +258,16 @@ def test_a_twin_answer_found_at_the_end_wins_and_this_work_is_rolled_back(
     digest = idempotency.request_hash("POST", path, body)
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():  # the twin's committed answer
-        idempotency.record(session, api.operator_id, "late-twin", digest, 201,  # type: ignore[attr-defined]
-                           '{"id": "txn_twin"}', utcnow(), timedelta(hours=24))
+        idempotency.record(
+            session,
+            api.operator_id,
+            "late-twin",
+            digest,
+            201,  # type: ignore[attr-defined]
+            '{"id": "txn_twin"}',
+            utcnow(),
+            timedelta(hours=24),
+        )
     session.close()
     monkeypatch.setattr(idempotency, "claim", lambda *_args, **_kwargs: None)  # missed it
     response = api.post(path, body, key="late-twin")

@@ -58,7 +58,8 @@ def test_settlement_pays_out_the_statement_once(
         ).all()
         assert kinds.count("match.finished") == 1 and kinds.count("settlement.completed") == 1
         count = session.scalar(
-            select(func.count()).select_from(LedgerTransaction)
+            select(func.count())
+            .select_from(LedgerTransaction)
             .where(LedgerTransaction.match_ref == match_id, LedgerTransaction.kind == "capture")
         )
         assert count == 1
@@ -108,8 +109,9 @@ def test_settlement_rows_are_append_only_and_ledger_verifies(api: ApiClient, app
         with session.begin():
             assert store.verify(session) == []
             totals = session.execute(
-                select(LedgerEntry.currency, func.sum(LedgerEntry.amount))
-                .group_by(LedgerEntry.currency)
+                select(LedgerEntry.currency, func.sum(LedgerEntry.amount)).group_by(
+                    LedgerEntry.currency
+                )
             ).all()
         assert all(total == 0 for _currency, total in totals)
         with session.begin():
@@ -148,8 +150,10 @@ def test_relay_keeps_events_when_the_broker_is_down(api: ApiClient, app: Any) ->
         relay_events(session, down, utcnow())  # other events may publish; ours cannot
         with session.begin():
             pending = session.scalars(
-                select(OutboxEvent).where(OutboxEvent.subject_id == table["match_id"],
-                                          OutboxEvent.type == "match.finished")
+                select(OutboxEvent).where(
+                    OutboxEvent.subject_id == table["match_id"],
+                    OutboxEvent.type == "match.finished",
+                )
             ).one()
             assert pending.published_at is None and "unreachable" in (pending.last_error or "")
         sent: list[Any] = []

@@ -59,8 +59,11 @@ def test_expected_version_is_an_integer_in_range(
     live_match: tuple[ApiClient, str, int], text: str
 ) -> None:
     client, match_id, version = live_match
-    response = send(client, f"/v1/matches/{match_id}/actions",
-                    f'{{"action": "PASS", "expected_version": {text}}}')
+    response = send(
+        client,
+        f"/v1/matches/{match_id}/actions",
+        f'{{"action": "PASS", "expected_version": {text}}}',
+    )
     refused(response, "expected_version")
     assert client.get(f"/v1/matches/{match_id}").get_json()["version"] == version
 
@@ -69,8 +72,11 @@ def test_expected_version_at_its_maximum_is_only_stale(
     live_match: tuple[ApiClient, str, int],
 ) -> None:
     client, match_id, _ = live_match
-    response = send(client, f"/v1/matches/{match_id}/actions",
-                    f'{{"action": "PASS", "expected_version": {MAX_INTEGER}}}')
+    response = send(
+        client,
+        f"/v1/matches/{match_id}/actions",
+        f'{{"action": "PASS", "expected_version": {MAX_INTEGER}}}',
+    )
     assert response.status_code == 409 and response.get_json()["code"] == "stale_version"
 
 
@@ -79,8 +85,9 @@ def test_if_match_is_a_version_in_range(
     live_match: tuple[ApiClient, str, int], header: str
 ) -> None:
     client, match_id, _ = live_match
-    response = send(client, f"/v1/matches/{match_id}/actions", '{"action": "PASS"}',
-                    **{"If-Match": header})
+    response = send(
+        client, f"/v1/matches/{match_id}/actions", '{"action": "PASS"}', **{"If-Match": header}
+    )
     refused(response, "If-Match")
 
 
@@ -88,14 +95,24 @@ def test_if_match_is_a_version_in_range(
     ("path", "body", "field"),
     [
         ("/v1/players/{player}/tokens", '{{"ttl_seconds": {value}}}', "ttl_seconds"),
-        ("/v1/tables", '{{"format": "match_play", "currency": "EUR", "stake": {value}}}',
-         "stake"),
-        ("/v1/tables", '{{"format": "match_play", "currency": "EUR", "stake": 500, '
-                       '"clock": {{"turn_seconds": {value}}}}}', "clock.turn_seconds"),
-        ("/v1/tables", '{{"format": "match_play", "currency": "EUR", "stake": 500, '
-                       '"fee": {{"bps": {value}}}}}', "fee.bps"),
-        ("/v1/webhook-endpoints/{endpoint}/rotate-secret", '{{"grace_period_seconds": {value}}}',
-         "grace_period_seconds"),
+        ("/v1/tables", '{{"format": "match_play", "currency": "EUR", "stake": {value}}}', "stake"),
+        (
+            "/v1/tables",
+            '{{"format": "match_play", "currency": "EUR", "stake": 500, '
+            '"clock": {{"turn_seconds": {value}}}}}',
+            "clock.turn_seconds",
+        ),
+        (
+            "/v1/tables",
+            '{{"format": "match_play", "currency": "EUR", "stake": 500, '
+            '"fee": {{"bps": {value}}}}}',
+            "fee.bps",
+        ),
+        (
+            "/v1/webhook-endpoints/{endpoint}/rotate-secret",
+            '{{"grace_period_seconds": {value}}}',
+            "grace_period_seconds",
+        ),
     ],
 )
 @pytest.mark.parametrize("value", ["2.0", "1e308", '"1"', "true", str(2**64)])
@@ -134,8 +151,22 @@ def _request_schemas() -> Iterator[type[Schema]]:
         webhooks,
     )
 
-    modules = (audit, bots, matches, operators, ops, play_schemas, players, rates, schemas,
-               settlements, tables, wallets, webhook_schemas, webhooks)
+    modules = (
+        audit,
+        bots,
+        matches,
+        operators,
+        ops,
+        play_schemas,
+        players,
+        rates,
+        schemas,
+        settlements,
+        tables,
+        wallets,
+        webhook_schemas,
+        webhooks,
+    )
     for module in modules:
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, Schema) and value.__name__.endswith(("In", "Patch", "Query")):
@@ -167,8 +198,9 @@ def _request_properties(spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
 
     def walk(where: str, node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         if isinstance(node, dict):
-            if "integer" in (node.get("type") if isinstance(node.get("type"), list)
-                             else [node.get("type")]):
+            if "integer" in (
+                node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+            ):
                 yield where, node
             for key, value in node.items():
                 yield from walk(f"{where}.{key}", value)

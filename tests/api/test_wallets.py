@@ -175,7 +175,8 @@ def test_what_a_player_holds_is_summed_from_the_open_escrows_alone(app: Any) -> 
     through ix_ledger_accounts_open_escrows, not one account per match ever played."""
     from service.usecases.wallets import _WALLET
 
-    stmt = _WALLET.params(available_key="player_available:op_x:ply_x:-:EUR", player_id="ply_x",
-                          currency="EUR")
+    stmt = _WALLET.params(
+        available_key="player_available:op_x:ply_x:-:EUR", player_id="ply_x", currency="EUR"
+    )
     plan = plan_of(app.extensions["gin"]["engine"], stmt)
     assert "ix_ledger_accounts_open_escrows" in plan, plan

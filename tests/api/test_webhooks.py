@@ -105,8 +105,7 @@ PRIVATE_URLS = [
 def test_private_targets_are_refused_at_creation_and_update(api: ApiClient, url: str) -> None:
     """Server-side request forgery is refused when the URL is given, not only at delivery:
     any address that is not public, however it is spelt, and the loopback names."""
-    body = problem(api.post("/v1/webhook-endpoints", {"url": url}), 422, "validation_failed",
-                   "url")
+    body = problem(api.post("/v1/webhook-endpoints", {"url": url}), 422, "validation_failed", "url")
     assert "public address" in body["detail"]
     created = create(api)
     path = f"/v1/webhook-endpoints/{created['id']}"
@@ -122,16 +121,27 @@ def test_private_targets_are_allowed_when_configured(database_url: str) -> None:
     with serving(database_url, WEBHOOK_ALLOW_PRIVATE_NETWORKS=True) as allowing:
         _, key = new_operator(allowing)
         api = ApiClient(allowing.test_client(), key)
-        for url in ("http://127.0.0.1:9/hook", "http://[::1]/hook", "http://localhost/x",
-                    "https://93.184.215.14/hook"):
+        for url in (
+            "http://127.0.0.1:9/hook",
+            "http://[::1]/hook",
+            "http://localhost/x",
+            "https://93.184.215.14/hook",
+        ):
             assert create(api, url=url)["url"] == url
 
 
 def test_update_disable_enable_and_validate(api: ApiClient) -> None:
     created = create(api)
     path = f"/v1/webhook-endpoints/{created['id']}"
-    changed = api.patch(path, {"enabled": False, "event_types": ["match.finished"],
-                               "url": "http://hooks.ops.example:8080/x", "description": "later"})
+    changed = api.patch(
+        path,
+        {
+            "enabled": False,
+            "event_types": ["match.finished"],
+            "url": "http://hooks.ops.example:8080/x",
+            "description": "later",
+        },
+    )
     assert changed.status_code == 200, changed.get_json()
     body = changed.get_json()
     assert body["enabled"] is False and body["event_types"] == ["match.finished"]
@@ -156,8 +166,12 @@ def test_rotation_returns_a_new_secret_and_keeps_the_old_for_the_grace(api: ApiC
     assert immediate["previous_secret_expires_at"] is None
     assert api.post(path).get_json()["previous_secret_expires_at"] is not None  # 24 h default
     for bad in (-1, 8 * 86400, 1.5, "60"):
-        problem(api.post(path, {"grace_period_seconds": bad}), 422, "validation_failed",
-                "grace_period_seconds")
+        problem(
+            api.post(path, {"grace_period_seconds": bad}),
+            422,
+            "validation_failed",
+            "grace_period_seconds",
+        )
 
 
 def test_delete_hides_the_endpoint(api: ApiClient) -> None:
@@ -166,8 +180,13 @@ def test_delete_hides_the_endpoint(api: ApiClient) -> None:
     deleted = api.delete(path)
     assert deleted.status_code == 200
     assert deleted.get_json()["deleted"] is True and "secret" not in deleted.get_json()
-    for response in (api.get(path), api.delete(path), api.patch(path, {"enabled": True}),
-                     api.post(f"{path}/rotate-secret"), api.get(f"{path}/deliveries")):
+    for response in (
+        api.get(path),
+        api.delete(path),
+        api.patch(path, {"enabled": True}),
+        api.post(f"{path}/rotate-secret"),
+        api.get(f"{path}/deliveries"),
+    ):
         problem(response, 404, "not_found")
     assert api.get("/v1/webhook-endpoints").get_json()["data"] == []
 
@@ -190,9 +209,13 @@ def test_other_operators_players_and_strangers_are_kept_out(
 ) -> None:
     created = create(api)
     path = f"/v1/webhook-endpoints/{created['id']}"
-    for response in (other_api.get(path), other_api.patch(path, {"enabled": False}),
-                     other_api.delete(path), other_api.post(f"{path}/rotate-secret"),
-                     other_api.get(f"{path}/deliveries")):
+    for response in (
+        other_api.get(path),
+        other_api.patch(path, {"enabled": False}),
+        other_api.delete(path),
+        other_api.post(f"{path}/rotate-secret"),
+        other_api.get(f"{path}/deliveries"),
+    ):
         problem(response, 404, "not_found")
     assert other_api.get("/v1/webhook-endpoints").get_json()["data"] == []
     player = player_client(api, deposit=0)
@@ -238,20 +261,28 @@ def test_delivery_log_and_redelivery_over_http(
     assert api.get(f"/v1/webhook-deliveries/{ids[0]}").get_json()["id"] == ids[0]
     filtered = api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries?status=delivered")
     assert filtered.get_json()["data"] == []
-    problem(api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries?status=lost"), 422,
-            "validation_failed", "status")
+    problem(
+        api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries?status=lost"),
+        422,
+        "validation_failed",
+        "status",
+    )
     # Another operator can neither see nor redeliver it; a player may not either.
     problem(other_api.get(f"/v1/webhook-deliveries/{ids[0]}"), 404, "not_found")
     problem(other_api.post(f"/v1/webhook-deliveries/{ids[0]}/redeliver"), 404, "not_found")
-    problem(player_client(api, deposit=0).post(f"/v1/webhook-deliveries/{ids[0]}/redeliver"),
-            403, "forbidden")
+    problem(
+        player_client(api, deposit=0).post(f"/v1/webhook-deliveries/{ids[0]}/redeliver"),
+        403,
+        "forbidden",
+    )
     problem(api.post("/v1/webhook-deliveries/whd_nope/redeliver"), 404, "not_found")
     redelivered = api.post(f"/v1/webhook-deliveries/{ids[0]}/redeliver")
     assert redelivered.status_code == 202 and redelivered.get_json()["status"] == "pending"
     # A disabled endpoint takes no redelivery.
     api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"enabled": False})
-    problem(api.post(f"/v1/webhook-deliveries/{ids[0]}/redeliver"), 409,
-            "webhook_endpoint_disabled")
+    problem(
+        api.post(f"/v1/webhook-deliveries/{ids[0]}/redeliver"), 409, "webhook_endpoint_disabled"
+    )
 
 
 def test_disabled_and_other_operators_endpoints_get_no_deliveries(

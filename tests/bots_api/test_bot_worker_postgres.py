@@ -34,11 +34,30 @@ def worker_with_beat(url: str, broker: Broker, folder: Path) -> subprocess.Popen
     env = dict(os.environ, DATABASE_URL=url, GIN_VAR_DIR=str(folder), **broker.env)
     log = open(os.environ["WORKER_LOG"], "ab") if os.environ.get("WORKER_LOG") else None  # noqa: SIM115
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--beat",
-         "--schedule", str(folder / "beat-schedule"), "--concurrency", "2",
-         "--queues", broker.queue, "--loglevel", "WARNING", "--without-gossip",
-         "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--beat",
+            "--schedule",
+            str(folder / "beat-schedule"),
+            "--concurrency",
+            "2",
+            "--queues",
+            broker.queue,
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
@@ -50,8 +69,14 @@ def test_a_worker_plays_the_bot_to_the_end(pg_url: str, tmp_path: Path) -> None:
     try:
         _operator_id, key = new_operator(app)
         operator = GinClient("http://gin.test", key, transport=httpx.WSGITransport(app=app))
-        table = operator.create_table("match_play", "XPM", stake=10, target=25, practice=True,
-                                      clock={"turn_seconds": 30, "bank_seconds": 60})
+        table = operator.create_table(
+            "match_play",
+            "XPM",
+            stake=10,
+            target=25,
+            practice=True,
+            clock={"turn_seconds": 30, "bank_seconds": 60},
+        )
         player = operator.create_player("pg-human", "Hugo")
         operator.deposit(player["id"], 10, "XPM")
         person = operator.as_(operator.player_token(player["id"])["token"])

@@ -96,8 +96,10 @@ def test_a_bot_plays_a_whole_practice_match_against_a_person(
 
     settle_match(match_id)
     settled = operator.settlement(match_id)
-    assert settled["players"] == [s["player_id"] for s in sorted(
-        operator.table(table["id"])["seats"], key=lambda s: s["seat"])]
+    assert settled["players"] == [
+        s["player_id"]
+        for s in sorted(operator.table(table["id"])["seats"], key=lambda s: s["seat"])
+    ]
     assert sum(p["amount"] for p in settled["payouts"]) + settled["fee"]["amount"] == 20
     bot_seat = settled["players"].index(bot_id)
     after = operator.wallet(bot_id, "XPM")
@@ -139,8 +141,9 @@ def test_seating_a_bot_needs_the_operator_key_and_is_idempotent(operator: GinCli
 
 
 def test_money_play_bot_buys_in_within_the_range(operator: GinClient) -> None:
-    table = practice_table(operator, format="money_play", stake=0, stake_per_point=1,
-                           min_buyin=50, max_buyin=200)
+    table = practice_table(
+        operator, format="money_play", stake=0, stake_per_point=1, min_buyin=50, max_buyin=200
+    )
     with pytest.raises(ApiProblem) as refused:
         operator.seat_bot(table["id"], buyin=10)
     assert [f.field for f in refused.value.fields] == ["buyin"]
@@ -160,8 +163,7 @@ def test_a_twin_run_with_a_stale_view_changes_nothing(
     session = app.extensions["gin"]["sessionmaker"]()
     try:
         match_id = table["match_id"]
-        principals = [Principal(operator.operator()["id"], b["player_id"])
-                      for b in (bot_a, bot_b)]
+        principals = [Principal(operator.operator()["id"], b["player_id"]) for b in (bot_a, bot_b)]
         views = [play.get_view(session, p, match_id) for p in principals]
         mover = next(i for i, v in enumerate(views) if v["hand"]["legal_actions"])
         stale = views[mover]

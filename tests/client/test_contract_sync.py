@@ -51,13 +51,19 @@ def test_the_client_declares_many_operations() -> None:
     declared = {(op.method, op.path) for op in operations().values()}
     assert len(declared) >= 20
     for needed in [
-        ("POST", "/v1/players"), ("POST", "/v1/players/{player_id}/deposits"),
-        ("POST", "/v1/players/{player_id}/withdrawals"), ("POST", "/v1/players/{player_id}/tokens"),
-        ("POST", "/v1/tables"), ("GET", "/v1/tables"), ("POST", "/v1/tables/{table_id}/seats"),
-        ("DELETE", "/v1/tables/{table_id}/seats/me"), ("GET", "/v1/matches/{match_id}"),
+        ("POST", "/v1/players"),
+        ("POST", "/v1/players/{player_id}/deposits"),
+        ("POST", "/v1/players/{player_id}/withdrawals"),
+        ("POST", "/v1/players/{player_id}/tokens"),
+        ("POST", "/v1/tables"),
+        ("GET", "/v1/tables"),
+        ("POST", "/v1/tables/{table_id}/seats"),
+        ("DELETE", "/v1/tables/{table_id}/seats/me"),
+        ("GET", "/v1/matches/{match_id}"),
         ("POST", "/v1/matches/{match_id}/actions"),
         ("GET", "/v1/matches/{match_id}/hands/{number}"),
-        ("GET", "/v1/matches/{match_id}/settlement"), ("GET", "/v1/players/{player_id}/entries"),
+        ("GET", "/v1/matches/{match_id}/settlement"),
+        ("GET", "/v1/players/{player_id}/entries"),
         ("GET", "/v1/players/{player_id}/wallets/{currency}"),
         ("POST", "/v1/tables/{table_id}/bots"),
         ("GET", "/v1/audit/ledger"),
@@ -102,7 +108,9 @@ def test_action_text_becomes_the_documented_body() -> None:
     assert action_body("DISCARD TD") == {"action": "DISCARD", "card": "TD"}
     assert action_body("PASS") == {"action": "PASS"}
     assert action_body("KNOCK 9S | AC 2C 3C | 4D 4H 4S") == {
-        "action": "KNOCK", "card": "9S", "melds": [["AC", "2C", "3C"], ["4D", "4H", "4S"]],
+        "action": "KNOCK",
+        "card": "9S",
+        "melds": [["AC", "2C", "3C"], ["4D", "4H", "4S"]],
     }
 
 
@@ -113,6 +121,5 @@ def test_the_client_imports_no_server_framework() -> None:
         "('flask', 'sqlalchemy', 'celery', 'flask_smorest', 'marshmallow', 'kombu'))\n"
         "print(','.join(bad))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

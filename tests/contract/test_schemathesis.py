@@ -125,8 +125,7 @@ def world(app: Any) -> Iterator[dict[str, str]]:
     assert table.status_code == 201, table.get_json()
     table_id = table.get_json()["id"]
     for _, token in seated:
-        joined = api.as_(token).post(f"/v1/tables/{table_id}/seats", {},
-                                     key=secrets.token_hex(8))
+        joined = api.as_(token).post(f"/v1/tables/{table_id}/seats", {}, key=secrets.token_hex(8))
         assert joined.status_code == 201, joined.get_json()
     endpoint = api.post("/v1/webhook-endpoints", {"url": "https://receiver.example/hook"})
     assert endpoint.status_code == 201, endpoint.get_json()
@@ -195,8 +194,10 @@ def test_the_fuzzing_sent_thousands_of_requests() -> None:
     if not OPERATIONS_FUZZED:
         pytest.skip("the fuzzing test was deselected")
     total = sum(SEEN.values())
-    print(f"contract fuzzing: {total} requests over {len(OPERATIONS_FUZZED)} operations; "
-          f"by status {dict(sorted(SEEN.items()))}")
+    print(
+        f"contract fuzzing: {total} requests over {len(OPERATIONS_FUZZED)} operations; "
+        f"by status {dict(sorted(SEEN.items()))}"
+    )
     assert documented == OPERATIONS_FUZZED
     assert total >= MIN_REQUESTS
     assert sum(n for status, n in SEEN.items() if status < 300) >= len(documented)
@@ -315,7 +316,6 @@ def test_every_creating_operation_accepted_generated_bodies() -> None:
     player holds, ``insufficient_funds``)."""
     if not SENT:
         pytest.skip("the positive fuzzing test was deselected")
-    print(f"positive data: {sum(SENT.values())} requests, created "
-          f"{dict(sorted(ACCEPTED.items()))}")
+    print(f"positive data: {sum(SENT.values())} requests, created {dict(sorted(ACCEPTED.items()))}")
     assert set(SENT) == set(CREATING)
     assert set(ACCEPTED) >= set(CREATING) - {"createWithdrawal"}

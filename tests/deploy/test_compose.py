@@ -67,8 +67,10 @@ def validator() -> Any:
 
 
 def schema_errors(document: dict[str, Any]) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator().iter_errors(document)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator().iter_errors(document)
+    ]
 
 
 def test_compose_file_is_valid_against_the_compose_specification() -> None:
@@ -109,10 +111,15 @@ def test_services_are_wired_as_documented() -> None:
     assert set(services) == {"postgres", "redis", "migrate", "api", "worker", "beat"}
     roles = {name: service.get("command", [None])[0] for name, service in services.items()}
     assert {roles[n] for n in ("migrate", "api", "worker", "beat")} == {
-        "migrate", "api", "worker", "beat"}
+        "migrate",
+        "api",
+        "worker",
+        "beat",
+    }
     for name in ("api", "worker", "beat"):
         assert services[name]["depends_on"]["migrate"] == {
-            "condition": "service_completed_successfully"}, name
+            "condition": "service_completed_successfully"
+        }, name
     assert services["migrate"]["depends_on"]["postgres"] == {"condition": "service_healthy"}
     assert services["migrate"]["restart"] == "no"
     for name in ("postgres", "redis", "api", "worker", "beat"):

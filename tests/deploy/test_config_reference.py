@@ -24,23 +24,32 @@ DOCUMENTED = re.compile(r"^\|\s*`([A-Z][A-Z0-9_]*)`", re.MULTILINE)
 
 def _is_environ(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-        isinstance(node, ast.Name) and node.id == "environ")
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def _env_read_argument(node: ast.AST) -> ast.AST | None:
     """The name expression of an environment read, or None when ``node`` is not one."""
     if isinstance(node, ast.Call) and node.args:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") \
-                and _is_environ(func.value):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("get", "pop", "setdefault")
+            and _is_environ(func.value)
+        ):
             return node.args[0]
         if (isinstance(func, ast.Attribute) and func.attr == "getenv") or (
-                isinstance(func, ast.Name) and func.id == "getenv"):
+            isinstance(func, ast.Name) and func.id == "getenv"
+        ):
             return node.args[0]
     if isinstance(node, ast.Subscript) and _is_environ(node.value):
         return node.slice
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 \
-            and isinstance(node.ops[0], ast.In | ast.NotIn) and _is_environ(node.comparators[0]):
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and _is_environ(node.comparators[0])
+    ):
         return node.left
     return None
 
@@ -70,19 +79,28 @@ def variables_in_python(sources: dict[str, str]) -> dict[str, set[str]]:
             argument = _env_read_argument(node)
             if argument is None and isinstance(node, ast.Call) and node.args:
                 func = node.func
-                called = func.id if isinstance(func, ast.Name) else (
-                    func.attr if isinstance(func, ast.Attribute) else None)
+                called = (
+                    func.id
+                    if isinstance(func, ast.Name)
+                    else (func.attr if isinstance(func, ast.Attribute) else None)
+                )
                 if called in helpers:
                     argument = node.args[0]
-            if isinstance(argument, ast.Constant) and isinstance(argument.value, str) \
-                    and NAME.match(argument.value):
+            if (
+                isinstance(argument, ast.Constant)
+                and isinstance(argument.value, str)
+                and NAME.match(argument.value)
+            ):
                 found.setdefault(argument.value, set()).add(filename)
     return found
 
 
 def variables_read() -> dict[str, set[str]]:
-    python = {str(path.relative_to(ROOT)): path.read_text()
-              for folder in SCANNED for path in sorted((ROOT / folder).rglob("*.py"))}
+    python = {
+        str(path.relative_to(ROOT)): path.read_text()
+        for folder in SCANNED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
     found = variables_in_python(python)
     for path in [*(ROOT / "deploy").glob("*.sh"), ROOT / "deploy" / "compose.yaml"]:
         for name in SHELL_VARIABLE.findall(path.read_text()):
@@ -103,16 +121,21 @@ def test_every_variable_the_code_reads_is_documented() -> None:
 
 def test_only_service_config_reads_the_environment() -> None:
     """Every setting is read in service/config.py; the rest of the code asks it."""
-    python = {str(path.relative_to(ROOT)): path.read_text()
-              for folder in SCANNED for path in sorted((ROOT / folder).rglob("*.py"))}
-    elsewhere = {name: sorted(files - {"service/config.py"})
-                 for name, files in variables_in_python(python).items()
-                 if files - {"service/config.py"}}
+    python = {
+        str(path.relative_to(ROOT)): path.read_text()
+        for folder in SCANNED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
+    elsewhere = {
+        name: sorted(files - {"service/config.py"})
+        for name, files in variables_in_python(python).items()
+        if files - {"service/config.py"}
+    }
     assert elsewhere == {}
 
 
 def test_the_scan_finds_each_kind_of_read() -> None:
-    source = '''
+    source = """
 import os
 from os import environ, getenv
 
@@ -132,10 +155,17 @@ F = "MEMBERSHIP" in environ
 G = os.environ.setdefault("SET_DEFAULT", "1")
 H = {"NOT_AN_ENV_READ": 1}.get("NOT_AN_ENV_READ_EITHER")
 I = print("SHOUTING_BUT_NOT_READ")
-'''
+"""
     found = set(variables_in_python({"example.py": source}))
-    assert found == {"DIRECT_GET", "SUBSCRIPT", "GETENV", "VIA_HELPER", "VIA_IN_HELPER",
-                     "MEMBERSHIP", "SET_DEFAULT"}
+    assert found == {
+        "DIRECT_GET",
+        "SUBSCRIPT",
+        "GETENV",
+        "VIA_HELPER",
+        "VIA_IN_HELPER",
+        "MEMBERSHIP",
+        "SET_DEFAULT",
+    }
 
 
 def test_an_undocumented_variable_is_reported() -> None:

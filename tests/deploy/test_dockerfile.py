@@ -86,11 +86,15 @@ def test_the_dockerfile_is_multi_stage_non_root_and_has_no_build_tools_at_runtim
     [
         (lambda t: t.replace("USER 10001:10001", "USER root"), "runs as root"),
         (lambda t: t.replace("USER 10001:10001\n", ""), "runs as root"),
-        (lambda t: t.replace("WORKDIR /app\n",
-                             "WORKDIR /app\nRUN apt-get install -y gcc\n"), "build tools"),
+        (
+            lambda t: t.replace("WORKDIR /app\n", "WORKDIR /app\nRUN apt-get install -y gcc\n"),
+            "build tools",
+        ),
         (lambda t: t.replace("COPY --from=builder", "COPY"), "copies nothing"),
-        (lambda t: t.replace("AS builder", "AS build").replace("--from=builder", "--from=build"),
-         "not named builder"),
+        (
+            lambda t: t.replace("AS builder", "AS build").replace("--from=builder", "--from=build"),
+            "not named builder",
+        ),
         (lambda t: re.sub(r"HEALTHCHECK[^\n]*\\\n[^\n]*\n", "", t), "HEALTHCHECK"),
     ],
 )
@@ -107,7 +111,8 @@ def dockerignored(path: str, patterns: list[str]) -> bool:
     return any(
         fnmatch.fnmatch(prefix, pattern.removeprefix("**/"))
         or fnmatch.fnmatch(prefix.rsplit("/", 1)[-1], pattern.removeprefix("**/"))
-        for pattern in patterns for prefix in prefixes
+        for pattern in patterns
+        for prefix in prefixes
     )
 
 
@@ -122,8 +127,11 @@ def copy_sources() -> list[str]:
 
 
 def test_every_copied_file_exists_and_is_in_the_build_context() -> None:
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert not any(p.startswith("!") for p in patterns)  # dockerignored() does not do them
     sources = copy_sources()
     assert {"pyproject.toml", "service", "worker", "deploy/gunicorn.conf.py"} <= set(sources)
@@ -152,10 +160,19 @@ def fake_bin(tmp_path: Path) -> Path:
 
 def run_entrypoint(fake_bin: Path, tmp_path: Path, *args: str) -> tuple[list[str], str]:
     role_file = tmp_path / "role"
-    env = {"PATH": f"{fake_bin}:/usr/bin:/bin", "GIN_ROLE_FILE": str(role_file),
-           "GIN_VAR_DIR": "/app/var"}
-    result = subprocess.run(["sh", str(ENTRYPOINT), *args], env=env, capture_output=True,
-                            text=True, timeout=30, check=True)
+    env = {
+        "PATH": f"{fake_bin}:/usr/bin:/bin",
+        "GIN_ROLE_FILE": str(role_file),
+        "GIN_VAR_DIR": "/app/var",
+    }
+    result = subprocess.run(
+        ["sh", str(ENTRYPOINT), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return result.stdout.splitlines(), role_file.read_text().strip()
 
 
@@ -163,16 +180,41 @@ def run_entrypoint(fake_bin: Path, tmp_path: Path, *args: str) -> tuple[list[str
     "args, command, role",
     [
         ((), ["gunicorn", "-c", "/app/deploy/gunicorn.conf.py", "service.wsgi:app"], "api"),
-        (("api",), ["gunicorn", "-c", "/app/deploy/gunicorn.conf.py", "service.wsgi:app"],
-         "api"),
-        (("worker", "--concurrency", "4"),
-         ["celery", "-A", "worker.celery_app", "worker", "--loglevel", "INFO",
-          "--concurrency", "4"], "worker"),
-        (("beat",), ["celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",
-                     "--schedule", "/app/var/celerybeat-schedule"], "beat"),
+        (("api",), ["gunicorn", "-c", "/app/deploy/gunicorn.conf.py", "service.wsgi:app"], "api"),
+        (
+            ("worker", "--concurrency", "4"),
+            [
+                "celery",
+                "-A",
+                "worker.celery_app",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "4",
+            ],
+            "worker",
+        ),
+        (
+            ("beat",),
+            [
+                "celery",
+                "-A",
+                "worker.celery_app",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                "/app/var/celerybeat-schedule",
+            ],
+            "beat",
+        ),
         (("migrate",), ["gin-service", "db", "upgrade"], "migrate"),
-        (("echo-args", "api-key", "list", "op_1"), ["echo-args", "api-key", "list", "op_1"],
-         "echo-args"),
+        (
+            ("echo-args", "api-key", "list", "op_1"),
+            ["echo-args", "api-key", "list", "op_1"],
+            "echo-args",
+        ),
     ],
 )
 def test_the_entrypoint_starts_each_role(
@@ -190,10 +232,20 @@ def test_the_gunicorn_config_the_image_uses_loads(tmp_path: Path) -> None:
         "sys.argv = ['gunicorn', '-c', sys.argv[1], 'service.wsgi:app']\n"
         "app = WSGIApplication(); print(app.cfg.bind, app.cfg.workers)\n"
     )
-    env = {**os.environ, "WEB_CONCURRENCY": "3", "GIN_BIND": "0.0.0.0:8123",
-           "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    result = subprocess.run([sys.executable, "-c", script, str(ROOT / "deploy/gunicorn.conf.py")],
-                            env=env, capture_output=True, text=True, timeout=60, check=True)
+    env = {
+        **os.environ,
+        "WEB_CONCURRENCY": "3",
+        "GIN_BIND": "0.0.0.0:8123",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT / "deploy/gunicorn.conf.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.split() == ["['0.0.0.0:8123']", "3"]
 
 
@@ -229,8 +281,9 @@ def healthcheck(tmp_path: Path, role: str | None, port: int) -> int:
     if role is not None:
         role_file.write_text(role + "\n")
     env = {**os.environ, "GIN_ROLE_FILE": str(role_file), "GIN_BIND": f"0.0.0.0:{port}"}
-    return subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, timeout=30,
-                          check=False).returncode
+    return subprocess.run(
+        [sys.executable, str(HEALTHCHECK)], env=env, timeout=30, check=False
+    ).returncode
 
 
 def free_port() -> int:
@@ -266,21 +319,38 @@ def test_the_builder_stage_wheel_carries_the_app_and_its_migrations(tmp_path: Pa
             continue  # copied into the final stage, not built
         target = context / source
         if (ROOT / source).is_dir():
-            shutil.copytree(ROOT / source, target,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         else:
             shutil.copy(ROOT / source, target)
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-         str(tmp_path / "wheels"), str(context)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--wheel-dir",
+            str(tmp_path / "wheels"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     (wheel,) = (tmp_path / "wheels").glob("gin_service-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    migrations = {p.relative_to(ROOT).as_posix()
-                  for p in [*(ROOT / "service/db/migrations/versions").glob("*.py"),
-                            *(ROOT / "service/db/sql").glob("*.sql")]}
+    migrations = {
+        p.relative_to(ROOT).as_posix()
+        for p in [
+            *(ROOT / "service/db/migrations/versions").glob("*.py"),
+            *(ROOT / "service/db/sql").glob("*.sql"),
+        ]
+    }
     assert migrations and migrations <= names
     assert {"service/wsgi.py", "worker/celery_app.py", "service/db/migrations/env.py"} <= names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

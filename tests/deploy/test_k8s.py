@@ -47,8 +47,14 @@ def errors(document: dict[str, Any]) -> list[str]:
 def test_every_manifest_is_valid(version: str) -> None:
     found = manifests()
     assert {doc["kind"] for _, doc in found} >= {
-        "Deployment", "Service", "ConfigMap", "Secret", "Job", "HorizontalPodAutoscaler",
-        "PodDisruptionBudget"}
+        "Deployment",
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "Job",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+    }
     for name, document in found:
         try:
             kubernetes_validate.validate(document, version, strict=True)
@@ -77,8 +83,12 @@ CONTAINER = "spec.template.spec.containers.0"
         ("Deployment", "gin-api", f"{CONTAINER}.readinessProbe.httpGet.port", 80.5),
         ("Deployment", "gin-api", f"{CONTAINER}.envFrom.0.configMapRef", "gin-config"),
         ("Deployment", "gin-beat", "spec.strategy.type", {"recreate": True}),
-        ("HorizontalPodAutoscaler", "gin-worker", "spec.metrics.0.resource.target",
-         {"averageUtilization": 70}),  # target.type is required
+        (
+            "HorizontalPodAutoscaler",
+            "gin-worker",
+            "spec.metrics.0.resource.target",
+            {"averageUtilization": 70},
+        ),  # target.type is required
         ("PodDisruptionBudget", "gin-api", "spec.minAvailable", [1]),
         ("Job", "gin-migrate", "spec.template.spec.restartPolicy", 7),
     ],
@@ -163,8 +173,10 @@ def test_selectors_reach_exactly_the_pods_they_mean() -> None:
 
 def test_the_secret_is_only_an_example() -> None:
     secret = objects()[("Secret", "gin-secrets")]
-    assert all("replace-me" in value or value.startswith("redis://redis")
-               for value in secret["stringData"].values())
+    assert all(
+        "replace-me" in value or value.startswith("redis://redis")
+        for value in secret["stringData"].values()
+    )
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     assert "secret.example.yaml" not in kustomization["resources"]
     for resource in kustomization["resources"]:

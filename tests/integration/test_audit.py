@@ -103,8 +103,16 @@ def test_settled_matches_of_every_format_audit_clean(
     books: Books, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     matches = [books.finished(**settings) for settings in FORMATS]
-    matches.append(books.finished(resign=True, format="money_play", stake_per_point=5,
-                                  min_buyin=2000, max_buyin=5000, target=50))
+    matches.append(
+        books.finished(
+            resign=True,
+            format="money_play",
+            stake_per_point=5,
+            min_buyin=2000,
+            max_buyin=5000,
+            target=50,
+        )
+    )
     status, report = books.cli(monkeypatch, tmp_path)
     assert findings(report) == []
     assert status == 0 and report["ok"] is True
@@ -162,10 +170,13 @@ def test_an_edited_statement_is_found(
     winner = statement["winner"]
     statement["payouts"] = list(statement["payouts"])
     statement["payouts"][winner] += 100  # the winner "received" one euro more
-    books.tamper(lambda connection: connection.execute(
-        update(Settlement.__table__).where(Settlement.__table__.c.id == settlement_id)
-        .values(statement=statement)
-    ))
+    books.tamper(
+        lambda connection: connection.execute(
+            update(Settlement.__table__)
+            .where(Settlement.__table__.c.id == settlement_id)
+            .values(statement=statement)
+        )
+    )
     status, report = books.cli(monkeypatch, tmp_path)
     assert status == 1 and report["ok"] is False
     audited = {s["match_id"]: s for s in report["settlements"]}
@@ -180,9 +191,11 @@ def test_an_edited_statement_is_found(
     assert report["ledger"]["ok"] is True  # the books themselves are intact
 
 
-@pytest.mark.parametrize("kinds", [("DISCARD", "KNOCK", "GIN"),
-                                   ("DRAW_STOCK", "TAKE_UPCARD", "DRAW_DISCARD")],
-                         ids=["played", "drawn"])
+@pytest.mark.parametrize(
+    "kinds",
+    [("DISCARD", "KNOCK", "GIN"), ("DRAW_STOCK", "TAKE_UPCARD", "DRAW_DISCARD")],
+    ids=["played", "drawn"],
+)
 def test_an_edited_hand_action_is_found(
     books: Books, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kinds: tuple[str, ...]
 ) -> None:
@@ -306,14 +319,16 @@ def test_automatic_play_dead_hands_void_and_timeout_forfeits_audit_clean(
     clock = {"turn_seconds": 1, "bank_seconds": 0, "max_timeouts": 100}
     # Nobody ever acts: the server plays every turn, never knocks, so hands die; First To
     # Knock voids the match after more dead hands than allowed and refunds both stakes.
-    _clients, table = seated_match(books.api, format="first_to_knock", stake=300,
-                                   ftk_max_dead_hands=1, clock=clock)
+    _clients, table = seated_match(
+        books.api, format="first_to_knock", stake=300, ftk_max_dead_hands=1, clock=clock
+    )
     void = table["match_id"]
     assert run_clock_until_over(books, void) == "void"
     books.settle(void)
     # Two timeouts forfeit a match in the middle of its first hand.
-    _clients, table = seated_match(books.api, format="match_play", stake=500,
-                                   clock={**clock, "max_timeouts": 2})
+    _clients, table = seated_match(
+        books.api, format="match_play", stake=500, clock={**clock, "max_timeouts": 2}
+    )
     forfeited = table["match_id"]
     assert run_clock_until_over(books, forfeited) == "finished"
     books.settle(forfeited)

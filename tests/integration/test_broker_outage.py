@@ -26,8 +26,9 @@ from tests.integration.test_worker_settlement import finished_matches, settled_o
 from tests.integration.workers import Broker, kill, private_redis, wait_until, worker
 from worker.relay import relay_events
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="needs redis-server on the PATH")
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="needs redis-server on the PATH"
+)
 
 #: Seconds from the broker's return (or a worker's start) to every match settled.
 PROMPTLY = 10

@@ -63,7 +63,7 @@ def operator(
     monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     assert main(["create-operator", "Acme"]) == 0
     printed = capsys.readouterr().out
-    created = json.loads(printed[printed.index("{"):])
+    created = json.loads(printed[printed.index("{") :])
     app = make_test_app(fresh_database_url)
     yield app, created
     app.extensions["gin"]["engine"].dispose()
@@ -108,8 +108,10 @@ def test_api_keys_are_created_listed_and_revoked(
     ],
 )
 def test_unknown_operators_and_keys_are_named_with_status_2(
-    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
-    argv: tuple[str, ...], message: str,
+    operator: tuple[Any, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    message: str,
 ) -> None:
     status, out, err = cli(capsys, *argv)
     assert (status, out) == (2, None)
@@ -132,12 +134,20 @@ def test_rates_are_set_and_shown_by_the_api(
 
 @pytest.mark.parametrize(
     "base, quote, rate, named",
-    [("EUR", "USD", "abc", "abc"), ("EUR", "EUR", "1.5", "EUR/EUR"), ("EUR", "XYZ", "1", "XYZ"),
-     ("EUR", "USD", "-2", "-2")],
+    [
+        ("EUR", "USD", "abc", "abc"),
+        ("EUR", "EUR", "1.5", "EUR/EUR"),
+        ("EUR", "XYZ", "1", "XYZ"),
+        ("EUR", "USD", "-2", "-2"),
+    ],
 )
 def test_a_bad_rate_is_refused_with_status_2(
-    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
-    base: str, quote: str, rate: str, named: str,
+    operator: tuple[Any, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    base: str,
+    quote: str,
+    rate: str,
+    named: str,
 ) -> None:
     app, first = operator
     status, out, err = cli(capsys, "rates", "set", first["operator_id"], base, quote, rate)
@@ -160,10 +170,11 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     "argv, named",
     [
         (("audit", "--operator", "op_NOPE", "--no-progress"), "op_NOPE"),
-        (("audit", "--report", "/no/such/folder/report.json", "--no-progress"),
-         "/no/such/folder"),
-        (("audit", "--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z"),
-         "--since"),
+        (("audit", "--report", "/no/such/folder/report.json", "--no-progress"), "/no/such/folder"),
+        (
+            ("audit", "--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z"),
+            "--since",
+        ),
         (("audit", "--since", "yesterday"), "yesterday"),
         (("create-operator", ""), "name"),
         (("create-operator", "   "), "name"),
@@ -176,8 +187,10 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     ],
 )
 def test_every_bad_input_is_one_line_on_stderr_and_status_2(
-    operator: tuple[Any, dict[str, Any]], capsys: pytest.CaptureFixture[str],
-    argv: tuple[str, ...], named: str,
+    operator: tuple[Any, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    named: str,
 ) -> None:
     status, out, err = run_cli(capsys, *argv)
     assert (status, out) == (2, "")
@@ -215,11 +228,14 @@ def test_operators_are_listed_without_secrets(
     status, listed, _ = cli(capsys, "operators", "list")
     assert status == 0
     assert [(o["operator_id"], o["name"]) for o in listed] == [
-        (first["operator_id"], "Acme"), (second["operator_id"], "Beta Bets")]
+        (first["operator_id"], "Acme"),
+        (second["operator_id"], "Beta Bets"),
+    ]
     assert all(set(o) == {"operator_id", "name", "created_at"} for o in listed)
     assert first["api_key"] not in json.dumps(listed)
-    status, out, err = run_cli(capsys, "audit", "--operator", listed[1]["operator_id"],
-                               "--no-progress")  # a known operator: audited, clean books
+    status, out, err = run_cli(
+        capsys, "audit", "--operator", listed[1]["operator_id"], "--no-progress"
+    )  # a known operator: audited, clean books
     assert status == 0 and out.startswith("audit OK"), out + err
 
 
@@ -228,13 +244,23 @@ def test_operators_are_listed_without_secrets(
     [
         (("run", "--help"), ["127.0.0.1:8000", "(default: 2)"]),
         (("api-key", "create", "--help"), ["(default: cli)"]),
-        (("simulate", "--help"), ["(default: 10)", "(default: match_play)", "(default: 4)",
-                                  "(default: 500)", "(default: EUR)"]),
+        (
+            ("simulate", "--help"),
+            [
+                "(default: 10)",
+                "(default: match_play)",
+                "(default: 4)",
+                "(default: 500)",
+                "(default: EUR)",
+            ],
+        ),
     ],
 )
 def test_help_shows_the_defaults(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    argv: tuple[str, ...], shown: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    shown: list[str],
 ) -> None:
     monkeypatch.setenv("GIN_API_KEY", "sk_secret_from_the_environment")
     monkeypatch.setenv("COLUMNS", "200")  # one option a line: defaults not wrapped apart
@@ -276,7 +302,9 @@ def test_simulate_without_the_module_says_so(
 
 
 def test_the_demo_operator_is_made_once_and_replaced_when_it_stops_working(
-    fresh_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    fresh_database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import service.config
@@ -309,11 +337,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def http(method: str, url: str, key: str, body: Any = None,
-         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def http(
+    method: str, url: str, key: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {key}", "Content-Type": "application/json", **(headers or {})})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -341,8 +378,11 @@ def test_run_serves_prints_working_examples_and_stops_cleanly(
     """`gin-service run` on a fresh var folder: migrated, a demo key and examples printed, the
     examples work against it (API under gunicorn, the worker settles), SIGTERM stops it."""
     port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL")
+    }
     env["GIN_VAR_DIR"] = str(tmp_path / "var")
     argv = [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     if os.environ.get("TEST_DATABASE_URL"):
@@ -361,18 +401,31 @@ def test_run_serves_prints_working_examples_and_stops_cleanly(
         assert f"GIN={base}" in printed and f"KEY={key_text}" in printed
 
         # the essential calls, made directly
-        status, player = http("POST", f"{base}/v1/players", key_text,
-                              {"external_id": "essential-1", "display_name": "Carol"})
+        status, player = http(
+            "POST",
+            f"{base}/v1/players",
+            key_text,
+            {"external_id": "essential-1", "display_name": "Carol"},
+        )
         assert status == 201, player
-        status, deposit = http("POST", f"{base}/v1/players/{player['id']}/deposits", key_text,
-                               {"amount": {"amount": 1500, "currency": "EUR"}},
-                               {"Idempotency-Key": "essential-deposit"})
+        status, deposit = http(
+            "POST",
+            f"{base}/v1/players/{player['id']}/deposits",
+            key_text,
+            {"amount": {"amount": 1500, "currency": "EUR"}},
+            {"Idempotency-Key": "essential-deposit"},
+        )
         assert status == 201 and deposit["wallet"]["available"]["amount"] == 1500, deposit
 
         # the whole printed walk-through, as a newcomer pastes it into bash
         script = printed.split("-" * 78)[2]
-        result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script],
-                                capture_output=True, text=True, timeout=120, check=False)
+        result = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         lines = result.stdout.splitlines()
         assert "playing" in lines and "finished" in lines, result.stdout

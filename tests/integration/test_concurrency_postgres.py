@@ -72,8 +72,9 @@ def server() -> Iterator[tuple[Any, int, str]]:
             app.extensions["gin"]["engine"].dispose()
 
 
-def _send(port: int, method: str, path: str, token: str, body: Any = None,
-          key: str | None = None) -> tuple[int, dict[str, Any], bool]:
+def _send(
+    port: int, method: str, path: str, token: str, body: Any = None, key: str | None = None
+) -> tuple[int, dict[str, Any], bool]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     if key:
@@ -94,8 +95,13 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     operator_id, token = new_operator(app)
     players = []
     for i in range(HOT_WALLETS):
-        status, body, _ = _send(port, "POST", "/v1/players", token,
-                                {"external_id": f"hot-{i}", "display_name": f"Hot {i}"})
+        status, body, _ = _send(
+            port,
+            "POST",
+            "/v1/players",
+            token,
+            {"external_id": f"hot-{i}", "display_name": f"Hot {i}"},
+        )
         assert status == 201, body
         players.append(body["id"])
 
@@ -109,8 +115,10 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
             plan.append(Outcome(f"c{client}-{n}", kind, rng.choice(players), amount))
         plans.append(plan)
     hold_plans = [
-        [Outcome(f"h{client}-{n}", "hold", rng.choice(players), rng.randint(1, 300))
-         for n in range(HOLDS_PER_CLIENT)]
+        [
+            Outcome(f"h{client}-{n}", "hold", rng.choice(players), rng.randint(1, 300))
+            for n in range(HOLDS_PER_CLIENT)
+        ]
         for client in range(HOLD_CLIENTS)
     ]
     errors: list[BaseException] = []
@@ -134,8 +142,16 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
             for op in plan:
                 barrier.wait(timeout=60)
                 try:
-                    moved = wallets.hold(session, operator_id, op.player, "mch_hot", "EUR",
-                                         op.amount, op.key, utcnow())
+                    moved = wallets.hold(
+                        session,
+                        operator_id,
+                        op.player,
+                        "mch_hot",
+                        "EUR",
+                        op.amount,
+                        op.key,
+                        utcnow(),
+                    )
                     answer = (201, {"id": moved.transaction.id}, moved.replayed)
                 except InsufficientFunds:
                     answer = (422, {"code": "insufficient_funds"}, False)
@@ -150,12 +166,14 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     threads = []
     for plan in plans:
         barrier, lock = threading.Barrier(2), threading.Lock()
-        threads += [threading.Thread(target=http_twin, args=(plan, barrier, lock))
-                    for _ in range(2)]
+        threads += [
+            threading.Thread(target=http_twin, args=(plan, barrier, lock)) for _ in range(2)
+        ]
     for plan in hold_plans:
         barrier, lock = threading.Barrier(2), threading.Lock()
-        threads += [threading.Thread(target=hold_twin, args=(plan, barrier, lock))
-                    for _ in range(2)]
+        threads += [
+            threading.Thread(target=hold_twin, args=(plan, barrier, lock)) for _ in range(2)
+        ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -190,9 +208,14 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     # Every key's later retry replays its first answer (409s included).
     for op in [op for plan in plans for op in plan]:
         final = next(a for a in op.answers if a[0] != 409)
-        status, body, replayed = _send(port, "POST", f"/v1/players/{op.player}/{op.kind}s",
-                                       token, {"amount": {"amount": op.amount, "currency": "EUR"}},
-                                       op.key)
+        status, body, replayed = _send(
+            port,
+            "POST",
+            f"/v1/players/{op.player}/{op.kind}s",
+            token,
+            {"amount": {"amount": op.amount, "currency": "EUR"}},
+            op.key,
+        )
         assert (status, body, replayed) == (final[0], final[1], True), op.key
 
     # Balances equal the model.
@@ -211,14 +234,22 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
 
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():
-        per_key = dict(session.execute(text(
-            "SELECT idempotency_key, count(*) FROM ledger_transactions "
-            "WHERE operator_id = :op GROUP BY idempotency_key"
-        ), {"op": operator_id}).all())
-        negative = session.execute(text(
-            "SELECT count(*) FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id "
-            "WHERE a.kind <> 'operator_clearing' AND (e.balance_after < 0 OR a.balance < 0)"
-        )).scalar_one()
+        per_key = dict(
+            session.execute(
+                text(
+                    "SELECT idempotency_key, count(*) FROM ledger_transactions "
+                    "WHERE operator_id = :op GROUP BY idempotency_key"
+                ),
+                {"op": operator_id},
+            ).all()
+        )
+        negative = session.execute(
+            text(
+                "SELECT count(*) FROM ledger_entries e"
+                " JOIN ledger_accounts a ON a.id = e.account_id "
+                "WHERE a.kind <> 'operator_clearing' AND (e.balance_after < 0 OR a.balance < 0)"
+            )
+        ).scalar_one()
         totals = store.journal_totals(session, operator_id)
         problems = store.verify(session, operator_id)
     session.close()
@@ -237,8 +268,9 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
     app, _port, _url = server
     operator_id, _ = new_operator(app)
     maker = app.extensions["gin"]["sessionmaker"]
-    player = players.create_player(maker(), Principal(operator_id), "apart", "Apart", None,
-                                   utcnow())
+    player = players.create_player(
+        maker(), Principal(operator_id), "apart", "Apart", None, utcnow()
+    )
     escrow = AccountRef.player_escrow(operator_id, player.id, "mch_apart", "EUR")
     available = AccountRef.player_available(operator_id, player.id, "EUR")
     movement = maker()
@@ -249,17 +281,27 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
             # The movement's transaction is open and holds both accounts' locks.
             with app.extensions["gin"]["engine"].begin() as other:
                 other.execute(text("SET LOCAL lock_timeout = 1000"))
-                created = other.execute(text(
-                    "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref,"
-                    " currency, balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
-                    " 'player_escrow', :player, 'mch_apart', 'EUR', 0, 0, :genesis, now())"
-                    " ON CONFLICT (key) DO NOTHING RETURNING id"
-                ), {"key": str(escrow), "op": operator_id, "player": player.id,
-                    "genesis": GENESIS}).all()
-                seen = other.execute(text(
-                    "SELECT key, entry_count, closed_at IS NOT NULL FROM ledger_accounts"
-                    " WHERE player_id = :player ORDER BY key"
-                ), {"player": player.id}).all()
+                created = other.execute(
+                    text(
+                        "INSERT INTO ledger_accounts (key, operator_id, kind, player_id, match_ref,"
+                        " currency, balance, entry_count, last_hash, created_at) VALUES (:key, :op,"
+                        " 'player_escrow', :player, 'mch_apart', 'EUR', 0, 0, :genesis, now())"
+                        " ON CONFLICT (key) DO NOTHING RETURNING id"
+                    ),
+                    {
+                        "key": str(escrow),
+                        "op": operator_id,
+                        "player": player.id,
+                        "genesis": GENESIS,
+                    },
+                ).all()
+                seen = other.execute(
+                    text(
+                        "SELECT key, entry_count, closed_at IS NOT NULL FROM ledger_accounts"
+                        " WHERE player_id = :player ORDER BY key"
+                    ),
+                    {"player": player.id},
+                ).all()
         assert created == []  # it existed, committed, for everyone
         # Both empty; the escrow closed while it holds nothing (store.post opens it).
         assert seen == [(str(available), 0, False), (str(escrow), 0, True)]
@@ -269,15 +311,15 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
     session = maker()
     try:
         with pytest.raises(InsufficientFunds):
-            wallets.withdraw(session, Principal(operator_id), player.id, "USD", 5, "none",
-                             utcnow())
+            wallets.withdraw(session, Principal(operator_id), player.id, "USD", 5, "none", utcnow())
         assert wallets.list_wallets(session, Principal(operator_id), player.id) == []
     finally:
         session.close()
 
 
 def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
-    server: tuple[Any, int, str], caplog: pytest.LogCaptureFixture,
+    server: tuple[Any, int, str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Another connection cannot see a player the movement's own transaction has just written
     (the foreign key refuses the insert at once): the accounts are then created inside it."""
@@ -286,8 +328,13 @@ def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
     session = app.extensions["gin"]["sessionmaker"]()
     try:
         with session.begin():
-            player = Player(id=new_id("ply"), operator_id=operator_id, external_id="uncommitted",
-                            display_name="Uncommitted", created_at=utcnow())
+            player = Player(
+                id=new_id("ply"),
+                operator_id=operator_id,
+                external_id="uncommitted",
+                display_name="Uncommitted",
+                created_at=utcnow(),
+            )
             session.add(player)
             session.flush()
             available = AccountRef.player_available(operator_id, player.id, "EUR")
@@ -295,14 +342,20 @@ def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
             assert locked[available].entry_count == 0
             assert "accounts not created apart" in caplog.text
         with session.begin():
-            assert session.scalar(text("SELECT count(*) FROM ledger_accounts WHERE key = :key"),
-                                  {"key": str(available)}) == 1
+            assert (
+                session.scalar(
+                    text("SELECT count(*) FROM ledger_accounts WHERE key = :key"),
+                    {"key": str(available)},
+                )
+                == 1
+            )
     finally:
         session.close()
 
 
 def test_accounts_are_created_while_the_movement_holds_no_account_lock(
-    server: tuple[Any, int, str], monkeypatch: pytest.MonkeyPatch,
+    server: tuple[Any, int, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A movement that finds one of its accounts missing has locked none of them when it
     creates it: locking the existing one first, and the new one after, locks out of id order
@@ -311,8 +364,9 @@ def test_accounts_are_created_while_the_movement_holds_no_account_lock(
     operator_id, _ = new_operator(app)
     maker = app.extensions["gin"]["sessionmaker"]
     engine = app.extensions["gin"]["engine"]
-    player = players.create_player(maker(), Principal(operator_id), "lockless", "Lockless", None,
-                                   utcnow())
+    player = players.create_player(
+        maker(), Principal(operator_id), "lockless", "Lockless", None, utcnow()
+    )
     wallets.deposit(maker(), Principal(operator_id), player.id, "EUR", 500, "lockless", utcnow())
     available = AccountRef.player_available(operator_id, player.id, "EUR")
     escrow = AccountRef.player_escrow(operator_id, player.id, "mch_lockless", "EUR")
@@ -321,20 +375,30 @@ def test_accounts_are_created_while_the_movement_holds_no_account_lock(
 
     def create_and_look(session: Any, refs: list[AccountRef], now: Any) -> None:
         with engine.begin() as other:  # is the existing account locked by the movement?
-            free_while_creating.append(bool(other.execute(text(
-                "SELECT id FROM ledger_accounts WHERE key = :key FOR UPDATE SKIP LOCKED"
-            ), {"key": str(available)}).all()))
+            free_while_creating.append(
+                bool(
+                    other.execute(
+                        text(
+                            "SELECT id FROM ledger_accounts WHERE key = :key FOR UPDATE SKIP LOCKED"
+                        ),
+                        {"key": str(available)},
+                    ).all()
+                )
+            )
         create(session, refs, now)
 
     monkeypatch.setattr(store, "_create_accounts", create_and_look)
-    moved = wallets.hold(maker(), operator_id, player.id, "mch_lockless", "EUR", 200,
-                         "lockless-hold", utcnow())
+    moved = wallets.hold(
+        maker(), operator_id, player.id, "mch_lockless", "EUR", 200, "lockless-hold", utcnow()
+    )
     assert free_while_creating == [True]
     assert (moved.wallet.available, moved.wallet.held) == (300, 200)
     session = maker()
     with session.begin():
         assert store.lock_accounts(session, [available, escrow], utcnow()).keys() == {
-            available, escrow}
+            available,
+            escrow,
+        }
     session.close()
     assert free_while_creating == [True]  # both exist now: nothing created
 
@@ -345,7 +409,8 @@ FIRST_TOUCH_TWINS = 2
 
 
 def test_first_movements_of_new_players_at_once_are_never_deadlocked(
-    server: tuple[Any, int, str], monkeypatch: pytest.MonkeyPatch,
+    server: tuple[Any, int, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Deposits and withdrawals over HTTP (the one-call path, its batches and the ordinary
     path) beside holds, all started at once on players with no accounts yet: every one
@@ -377,16 +442,25 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
             key = f"{kind}-{player_id}-{n % len(kinds)}"  # FIRST_TOUCH_TWINS of each
             if kind.startswith("hold"):
                 try:
-                    wallets.hold(session, operator_id, player_id, f"mch_{kind}", "EUR", 1, key,
-                                 utcnow())
+                    wallets.hold(
+                        session, operator_id, player_id, f"mch_{kind}", "EUR", 1, key, utcnow()
+                    )
                 except InsufficientFunds:
                     return  # before the deposits: refused, as it should be
             else:
                 amount = 100 if kind == "deposit" else 1
-                status, body, _ = _send(port, "POST", f"/v1/players/{player_id}/{kind}s", token,
-                                        {"amount": {"amount": amount, "currency": "EUR"}}, key)
+                status, body, _ = _send(
+                    port,
+                    "POST",
+                    f"/v1/players/{player_id}/{kind}s",
+                    token,
+                    {"amount": {"amount": amount, "currency": "EUR"}},
+                    key,
+                )
                 assert status == 201 or (status, body["code"]) in {
-                    (409, "idempotency_key_in_use"), (422, "insufficient_funds")}, (status, body)
+                    (409, "idempotency_key_in_use"),
+                    (422, "insufficient_funds"),
+                }, (status, body)
                 if status != 201:
                     return
             moved.add((player_id, kind[:4], key))
@@ -397,13 +471,16 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
 
     kinds = ["deposit", "deposit", "withdrawal", "hold-a", "hold-a", "hold-b"]
     for round_ in range(FIRST_TOUCH_ROUNDS):
-        new = [players.create_player(maker(), principal, f"ft-{round_}-{i}", "New", None,
-                                     utcnow()).id
-               for i in range(FIRST_TOUCH_PLAYERS)]
+        new = [
+            players.create_player(maker(), principal, f"ft-{round_}-{i}", "New", None, utcnow()).id
+            for i in range(FIRST_TOUCH_PLAYERS)
+        ]
         barrier = threading.Barrier(len(kinds) * FIRST_TOUCH_TWINS * len(new))
-        threads = [threading.Thread(target=movement, args=(kind, player_id, n, barrier))
-                   for player_id in new
-                   for n, kind in enumerate(kinds * FIRST_TOUCH_TWINS)]
+        threads = [
+            threading.Thread(target=movement, args=(kind, player_id, n, barrier))
+            for player_id in new
+            for n, kind in enumerate(kinds * FIRST_TOUCH_TWINS)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

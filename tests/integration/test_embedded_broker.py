@@ -47,11 +47,19 @@ def test_the_wsgi_module_readies_task_publishing_without_connecting(tmp_path: Pa
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
-    env.update(CELERY_BROKER_URL=f"filesystem://{tmp_path}/broker",
-               DATABASE_URL=f"sqlite:///{tmp_path}/gin.sqlite",
-               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", PREPARED], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env.update(
+        CELERY_BROKER_URL=f"filesystem://{tmp_path}/broker",
+        DATABASE_URL=f"sqlite:///{tmp_path}/gin.sqlite",
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PREPARED],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     imported, published = done.stdout.split("\n")[:2]
     assert imported == "[]"

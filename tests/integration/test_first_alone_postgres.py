@@ -110,7 +110,8 @@ def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engin
 
 _metadata = MetaData()
 _things = Table(
-    "things", _metadata,
+    "things",
+    _metadata,
     Column("id", Integer, primary_key=True),
     Column("name", String(40), nullable=False),
     Column("doc", JSON),
@@ -119,10 +120,18 @@ _things = Table(
     Column("big", BigInteger),
 )
 _SELECT_THING = select(_things).where(_things.c.id == bindparam("id"))
-_ADD_THING = insert(_things).values(
-    id=bindparam("id"), name=bindparam("name"), doc=bindparam("doc", type_=JSON),
-    at=bindparam("at", type_=UTCDateTime), flag=bindparam("flag"), big=bindparam("big"),
-).returning(_things.c.id, _things.c.at)
+_ADD_THING = (
+    insert(_things)
+    .values(
+        id=bindparam("id"),
+        name=bindparam("name"),
+        doc=bindparam("doc", type_=JSON),
+        at=bindparam("at", type_=UTCDateTime),
+        flag=bindparam("flag"),
+        big=bindparam("big"),
+    )
+    .returning(_things.c.id, _things.c.at)
+)
 
 
 @pytest.fixture
@@ -153,12 +162,17 @@ def test_core_statements_take_the_driver_path_and_others_do_not(engine: Engine) 
 
 def test_columns_are_named_as_in_sqlalchemys_rows(things: Engine) -> None:
     with Session(things) as session:
-        first_alone(session, _ADD_THING, {"id": 1, "name": "a", "doc": [1], "flag": None,
-                                          "at": None, "big": None})
+        first_alone(
+            session,
+            _ADD_THING,
+            {"id": 1, "name": "a", "doc": [1], "flag": None, "at": None, "big": None},
+        )
     named = select(func.count().label("n"), _things.c.name.label("who"), _things.c.doc)
     unnamed = select(func.count(), _things.c.name)  # SQLAlchemy calls the count "count_1"
-    for statement in (named.group_by(_things.c.name, _things.c.id),
-                      unnamed.group_by(_things.c.name)):
+    for statement in (
+        named.group_by(_things.c.name, _things.c.id),
+        unnamed.group_by(_things.c.name),
+    ):
         with Session(things) as session:
             ours = first_alone(session, statement, {})
         assert ours._mapping == dict(_through_sqlalchemy(things, statement, {})._mapping)
@@ -219,8 +233,12 @@ def test_a_killed_connection_under_a_core_statement_is_a_disconnect(things: Engi
 def test_the_hot_statements_take_the_driver_path(engine: Engine) -> None:
     from service.usecases import auth, play
 
-    for statement in (play._SELECT_MATCH, play._SELECT_VERSION, play._SAVE_AND_LOG_IF_CURRENT,
-                      auth._KEY_LOOKUP):
+    for statement in (
+        play._SELECT_MATCH,
+        play._SELECT_VERSION,
+        play._SAVE_AND_LOG_IF_CURRENT,
+        auth._KEY_LOOKUP,
+    ):
         assert driver.prepare(statement, engine.dialect) is not None, statement
 
 
@@ -235,13 +253,12 @@ def test_statements_built_per_call_do_not_grow_the_cache_without_bound(
     assert driver.prepare(built[-1], engine.dialect) is not None  # still answered
 
 
-
 # --- In a transaction: driver.execute, execute_many and pipeline ------------------------------
 
-_NAME_OF = select(_things.c.id, _things.c.name, _things.c.at).where(
-    _things.c.id == bindparam("id"))
-_ADD_PLAIN = insert(_things).values(id=bindparam("id"), name=bindparam("name"),
-                                    at=bindparam("at", type_=UTCDateTime))
+_NAME_OF = select(_things.c.id, _things.c.name, _things.c.at).where(_things.c.id == bindparam("id"))
+_ADD_PLAIN = insert(_things).values(
+    id=bindparam("id"), name=bindparam("name"), at=bindparam("at", type_=UTCDateTime)
+)
 
 
 def test_execute_runs_in_the_sessions_transaction_with_sqlalchemys_types(things: Engine) -> None:
@@ -268,8 +285,11 @@ def test_a_failed_statement_in_a_pipeline_is_sqlalchemys_error_and_nothing_stays
         driver.pipeline(session),
     ):
         driver.execute(session, _ADD_PLAIN, {"id": 1, "name": "a", "at": None})
-        driver.execute_many(session, _ADD_PLAIN, [{"id": 2, "name": "b", "at": None},
-                                                  {"id": 1, "name": "twin", "at": None}])
+        driver.execute_many(
+            session,
+            _ADD_PLAIN,
+            [{"id": 2, "name": "b", "at": None}, {"id": 1, "name": "twin", "at": None}],
+        )
     with Session(things) as session, session.begin():
         assert driver.execute(session, _NAME_OF, {"id": 1}) == []
         assert driver.execute(session, _NAME_OF, {"id": 2}) == []
@@ -277,12 +297,16 @@ def test_a_failed_statement_in_a_pipeline_is_sqlalchemys_error_and_nothing_stays
 
 def test_the_writes_of_a_pipeline_are_all_applied_in_order(things: Engine) -> None:
     with Session(things) as session, session.begin(), driver.pipeline(session):
-        driver.execute_many(session, _ADD_PLAIN, [{"id": n, "name": f"n{n}", "at": None}
-                                                  for n in range(1, 4)])
+        driver.execute_many(
+            session, _ADD_PLAIN, [{"id": n, "name": f"n{n}", "at": None} for n in range(1, 4)]
+        )
         driver.execute(session, _ADD_PLAIN, {"id": 9, "name": "last", "at": None})
         # Read inside the block: psycopg reads the answers queued before it first.
         [row] = driver.execute(session, _NAME_OF, {"id": 9})
         assert row.name == "last"
     with Session(things) as session, session.begin():
         assert [driver.execute(session, _NAME_OF, {"id": n})[0].name for n in (1, 2, 3)] == [
-            "n1", "n2", "n3"]
+            "n1",
+            "n2",
+            "n3",
+        ]

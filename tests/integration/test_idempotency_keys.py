@@ -139,8 +139,11 @@ def test_ledger_keeps_keys_even_after_http_expiry(app: Any, api: ApiClient) -> N
 def test_an_unknown_resource_in_the_path_leaves_the_key_unused(api: ApiClient) -> None:
     """Before: the 404 was stored, and the corrected retry got 422 idempotency_key_reused."""
     pid = api.new_player()["id"]
-    wrong = api.post("/v1/players/ply_nobody/deposits",
-                     {"amount": {"amount": 100, "currency": "EUR"}}, key="fix-me")
+    wrong = api.post(
+        "/v1/players/ply_nobody/deposits",
+        {"amount": {"amount": 100, "currency": "EUR"}},
+        key="fix-me",
+    )
     assert wrong.status_code == 404
     corrected = api.deposit(pid, 100, key="fix-me")
     assert corrected.status_code == 201, corrected.get_json()
@@ -152,14 +155,16 @@ def test_refusals_of_the_request_itself_leave_the_key_unused(api: ApiClient) -> 
     a buy-in the table refuses: each can be corrected and sent again with the same key."""
     pid = api.new_player()["id"]
     body = {"amount": {"amount": 100, "currency": "EUR"}}
-    assert api.as_("sk_wrong").post(f"/v1/players/{pid}/deposits", body,
-                                    key="same").status_code == 401
+    assert (
+        api.as_("sk_wrong").post(f"/v1/players/{pid}/deposits", body, key="same").status_code == 401
+    )
     table = open_table(api, private=True)
     player = player_client(api, deposit=1000)
     path = f"/v1/tables/{table['id']}/seats"
     assert player.post(path, {}, key="seat").status_code == 403  # no invite code
-    money_table = open_table(api, format="money_play", stake=0, stake_per_point=1,
-                             min_buyin=100, max_buyin=500)
+    money_table = open_table(
+        api, format="money_play", stake=0, stake_per_point=1, min_buyin=100, max_buyin=500
+    )
     money_path = f"/v1/tables/{money_table['id']}/seats"
     refused = player.post(money_path, {"buyin": 5000}, key="buyin")
     assert refused.status_code == 422 and refused.get_json()["code"] == "validation_failed"
@@ -219,11 +224,15 @@ def _waiting_locks(app: Any, locktype: str | None = None) -> int:
     from sqlalchemy import text
 
     with app.extensions["gin"]["engine"].connect() as connection:
-        return int(connection.execute(
-            text("SELECT count(*) FROM pg_locks WHERE NOT granted"
-                 " AND (CAST(:type AS text) IS NULL OR locktype = :type)"),
-            {"type": locktype},
-        ).scalar_one())
+        return int(
+            connection.execute(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted"
+                    " AND (CAST(:type AS text) IS NULL OR locktype = :type)"
+                ),
+                {"type": locktype},
+            ).scalar_one()
+        )
 
 
 @postgres_only
@@ -260,8 +269,7 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
     first = threading.Thread(target=seat)
     second = threading.Thread(target=twin_takes_the_key)
     try:
-        table_lock.execute(select(GameTable).where(GameTable.id == table["id"])
-                           .with_for_update())
+        table_lock.execute(select(GameTable).where(GameTable.id == table["id"]).with_for_update())
         first.start()  # claims the key, then waits for the table's row
         wait_until(lambda: _waiting_locks(app) >= 1, what="the seat waiting for its table")
         second.start()
@@ -273,8 +281,7 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
         assert not first.is_alive(), "the refused request waited for its twin"
         status, body, _replayed = answer["response"]
         assert status == 409 and body["code"] == "idempotency_key_in_use", body
-        assert body["detail"] == ("A request with idempotency key 'K' is still being "
-                                  "processed.")
+        assert body["detail"] == ("A request with idempotency key 'K' is still being processed.")
         assert answer["at"] - released < 5
     finally:
         table_lock.close()
@@ -289,8 +296,12 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
     status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
     assert (status, body["code"], replayed) == (422, "insufficient_funds", True)
     with engine.connect() as connection:
-        assert connection.execute(text("SELECT count(*) FROM seats WHERE table_id = :t"),
-                                  {"t": table["id"]}).scalar_one() == 0
+        assert (
+            connection.execute(
+                text("SELECT count(*) FROM seats WHERE table_id = :t"), {"t": table["id"]}
+            ).scalar_one()
+            == 0
+        )
 
 
 def _at_once(clients: int, send: Any) -> list[tuple[float, int, dict[str, Any], bool]]:
@@ -334,7 +345,8 @@ def test_twin_seats_from_parallel_clients_answer_promptly(
         assert len(firsts) == 1, answers
         for _seconds, status, body, _replayed in answers:
             assert (status == 201 and body == firsts[0][2]) or (
-                status == 409 and body["code"] == "idempotency_key_in_use"), body
+                status == 409 and body["code"] == "idempotency_key_in_use"
+            ), body
         seats = api.get(f"/v1/tables/{table['id']}").get_json()["seats"]
         assert [s["player_id"] for s in seats] == [player.player_id]  # type: ignore[attr-defined]
         wallet = api.get(f"/v1/players/{player.player_id}/wallets/EUR")  # type: ignore[attr-defined]

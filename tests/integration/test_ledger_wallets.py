@@ -293,9 +293,12 @@ def test_postgres_refuses_to_commit_a_transaction_without_entries(funded: Funded
     with pytest.raises(Exception, match=r"has 0 entries, declared 2"), engine.begin() as c:
         _journal(c, funded.operator_id, "txn_empty", 2)
     with engine.connect() as connection:
-        assert connection.execute(
-            text("SELECT count(*) FROM ledger_transactions WHERE id = 'txn_empty'")
-        ).scalar_one() == 0
+        assert (
+            connection.execute(
+                text("SELECT count(*) FROM ledger_transactions WHERE id = 'txn_empty'")
+            ).scalar_one()
+            == 0
+        )
     engine.dispose()
 
 
@@ -354,8 +357,9 @@ def _escrows(f: Funded, player_id: str) -> dict[str, tuple[int, bool]]:
     s = f.session()
     try:
         rows = s.execute(
-            select(LedgerAccount.match_ref, LedgerAccount.balance, LedgerAccount.closed_at)
-            .where(LedgerAccount.player_id == player_id, LedgerAccount.kind == "player_escrow")
+            select(LedgerAccount.match_ref, LedgerAccount.balance, LedgerAccount.closed_at).where(
+                LedgerAccount.player_id == player_id, LedgerAccount.kind == "player_escrow"
+            )
         ).all()
     finally:
         s.close()
@@ -381,8 +385,9 @@ def test_match_escrows_close_when_empty_and_reopen_when_they_hold_money(
     assert _escrows(f, one)["mch_A"] == (1000, False)
     assert wallet(f, one).held == 1500
 
-    wallets.capture(s, f.operator_id, "mch_A", "EUR", {one: 1000, two: 2000}, {two: 2900}, 100,
-                    "esc-6", now)
+    wallets.capture(
+        s, f.operator_id, "mch_A", "EUR", {one: 1000, two: 2000}, {two: 2900}, 100, "esc-6", now
+    )
     assert _escrows(f, one) == {"mch_A": (0, True), "mch_B": (500, False)}
     assert _escrows(f, two) == {"mch_A": (0, True)}
     assert (wallet(f, one).available, wallet(f, one).held) == (8500, 500)

@@ -76,15 +76,27 @@ def test_the_guards_in_the_database_are_exactly_those_of_the_sql_files(
     defined = set(re.findall(r"CREATE (?:CONSTRAINT )?TRIGGER (\w+)", text_of))
     with engine.connect() as connection:
         if dialect == "postgresql":
-            functions = set(connection.execute(text(
-                "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-                " WHERE n.nspname = 'public'")).scalars())
-            triggers = set(connection.execute(text(
-                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")).scalars())
+            functions = set(
+                connection.execute(
+                    text(
+                        "SELECT p.proname FROM pg_proc p"
+                        " JOIN pg_namespace n ON n.oid = p.pronamespace"
+                        " WHERE n.nspname = 'public'"
+                    )
+                ).scalars()
+            )
+            triggers = set(
+                connection.execute(
+                    text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+                ).scalars()
+            )
             assert functions == set(sqlfiles.functions("0001", dialect))
         else:
-            triggers = set(connection.execute(text(
-                "SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars())
+            triggers = set(
+                connection.execute(
+                    text("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+                ).scalars()
+            )
     engine.dispose()
     assert defined and triggers == defined
 
@@ -98,7 +110,9 @@ def test_a_sql_file_splits_into_its_statements(dialect: str) -> None:
     body = "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  x;\nEND $$;"
     trigger = "CREATE TRIGGER t BEFORE DELETE ON x\nBEGIN SELECT RAISE(ABORT, 'no');\nEND;"
     text_of = body if dialect == "postgresql" else trigger
-    assert sqlfiles.statements(f"-- a comment\n{text_of}\n\n{text_of}\n", dialect) == [
-        text_of.removesuffix(";")] * 2
+    assert (
+        sqlfiles.statements(f"-- a comment\n{text_of}\n\n{text_of}\n", dialect)
+        == [text_of.removesuffix(";")] * 2
+    )
     with pytest.raises(ValueError, match="unterminated"):
         sqlfiles.statements(text_of.removesuffix(";"), dialect)

@@ -46,22 +46,43 @@ def server() -> Iterator[tuple[Any, int]]:
 
 def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[str, list[str]]:
     """A started match; returns its id and the two players' tokens."""
-    status, table, _ = _send(port, "POST", "/v1/tables", key, {
-        "format": "match_play", "currency": "EUR", "stake": 100, "clock": clock or {}})
+    status, table, _ = _send(
+        port,
+        "POST",
+        "/v1/tables",
+        key,
+        {"format": "match_play", "currency": "EUR", "stake": 100, "clock": clock or {}},
+    )
     assert status == 201, table
     tokens = []
     for _ in range(2):
-        status, player, _ = _send(port, "POST", "/v1/players", key,
-                                  {"external_id": secrets.token_hex(6), "display_name": "P"})
+        status, player, _ = _send(
+            port,
+            "POST",
+            "/v1/players",
+            key,
+            {"external_id": secrets.token_hex(6), "display_name": "P"},
+        )
         assert status == 201
-        status, _, _ = _send(port, "POST", f"/v1/players/{player['id']}/deposits", key,
-                             {"amount": {"amount": 1000, "currency": "EUR"}},
-                             key=secrets.token_hex(8))
+        status, _, _ = _send(
+            port,
+            "POST",
+            f"/v1/players/{player['id']}/deposits",
+            key,
+            {"amount": {"amount": 1000, "currency": "EUR"}},
+            key=secrets.token_hex(8),
+        )
         assert status == 201
         status, token, _ = _send(port, "POST", f"/v1/players/{player['id']}/tokens", key, {})
         tokens.append(token["token"])
-        status, _, _ = _send(port, "POST", f"/v1/tables/{table['id']}/seats", token["token"],
-                             {}, key=secrets.token_hex(8))
+        status, _, _ = _send(
+            port,
+            "POST",
+            f"/v1/tables/{table['id']}/seats",
+            token["token"],
+            {},
+            key=secrets.token_hex(8),
+        )
         assert status == 201
     return table["match_id"], tokens
 
@@ -124,10 +145,12 @@ def test_conflicting_actions_at_the_same_moment_apply_once(server: tuple[Any, in
         token, view = _mover(port, match_id, tokens)
         version = view["version"]
         path = f"/v1/matches/{match_id}/actions"
-        bodies = [{"action": "PASS", "expected_version": version},
-                  {"action": "TAKE_UPCARD", "expected_version": version},
-                  {"action": "PASS", "expected_version": version},
-                  {"action": "TAKE_UPCARD", "expected_version": version}]
+        bodies = [
+            {"action": "PASS", "expected_version": version},
+            {"action": "TAKE_UPCARD", "expected_version": version},
+            {"action": "PASS", "expected_version": version},
+            {"action": "TAKE_UPCARD", "expected_version": version},
+        ]
         results = _at_once(
             [lambda b=b, t=token, p=path: _send(port, "POST", p, t, b) for b in bodies]
         )
@@ -154,10 +177,12 @@ def test_an_action_racing_the_clock_applies_once(server: tuple[Any, int]) -> Non
                 deadline = session.get(MatchRow, match_id).deadline_at
             body = {"action": "PASS", "expected_version": version}
             path = f"/v1/matches/{match_id}/actions"
-            results = _at_once([
-                lambda t=token, p=path, b=body: _send(port, "POST", p, t, b),
-                lambda s=session, d=deadline: play.run_timeouts(s, d),
-            ])
+            results = _at_once(
+                [
+                    lambda t=token, p=path, b=body: _send(port, "POST", p, t, b),
+                    lambda s=session, d=deadline: play.run_timeouts(s, d),
+                ]
+            )
         finally:
             session.close()
         (status, answer, _), _ = results

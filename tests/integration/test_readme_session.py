@@ -43,9 +43,13 @@ def readme_blocks() -> list[str]:
 
 def commands(script: str) -> list[str]:
     """The lines that run (no comments, no blank lines), but the address and the key."""
-    return [line for line in script.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")
-            and not line.startswith(("GIN=", "KEY="))]
+    return [
+        line
+        for line in script.splitlines()
+        if line.strip()
+        and not line.lstrip().startswith("#")
+        and not line.startswith(("GIN=", "KEY="))
+    ]
 
 
 def test_the_banner_prints_the_readme_walk_through() -> None:
@@ -78,14 +82,28 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     (so ``var/`` in its working directory), the default log level and format."""
     folder = tmp_path_factory.mktemp("make-run")
     port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "GIN_VAR_DIR", "GIN_BIND",
-                          "LOG_LEVEL", "LOG_FORMAT")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in (
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "GIN_VAR_DIR",
+            "GIN_BIND",
+            "LOG_LEVEL",
+            "LOG_FORMAT",
+        )
+    }
     log = folder / "run.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"], cwd=folder, env=env,
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"],
+            cwd=folder,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -107,11 +125,16 @@ def test_the_readme_walk_through_plays_a_match_to_its_audited_settlement(
     changed): two players, deposits, a table, seats, an action from the view's legal actions,
     a resignation, the settlement and the audit."""
     script = "\n".join(readme_blocks())
-    script, replaced = re.subn(r"^GIN=.*$", f"GIN={make_run.base}", script, count=1,
-                               flags=re.M)
+    script, replaced = re.subn(r"^GIN=.*$", f"GIN={make_run.base}", script, count=1, flags=re.M)
     assert replaced == 1, "the walk-through sets no GIN address"
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=make_run.folder,
-                          capture_output=True, text=True, timeout=180, check=False)
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=make_run.folder,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [json.loads(line) for line in lines[:2]] == [{"amount": 1500, "currency": "EUR"}] * 2
@@ -143,19 +166,33 @@ def _timed_out_match(base: str, key: str) -> str:
         assert answer.status_code in (200, 201), answer.get_data(as_text=True)
         return answer.get_json()
 
-    table = call("POST", "/v1/tables", {
-        "format": "match_play", "currency": "EUR", "stake": 100,
-        "clock": {"turn_seconds": 1, "bank_seconds": 0, "on_timeout": "FORFEIT"},
-    })
+    table = call(
+        "POST",
+        "/v1/tables",
+        {
+            "format": "match_play",
+            "currency": "EUR",
+            "stake": 100,
+            "clock": {"turn_seconds": 1, "bank_seconds": 0, "on_timeout": "FORFEIT"},
+        },
+    )
     for seat in range(2):
-        player = call("POST", "/v1/players", {"external_id": f"slow-{seat}",
-                                              "display_name": f"Slow {seat}"})
-        call("POST", f"/v1/players/{player['id']}/deposits",
-             {"amount": {"amount": 100, "currency": "EUR"}},
-             **{"Idempotency-Key": f"slow-{seat}"})
+        player = call(
+            "POST", "/v1/players", {"external_id": f"slow-{seat}", "display_name": f"Slow {seat}"}
+        )
+        call(
+            "POST",
+            f"/v1/players/{player['id']}/deposits",
+            {"amount": {"amount": 100, "currency": "EUR"}},
+            **{"Idempotency-Key": f"slow-{seat}"},
+        )
         token = call("POST", f"/v1/players/{player['id']}/tokens", {})["token"]
-        call("POST", f"/v1/tables/{table['id']}/seats", {},
-             **{"Authorization": f"Bearer {token}", "Idempotency-Key": "sit"})
+        call(
+            "POST",
+            f"/v1/tables/{table['id']}/seats",
+            {},
+            **{"Authorization": f"Bearer {token}", "Idempotency-Key": "sit"},
+        )
     return str(table["match_id"])
 
 
@@ -173,17 +210,31 @@ def test_make_run_keeps_the_demo_key_in_view(make_run: Served) -> None:
 
     _timed_out_match(make_run.base, key.group(1))
     tick_done = re.compile(r" INFO gin\.tasks .*task matches\.enforce_clocks SUCCESS")
-    wait_until(lambda: any(tick_done.search(line) for line in make_run.lines()), 60,
-               "the clock sweep to forfeit the match")
+    wait_until(
+        lambda: any(tick_done.search(line) for line in make_run.lines()),
+        60,
+        "the clock sweep to forfeit the match",
+    )
 
-    info = [line for line in make_run.lines()
-            if (parsed := LOG_LINE.match(line)) and parsed["level"] == "INFO"]
-    chatty = [line for line in info
-              if LOG_LINE.match(line)["logger"] in  # type: ignore[index]
-              ("celery.beat", "celery.worker.strategy", "celery.app.trace")]
+    info = [
+        line
+        for line in make_run.lines()
+        if (parsed := LOG_LINE.match(line)) and parsed["level"] == "INFO"
+    ]
+    chatty = [
+        line
+        for line in info
+        if LOG_LINE.match(line)["logger"]  # type: ignore[index]
+        in ("celery.beat", "celery.worker.strategy", "celery.app.trace")
+    ]
     assert chatty == [], "\n".join(chatty[:10])
-    ticks = [line for line in info if re.search(
-        r"matches\.enforce_clocks|bots\.play_turns|tables\.cancel_unfilled|webhooks\.sweep",
-        line)]
+    ticks = [
+        line
+        for line in info
+        if re.search(
+            r"matches\.enforce_clocks|bots\.play_turns|tables\.cancel_unfilled|webhooks\.sweep",
+            line,
+        )
+    ]
     # the sweep ran every second since the start; it found something once (the forfeit)
     assert len(ticks) == 1 and tick_done.search(ticks[0]), "\n".join(ticks[:10])

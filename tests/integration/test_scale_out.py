@@ -47,9 +47,7 @@ def test_two_apis_and_two_workers_play_and_settle_matches(tmp_path: Path) -> Non
         stack.callback(broker.cleanup)
         app = make_test_app(url)
         stack.callback(app.extensions["gin"]["engine"].dispose)
-        bases = [
-            stack.enter_context(gunicorn(url, workers=2, env=broker.env))[1] for _ in range(2)
-        ]
+        bases = [stack.enter_context(gunicorn(url, workers=2, env=broker.env))[1] for _ in range(2)]
         for _ in range(2):
             stack.enter_context(worker(url, broker, concurrency=2))
 
@@ -86,14 +84,24 @@ def test_two_apis_and_two_workers_play_and_settle_matches(tmp_path: Path) -> Non
                     held = wallet(api, player_id)
                     assert held["held"]["amount"] == 0
                     assert held["balance"]["amount"] == DEPOSIT + net[seat]
-                assert session.scalar(
-                    select(func.count()).select_from(Settlement)
-                    .where(Settlement.match_id == match_id)
-                ) == 1
-                assert session.scalar(
-                    select(func.count()).select_from(LedgerTransaction)
-                    .where(LedgerTransaction.match_ref == match_id,
-                           LedgerTransaction.kind == "capture")
-                ) == 1
+                assert (
+                    session.scalar(
+                        select(func.count())
+                        .select_from(Settlement)
+                        .where(Settlement.match_id == match_id)
+                    )
+                    == 1
+                )
+                assert (
+                    session.scalar(
+                        select(func.count())
+                        .select_from(LedgerTransaction)
+                        .where(
+                            LedgerTransaction.match_ref == match_id,
+                            LedgerTransaction.kind == "capture",
+                        )
+                    )
+                    == 1
+                )
         finally:
             session.close()

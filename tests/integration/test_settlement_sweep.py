@@ -21,7 +21,8 @@ def test_beat_sweeps_every_settlement_sweep_seconds(monkeypatch: pytest.MonkeyPa
     assert Settings.from_env().settlement_sweep_seconds == 5
     monkeypatch.setenv("SETTLEMENT_SWEEP_SECONDS", "7")
     entry = celery_app.make_celery(Settings.from_env()).conf.beat_schedule[
-        "sweep-unsettled-matches"]
+        "sweep-unsettled-matches"
+    ]
     assert entry["task"] == "settlement.sweep"
     assert entry["schedule"] == 7
     assert entry["kwargs"] == {"older_than": 7}  # the matches that waited a whole interval
@@ -48,10 +49,15 @@ def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
         try:
             finished_at = session.get(MatchRow, match_id).finished_at
             session.rollback()
-            assert settlement.unsettled_finished_matches(
-                session, finished_before=finished_at) == [match_id]
-            assert settlement.unsettled_finished_matches(
-                session, finished_before=finished_at - timedelta(microseconds=1)) == []
+            assert settlement.unsettled_finished_matches(session, finished_before=finished_at) == [
+                match_id
+            ]
+            assert (
+                settlement.unsettled_finished_matches(
+                    session, finished_before=finished_at - timedelta(microseconds=1)
+                )
+                == []
+            )
         finally:
             session.close()
         engine = app.extensions["gin"]["engine"]

@@ -49,14 +49,36 @@ def backend(kind: str) -> Iterator[dict[str, str]]:
 def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))
+        }
         env.update(extra)
         done = subprocess.run(
-            [sys.executable, "-m", "service.simulate", "--matches", str(MATCHES_PER_FORMAT),
-             "--format", "all", "--target", "25", "--parallel", "4", "--no-progress",
-             "--settle-timeout", "45", "--report", str(report_path)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+            [
+                sys.executable,
+                "-m",
+                "service.simulate",
+                "--matches",
+                str(MATCHES_PER_FORMAT),
+                "--format",
+                "all",
+                "--target",
+                "25",
+                "--parallel",
+                "4",
+                "--no-progress",
+                "--settle-timeout",
+                "45",
+                "--report",
+                str(report_path),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
         )
     assert done.returncode == 0, done.stdout + done.stderr
     report: dict[str, Any] = json.loads(report_path.read_text())
@@ -71,8 +93,9 @@ def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -
     assert 0 < lat["p50"] <= lat["p99"]
     assert "ledger invariants: OK" in done.stdout and "hands/s" in done.stdout
     phases = [line for line in done.stderr.splitlines() if line.startswith("simulate: ")]
-    assert [p.split()[1] for p in phases] == ["starting", "operator", "playing",
-                                              f"{played}"], done.stderr
+    assert [p.split()[1] for p in phases] == ["starting", "operator", "playing", f"{played}"], (
+        done.stderr
+    )
 
 
 def test_a_violation_fails_the_run() -> None:
@@ -81,8 +104,10 @@ def test_a_violation_fails_the_run() -> None:
     class Books:
         def wallet(self, player: str, currency: str) -> dict[str, Any]:
             held = 5 if player == "p2" else 0
-            return {k: {"amount": v} for k, v in
-                    (("available", 10), ("held", held), ("balance", 10 + held))}
+            return {
+                k: {"amount": v}
+                for k, v in (("available", 10), ("held", held), ("balance", 10 + held))
+            }
 
         def audit_ledger(self) -> dict[str, Any]:
             return {"ok": True, "discrepancies": []}
@@ -141,20 +166,32 @@ def test_bad_inputs_are_one_line_on_stderr_and_status_2(
 
 
 def test_without_a_progress_bar_each_phase_is_still_one_line(
-    fresh_database_url: str, capsys: pytest.CaptureFixture[str],
+    fresh_database_url: str,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``--no-progress`` drops the bar, not the news: the operator found, the matches being
     played, the books being checked (the matches themselves are faked here)."""
 
-    def played(operator: Any, index: int, fmt: str, args: argparse.Namespace
-               ) -> simulate.MatchResult:
+    def played(
+        operator: Any, index: int, fmt: str, args: argparse.Namespace
+    ) -> simulate.MatchResult:
         return simulate.MatchResult(index, fmt, latency=0.01)
 
     monkeypatch.setattr(simulate, "play_one", played)
     with live_api(fresh_database_url) as (url, key):
-        status, out, err = run_main(capsys, "--url", url, "--api-key", key, "--matches", "3",
-                                    "--no-progress", "--audit-sample", "0")
+        status, out, err = run_main(
+            capsys,
+            "--url",
+            url,
+            "--api-key",
+            key,
+            "--matches",
+            "3",
+            "--no-progress",
+            "--audit-sample",
+            "0",
+        )
     assert status == 0, out + err
     lines = err.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith("simulate: ") for line in lines), err

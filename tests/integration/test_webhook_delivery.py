@@ -138,8 +138,14 @@ class World:
         session = self.session()
         try:
             issued = webhooks.create_endpoint(
-                session, Principal(self.operator_id), receiver.url, kwargs.pop("types", None),
-                "test", now - timedelta(seconds=1), **kwargs, allow_private=True,
+                session,
+                Principal(self.operator_id),
+                receiver.url,
+                kwargs.pop("types", None),
+                "test",
+                now - timedelta(seconds=1),
+                **kwargs,
+                allow_private=True,
             )
         finally:
             session.close()
@@ -151,9 +157,14 @@ class World:
         try:
             with session.begin():
                 event = OutboxEvent(
-                    id=new_id("evt"), operator_id=self.operator_id, type=kind,
-                    subject_id="mch_test", data={"match_id": "mch_test", "winner": 1},
-                    created_at=now, published_at=now, attempts=1,
+                    id=new_id("evt"),
+                    operator_id=self.operator_id,
+                    type=kind,
+                    subject_id="mch_test",
+                    data={"match_id": "mch_test", "winner": 1},
+                    created_at=now,
+                    published_at=now,
+                    attempts=1,
                 )
                 session.add(event)
             return event.id
@@ -178,10 +189,13 @@ class World:
         session = self.session()
         try:
             with session.begin():
-                return list(session.scalars(
-                    select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery_id)
-                    .order_by(WebhookAttempt.number)
-                ))
+                return list(
+                    session.scalars(
+                        select(WebhookAttempt)
+                        .where(WebhookAttempt.delivery_id == delivery_id)
+                        .order_by(WebhookAttempt.number)
+                    )
+                )
         finally:
             session.close()
 
@@ -230,9 +244,11 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
     session = world.session()
     try:
         with session.begin():
-            ours = set(session.scalars(
-                select(OutboxEvent.id).where(OutboxEvent.subject_id == table["match_id"])
-            ))
+            ours = set(
+                session.scalars(
+                    select(OutboxEvent.id).where(OutboxEvent.subject_id == table["match_id"])
+                )
+            )
     finally:
         session.close()
     assert len(ours) == 3  # match.started, hand.ended (cut short by resigning), match.finished
@@ -368,9 +384,7 @@ def test_a_claim_left_by_a_crashed_worker_expires(world: World, receiver: Receiv
     assert receiver.take().headers["Gin-Delivery-Attempt"] == "2"
 
 
-def test_redelivery_resends_a_delivered_event(
-    app: Any, world: World, receiver: Receiver
-) -> None:
+def test_redelivery_resends_a_delivered_event(app: Any, world: World, receiver: Receiver) -> None:
     now = at(receiver, utcnow())
     endpoint_id = world.endpoint(receiver, now)
     (delivery_id,) = world.fan_out(world.event(now), now)
@@ -481,8 +495,9 @@ def test_a_delivery_to_an_endpoint_disabled_later_is_cancelled(
     (delivery_id,) = world.fan_out(world.event(now), now)
     session = world.session()
     try:
-        webhooks.update_endpoint(session, Principal(world.operator_id), endpoint_id, now,
-                                 enabled=False)
+        webhooks.update_endpoint(
+            session, Principal(world.operator_id), endpoint_id, now, enabled=False
+        )
     finally:
         session.close()
     outcome = world.deliver(delivery_id, now)
@@ -520,7 +535,10 @@ def test_sweep_recovers_only_events_an_endpoint_wants(world: World, receiver: Re
 
 
 def test_celery_tasks_wrap_the_use_cases(
-    app: Any, world: World, receiver: Receiver, database_url: str,
+    app: Any,
+    world: World,
+    receiver: Receiver,
+    database_url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from worker import webhook_tasks
@@ -534,8 +552,7 @@ def test_celery_tasks_wrap_the_use_cases(
     schedule = {entry["task"] for entry in celery_app.conf.beat_schedule.values()}
     assert {"webhooks.sweep", "webhooks.purge"} <= schedule
     queued: list[tuple[str, list[Any]]] = []
-    monkeypatch.setattr(webhook_tasks, "send_task", lambda name, args: queued.append(
-        (name, args)))
+    monkeypatch.setattr(webhook_tasks, "send_task", lambda name, args: queued.append((name, args)))
     now = at(receiver, utcnow())
     world.endpoint(receiver, now)
     event_id = world.event(now)
@@ -612,10 +629,28 @@ def test_https_receivers_are_verified_against_their_host(
         pytest.skip("needs the openssl command to make a certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
     )
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(cert, key)

@@ -30,8 +30,7 @@ def test_a_lost_broker_is_retried_every_second(monkeypatch: pytest.MonkeyPatch) 
     app.conf.broker_connection_max_retries = 4
     assert app.conf.worker_consumer == "worker.celery_app:Consumer"
     controller = types.SimpleNamespace(use_eventloop=False)  # all the consumer reads of it
-    consumer = celery_app.Consumer(None, app=app, hostname="test@localhost",
-                                   controller=controller)
+    consumer = celery_app.Consumer(None, app=app, hostname="test@localhost", controller=controller)
     with pytest.raises(Exception, match="Connection refused"):
         consumer.ensure_connected(app.connection_for_read())
     assert sum(slept) == 4 * celery_app.RECONNECT_SECONDS
@@ -42,12 +41,17 @@ def test_a_kombu_error_closing_a_lost_connection_does_not_stop_the_worker(
 ) -> None:
     """kombu's Redis channel can raise AttributeError in Celery's cleanup of a lost
     connection; uncaught, the worker exits with "Unrecoverable error" instead of reconnecting."""
+
     def closing_fails(self: Any, exc: Exception) -> None:
         raise AttributeError("'NoneType' object has no attribute 'hostname'")
 
     monkeypatch.setattr(CeleryConsumer, "on_connection_error_after_connected", closing_fails)
-    consumer = celery_app.Consumer(None, app=celery_app.app, hostname="test@localhost",
-                                   controller=types.SimpleNamespace(use_eventloop=False))
+    consumer = celery_app.Consumer(
+        None,
+        app=celery_app.app,
+        hostname="test@localhost",
+        controller=types.SimpleNamespace(use_eventloop=False),
+    )
     consumer.on_connection_error_after_connected(ConnectionError("Connection closed by server."))
 
 

@@ -30,12 +30,20 @@ pytestmark = [
 ]
 
 BROKERS = [
-    pytest.param(os.environ.get("TEST_BROKER_URL"), id="redis",
-                 marks=pytest.mark.skipif(not os.environ.get("TEST_BROKER_URL"),
-                                          reason="needs TEST_BROKER_URL")),
-    pytest.param(os.environ.get("TEST_RABBITMQ_URL"), id="rabbitmq",
-                 marks=pytest.mark.skipif(not os.environ.get("TEST_RABBITMQ_URL"),
-                                          reason="needs TEST_RABBITMQ_URL")),
+    pytest.param(
+        os.environ.get("TEST_BROKER_URL"),
+        id="redis",
+        marks=pytest.mark.skipif(
+            not os.environ.get("TEST_BROKER_URL"), reason="needs TEST_BROKER_URL"
+        ),
+    ),
+    pytest.param(
+        os.environ.get("TEST_RABBITMQ_URL"),
+        id="rabbitmq",
+        marks=pytest.mark.skipif(
+            not os.environ.get("TEST_RABBITMQ_URL"), reason="needs TEST_RABBITMQ_URL"
+        ),
+    ),
 ]
 
 
@@ -71,8 +79,7 @@ def finished_matches(app: Any, count: int) -> list[str]:
         clients = [player_client(api, deposit=1000), player_client(api, deposit=1000)]
         for client in clients:
             assert join(client, table["id"]).status_code == 201
-        response = clients[0].post(f"/v1/matches/{table['match_id']}/actions",
-                                   {"action": "RESIGN"})
+        response = clients[0].post(f"/v1/matches/{table['match_id']}/actions", {"action": "RESIGN"})
         assert response.status_code == 200
         ids.append(table["match_id"])
     return ids
@@ -86,8 +93,7 @@ def settled_once(app: Any, match_ids: list[str]) -> bool:
         )
         captures = session.execute(
             select(LedgerTransaction.match_ref, func.count())
-            .where(LedgerTransaction.kind == "capture",
-                   LedgerTransaction.match_ref.in_(match_ids))
+            .where(LedgerTransaction.kind == "capture", LedgerTransaction.match_ref.in_(match_ids))
             .group_by(LedgerTransaction.match_ref)
         ).all()
     finally:
@@ -111,8 +117,9 @@ def test_duplicates_and_two_workers_settle_once(database: tuple[Any, str], broke
 
 
 @pytest.mark.parametrize("broker_url", BROKERS)
-def test_worker_killed_mid_backlog_then_restarted(database: tuple[Any, str],
-                                                  broker_url: str) -> None:
+def test_worker_killed_mid_backlog_then_restarted(
+    database: tuple[Any, str], broker_url: str
+) -> None:
     app, url = database
     broker = Broker(broker_url)
     request_cleanup(broker)

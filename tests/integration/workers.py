@@ -51,8 +51,12 @@ class Broker:
         options: dict[str, Any] = {"visibility_timeout": 3}
         if self.url.startswith("redis"):
             options["global_keyprefix"] = self.env["CELERY_KEY_PREFIX"]
-        app.conf.update(broker_transport_options=options, task_default_queue=self.queue,
-                        broker_connection_retry_on_startup=False, task_publish_retry=False)
+        app.conf.update(
+            broker_transport_options=options,
+            task_default_queue=self.queue,
+            broker_connection_retry_on_startup=False,
+            task_publish_retry=False,
+        )
         return app
 
     def send(self, name: str, args: list[Any]) -> None:
@@ -93,10 +97,29 @@ def worker(
     env = dict(os.environ, DATABASE_URL=database_url, **broker.env)
     output = _log()
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-         "--concurrency", str(concurrency), "--pool", "prefork", "--queues", broker.queue,
-         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--concurrency",
+            str(concurrency),
+            "--pool",
+            "prefork",
+            "--queues",
+            broker.queue,
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=output,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     if output is not subprocess.DEVNULL:
@@ -132,8 +155,19 @@ def private_redis() -> Iterator[tuple[str, Callable[[], None], Callable[[], None
 
     def start() -> None:
         state["process"] = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_until(lambda: _answers(port), 10, "redis to start")
 

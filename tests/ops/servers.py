@@ -44,8 +44,14 @@ class HttpClient:
         self.base = base
         self.timeout = timeout
 
-    def open(self, path: str, method: str = "GET", json: Any = None,
-             headers: dict[str, str] | None = None, **_: Any) -> HttpResponse:
+    def open(
+        self,
+        path: str,
+        method: str = "GET",
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        **_: Any,
+    ) -> HttpResponse:
         sent = dict(headers or {})
         data = None
         if json is not None:
@@ -89,7 +95,9 @@ def _answers(base: str) -> bool:
 
 @contextmanager
 def gunicorn(
-    database_url: str, workers: int = 2, env: dict[str, str] | None = None,
+    database_url: str,
+    workers: int = 2,
+    env: dict[str, str] | None = None,
     log: Path | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """gunicorn with ``deploy/gunicorn.conf.py`` on a free port; yields (process, base URL).
@@ -107,7 +115,10 @@ def gunicorn(
     output: Any = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(CONFIG), "service.wsgi:app"],
-        cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env=environment,
+        stdout=output,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     if log:

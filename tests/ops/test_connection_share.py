@@ -73,8 +73,9 @@ def test_keep_alive_clients_end_up_spread_evenly_over_the_workers(
         # The master forks its workers one after another; the first answers before the last
         # is forked (and each takes its place in the shared table before its fork).
         wait_until(lambda: len(_workers_of(process.pid)) == WORKERS, 30, "all workers")
-        clients = [http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                   for _ in range(CLIENTS)]
+        clients = [
+            http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(CLIENTS)
+        ]
         closes, quiet = 0, 0
         for _ in range(300):
             closed = 0

@@ -26,8 +26,11 @@ MATCH_ROUTE = "/v1/matches/<match_id>"
 
 def _in_flight(base: str, route: str) -> float:
     text_ = get(base, "/metrics").get_data(as_text=True)
-    return sum(v for labels, v in metric_samples(text_, "gin_http_requests_in_progress")
-               if labels.get("route") == route)
+    return sum(
+        v
+        for labels, v in metric_samples(text_, "gin_http_requests_in_progress")
+        if labels.get("route") == route
+    )
 
 
 def _started_match(app: Any) -> tuple[ApiClient, list[ApiClient], dict[str, Any]]:
@@ -68,8 +71,9 @@ def test_sigterm_lets_an_in_flight_request_finish(fresh_database_url: str, tmp_p
         # The server is shutting down; the waiting request still sees the opponent's move.
         legal = views[mover]["hand"]["legal_actions"]
         action = next(a for a in legal if a["action"] in ("PASS", "TAKE_UPCARD"))
-        moved = players[mover].post(f"/v1/matches/{match_id}/actions",
-                                    {**action, "expected_version": version})
+        moved = players[mover].post(
+            f"/v1/matches/{match_id}/actions", {**action, "expected_version": version}
+        )
         assert moved.status_code == 200
         thread.join(timeout=60)
         assert process.wait(timeout=60) == 0
@@ -92,8 +96,10 @@ def test_sigterm_to_a_worker_finishes_the_task_in_hand(tmp_path: Path) -> None:
         app = make_test_app(url)
         _api, players, table = _started_match(app)
         match_id = table["match_id"]
-        assert players[0].post(f"/v1/matches/{match_id}/actions",
-                               {"action": "RESIGN"}).status_code == 200
+        assert (
+            players[0].post(f"/v1/matches/{match_id}/actions", {"action": "RESIGN"}).status_code
+            == 200
+        )
         app.extensions["gin"]["engine"].dispose()
 
         broker = Broker(os.environ["TEST_BROKER_URL"])
@@ -103,16 +109,35 @@ def test_sigterm_to_a_worker_finishes_the_task_in_hand(tmp_path: Path) -> None:
         try:
             # Hold the match row: the settlement task will wait on it, in the middle of its work.
             blocker.begin()
-            blocker.execute(text("SELECT id FROM matches WHERE id = :id FOR UPDATE"),
-                            {"id": match_id})
+            blocker.execute(
+                text("SELECT id FROM matches WHERE id = :id FOR UPDATE"), {"id": match_id}
+            )
             with open(log, "wb") as output:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                     "--concurrency", "2", "--pool", "prefork", "--queues", broker.queue,
-                     "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-                     "--without-heartbeat"],
-                    cwd=ROOT, env=dict(os.environ, DATABASE_URL=url, **broker.env),
-                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "worker.celery_app",
+                        "worker",
+                        "--concurrency",
+                        "2",
+                        "--pool",
+                        "prefork",
+                        "--queues",
+                        broker.queue,
+                        "--loglevel",
+                        "INFO",
+                        "--without-gossip",
+                        "--without-mingle",
+                        "--without-heartbeat",
+                    ],
+                    cwd=ROOT,
+                    env=dict(os.environ, DATABASE_URL=url, **broker.env),
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
             try:
                 broker.send("settlement.settle_match", [match_id])
@@ -120,9 +145,15 @@ def test_sigterm_to_a_worker_finishes_the_task_in_hand(tmp_path: Path) -> None:
 
                 def settlement_waits() -> bool:
                     with engine.connect() as probe:
-                        return bool(probe.scalar(text(
-                            "SELECT count(*) FROM pg_stat_activity WHERE datname = :db "
-                            "AND wait_event_type = 'Lock'"), {"db": database}))
+                        return bool(
+                            probe.scalar(
+                                text(
+                                    "SELECT count(*) FROM pg_stat_activity WHERE datname = :db "
+                                    "AND wait_event_type = 'Lock'"
+                                ),
+                                {"db": database},
+                            )
+                        )
 
                 wait_until(settlement_waits, 60, "the settlement task to wait on the match")
                 # SIGTERM to the main process only, as Kubernetes or systemd send it.

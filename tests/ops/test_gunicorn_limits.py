@@ -48,7 +48,7 @@ def _unchunk(data: bytes) -> bytes:
         length = int(size, 16)
         if not length:
             break
-        out, data = out + data[:length], data[length + 2:]
+        out, data = out + data[:length], data[length + 2 :]
     return out
 
 
@@ -82,16 +82,21 @@ def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: str) -> It
     _operator, key = new_operator(app)
     client = app.test_client()
     auth = {"Authorization": f"Bearer {key}"}
-    player = client.post("/v1/players", json={"external_id": "e", "display_name": "N"},
-                         headers=auth).get_json()
+    player = client.post(
+        "/v1/players", json={"external_id": "e", "display_name": "N"}, headers=auth
+    ).get_json()
     app.extensions["gin"]["engine"].dispose()
     with gunicorn(url, workers=1, env={"RATELIMIT_ENABLED": "0"}) as (_process, base):
         yield base, key, player["id"]
 
 
 def request_head(method: str, target: str, key: str, *headers: str) -> str:
-    lines = [f"{method} {target} HTTP/1.1", "Host: api.example", f"Authorization: Bearer {key}",
-             *headers]
+    lines = [
+        f"{method} {target} HTTP/1.1",
+        "Host: api.example",
+        f"Authorization: Bearer {key}",
+        *headers,
+    ]
     return "\r\n".join(lines) + "\r\n"
 
 
@@ -99,9 +104,18 @@ def test_a_10_kb_idempotency_key_is_a_problem_naming_the_header(served: Any) -> 
     """Before: gunicorn's HTML 431 (its field limit was 8190 bytes)."""
     base, key, pid = served
     body = b'{"amount": {"amount": 100, "currency": "EUR"}}'
-    answer = exchange(base, request_head(
-        "POST", f"/v1/players/{pid}/deposits", key, "Content-Type: application/json",
-        f"Content-Length: {len(body)}", "Idempotency-Key: " + "k" * 10_000), body)
+    answer = exchange(
+        base,
+        request_head(
+            "POST",
+            f"/v1/players/{pid}/deposits",
+            key,
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            "Idempotency-Key: " + "k" * 10_000,
+        ),
+        body,
+    )
     problem = answer.problem()
     assert answer.status == 400 and problem["code"] == "malformed_request"
     assert [e["field"] for e in problem["errors"]] == ["Idempotency-Key"]
@@ -109,8 +123,10 @@ def test_a_10_kb_idempotency_key_is_a_problem_naming_the_header(served: Any) -> 
 
 def test_a_header_too_long_for_the_application_is_its_431(served: Any) -> None:
     base, key, _pid = served
-    answer = exchange(base, request_head(
-        "GET", "/v1/players", key, "X-Trace: " + "t" * (MAX_HEADER_FIELD_BYTES + 100)))
+    answer = exchange(
+        base,
+        request_head("GET", "/v1/players", key, "X-Trace: " + "t" * (MAX_HEADER_FIELD_BYTES + 100)),
+    )
     assert answer.status == 431 and answer.problem()["code"] == "header_fields_too_large"
 
 
@@ -131,38 +147,71 @@ def test_past_gunicorns_own_limits_gunicorn_answers(served: Any) -> None:
     base, key, _pid = served
     long_line = exchange(base, request_head("GET", "/v1/players?x=" + "c" * 9000, key))
     assert long_line.status == 414 and long_line.media_type != PROBLEM_JSON
-    long_field = exchange(base, request_head(
-        "GET", "/v1/players", key, "X-Trace: " + "t" * (2 * MAX_HEADER_FIELD_BYTES + 10)))
+    long_field = exchange(
+        base,
+        request_head(
+            "GET", "/v1/players", key, "X-Trace: " + "t" * (2 * MAX_HEADER_FIELD_BYTES + 10)
+        ),
+    )
     assert long_field.status == 431 and long_field.media_type != PROBLEM_JSON
 
 
 def test_a_body_announced_too_long_is_413_before_it_is_sent(served: Any) -> None:
     """Only the headers are sent: the answer comes without the body ever arriving."""
     base, key, pid = served
-    answer = exchange(base, request_head(
-        "POST", f"/v1/players/{pid}/deposits", key, "Content-Type: application/json",
-        f"Content-Length: {10 * 1024 * 1024}", "Idempotency-Key: big"))
+    answer = exchange(
+        base,
+        request_head(
+            "POST",
+            f"/v1/players/{pid}/deposits",
+            key,
+            "Content-Type: application/json",
+            f"Content-Length: {10 * 1024 * 1024}",
+            "Idempotency-Key: big",
+        ),
+    )
     assert answer.status == 413 and answer.problem()["code"] == "content_too_large"
 
 
 def test_a_chunked_body_too_long_is_413(served: Any) -> None:
     base, key, pid = served
-    chunks = [b'{"external_reference": "'] + [b"r" * 16384] * (DEFAULT_MAX_CONTENT_LENGTH // 16384
-                                                              + 2) + [b'"}']
-    answer = exchange(base, request_head(
-        "POST", f"/v1/players/{pid}/deposits", key, "Content-Type: application/json",
-        "Transfer-Encoding: chunked", "Idempotency-Key: chunked"), chunks=chunks)
+    chunks = (
+        [b'{"external_reference": "']
+        + [b"r" * 16384] * (DEFAULT_MAX_CONTENT_LENGTH // 16384 + 2)
+        + [b'"}']
+    )
+    answer = exchange(
+        base,
+        request_head(
+            "POST",
+            f"/v1/players/{pid}/deposits",
+            key,
+            "Content-Type: application/json",
+            "Transfer-Encoding: chunked",
+            "Idempotency-Key: chunked",
+        ),
+        chunks=chunks,
+    )
     assert answer.status == 413 and answer.problem()["code"] == "content_too_large"
 
 
 def test_a_lone_surrogate_on_the_deposit_path_is_a_422_problem(served: Any) -> None:
     """Before: an HTML 500 page from gunicorn."""
     base, key, pid = served
-    body = (b'{"amount": {"amount": 100, "currency": "EUR"}, '
-            b'"external_reference": "a\\ud800b"}')
-    answer = exchange(base, request_head(
-        "POST", f"/v1/players/{pid}/deposits", key, "Content-Type: application/json",
-        f"Content-Length: {len(body)}", "Idempotency-Key: lone"), body)
+    body = b'{"amount": {"amount": 100, "currency": "EUR"}, "external_reference": "a\\ud800b"}'
+    answer = exchange(
+        base,
+        request_head(
+            "POST",
+            f"/v1/players/{pid}/deposits",
+            key,
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            "Idempotency-Key: lone",
+        ),
+        body,
+    )
     problem = answer.problem()
     assert answer.status == 422 and [e["field"] for e in problem["errors"]] == [
-        "external_reference"]
+        "external_reference"
+    ]

@@ -60,8 +60,9 @@ def test_json_line_fields_and_exceptions() -> None:
     try:
         raise ValueError("boom")
     except ValueError:
-        failed = logging.LogRecord("gin.test", logging.ERROR, __file__, 1, "oops", (),
-                                   sys.exc_info())
+        failed = logging.LogRecord(
+            "gin.test", logging.ERROR, __file__, 1, "oops", (), sys.exc_info()
+        )
     out = formatter.format(failed)
     assert "\n" not in out  # one object per line, the traceback inside it
     assert "ValueError: boom" in json.loads(out)["exception"]
@@ -111,8 +112,9 @@ def test_gunicorn_access_log_follows_its_switch(
     else:
         assert access == []
         # The application's own request line is still there.
-        assert any(e.get("logger") == "gin.request" and e.get("request_id") == "acc-1"
-                   for e in entries)
+        assert any(
+            e.get("logger") == "gin.request" and e.get("request_id") == "acc-1" for e in entries
+        )
 
 
 # --- into Celery -------------------------------------------------------------------------------
@@ -149,11 +151,17 @@ def test_request_id_travels_into_the_tasks_a_request_causes(
     folder = _queue_folder()
     before = set(folder.glob("*.msg"))
     request_id = f"req-{secrets.token_hex(6)}"
-    resigned = players[0].post(f"/v1/matches/{table['match_id']}/actions",
-                               {"action": "RESIGN"}, headers={"X-Request-Id": request_id})
+    resigned = players[0].post(
+        f"/v1/matches/{table['match_id']}/actions",
+        {"action": "RESIGN"},
+        headers={"X-Request-Id": request_id},
+    )
     assert resigned.status_code == 200
-    ours = [(path, message) for path, message in _published(folder, before)
-            if message["headers"].get("request_id") == request_id]
+    ours = [
+        (path, message)
+        for path, message in _published(folder, before)
+        if message["headers"].get("request_id") == request_id
+    ]
     assert [message["headers"]["task"] for _path, message in ours] == ["outbox.relay"]
     app.extensions["gin"]["engine"].dispose()
 
@@ -164,15 +172,36 @@ def test_request_id_travels_into_the_tasks_a_request_causes(
     path, _message = ours[0]
     shutil.copy(path, broker / "queue" / path.name)
     log_path = tmp_path / "worker.log"
-    env = dict(os.environ, DATABASE_URL=fresh_database_url,
-               CELERY_BROKER_URL=f"filesystem://{broker}", LOG_FORMAT="json",
-               LOG_LEVEL="INFO", CELERY_QUEUE=path.name.split(".")[-2])
+    env = dict(
+        os.environ,
+        DATABASE_URL=fresh_database_url,
+        CELERY_BROKER_URL=f"filesystem://{broker}",
+        LOG_FORMAT="json",
+        LOG_LEVEL="INFO",
+        CELERY_QUEUE=path.name.split(".")[-2],
+    )
     with open(log_path, "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-             "--concurrency", "1", "--pool", "prefork", "--without-gossip",
-             "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "worker.celery_app",
+                "worker",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def task_lines() -> list[dict[str, Any]]:
@@ -188,9 +217,11 @@ def test_request_id_travels_into_the_tasks_a_request_causes(
 
     try:
         wait_until(
-            lambda: {e["task"] for e in task_lines()} >= {"outbox.relay",
-                                                          "settlement.settle_match"},
-            60, "the relay and the settlement to log the request id",
+            lambda: (
+                {e["task"] for e in task_lines()} >= {"outbox.relay", "settlement.settle_match"}
+            ),
+            60,
+            "the relay and the settlement to log the request id",
         )
     finally:
         kill(process, signal.SIGTERM)
@@ -199,7 +230,6 @@ def test_request_id_travels_into_the_tasks_a_request_causes(
         assert entry["task_id"] and entry["duration_ms"] >= 0
     # The worker's own lines (Celery's included) are JSON objects too. (Only a warning Python
     # prints before logging is set up, such as Celery's about running as root, is not.)
-    records = [json.loads(raw) for raw in log_path.read_text().splitlines()
-               if raw.startswith("{")]
+    records = [json.loads(raw) for raw in log_path.read_text().splitlines() if raw.startswith("{")]
     assert {"celery.worker.consumer.connection", "gin.tasks"} <= {r["logger"] for r in records}
     assert all({"time", "level", "logger", "message"} <= set(r) for r in records)

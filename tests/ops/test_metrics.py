@@ -112,14 +112,22 @@ def test_database_figures_at_scrape_time(fresh_app: Any) -> None:
     assert value(text, "gin_outbox_backlog") == 3
     assert value(text, "gin_settlement_backlog") == 1
     assert value(text, "gin_settlements_total") == 0
-    assert value(text, "gin_ledger_balance_minor_units", currency="EUR",
-                 kind="player_available") == 2 * 1000 - 2 * 100
-    assert value(text, "gin_ledger_balance_minor_units", currency="EUR",
-                 kind="player_escrow") == 200
-    assert value(text, "gin_ledger_balance_minor_units", currency="EUR",
-                 kind="operator_clearing") == -2000
-    kinds = [v for labels, v in metric_samples(text, "gin_ledger_balance_minor_units")
-             if labels["currency"] == "EUR"]
+    assert (
+        value(text, "gin_ledger_balance_minor_units", currency="EUR", kind="player_available")
+        == 2 * 1000 - 2 * 100
+    )
+    assert (
+        value(text, "gin_ledger_balance_minor_units", currency="EUR", kind="player_escrow") == 200
+    )
+    assert (
+        value(text, "gin_ledger_balance_minor_units", currency="EUR", kind="operator_clearing")
+        == -2000
+    )
+    kinds = [
+        v
+        for labels, v in metric_samples(text, "gin_ledger_balance_minor_units")
+        if labels["currency"] == "EUR"
+    ]
     assert sum(kinds) == 0
 
 
@@ -166,8 +174,9 @@ def test_request_counts_are_summed_across_gunicorn_workers(
     fresh_database_url: str, tmp_path: Path
 ) -> None:
     metrics_root = tmp_path / "metrics"
-    with gunicorn(fresh_database_url, workers=3,
-                  env={"PROMETHEUS_MULTIPROC_DIR": str(metrics_root)}) as (_process, base):
+    with gunicorn(
+        fresh_database_url, workers=3, env={"PROMETHEUS_MULTIPROC_DIR": str(metrics_root)}
+    ) as (_process, base):
         before = _healthz_count(base)
         sent = 0
 
@@ -189,8 +198,11 @@ def test_request_counts_are_summed_across_gunicorn_workers(
 
         # Concurrent bursts until at least two workers have answered some (the kernel picks).
         burst()
-        wait_until(lambda: len(_worker_pids(metrics_root)) >= 2 or burst() or False, 30,
-                   "requests answered by two workers")
+        wait_until(
+            lambda: len(_worker_pids(metrics_root)) >= 2 or burst() or False,
+            30,
+            "requests answered by two workers",
+        )
         assert sent >= 20
         # Every scrape, whichever worker answers it, sums every worker's samples.
         for _ in range(9):
@@ -213,19 +225,41 @@ def test_worker_serves_its_pool_processes_task_metrics(
 
     broker_url = f"filesystem://{tmp_path / 'broker'}"
     port = free_port()
-    env = dict(os.environ, DATABASE_URL=fresh_database_url, CELERY_BROKER_URL=broker_url,
-               WORKER_METRICS_PORT=str(port), WORKER_METRICS_ADDR="127.0.0.1",
-               CELERY_QUEUE="gin-metrics-test")
+    env = dict(
+        os.environ,
+        DATABASE_URL=fresh_database_url,
+        CELERY_BROKER_URL=broker_url,
+        WORKER_METRICS_PORT=str(port),
+        WORKER_METRICS_ADDR="127.0.0.1",
+        CELERY_QUEUE="gin-metrics-test",
+    )
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     client = make_celery(Settings(fresh_database_url, broker_url, "secret"))
     client.conf.task_default_queue = "gin-metrics-test"
     for _ in range(3):
         client.send_task("ops.ping")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-         "--concurrency", "2", "--pool", "prefork", "--loglevel", "WARNING",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--concurrency",
+            "2",
+            "--pool",
+            "prefork",
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
 
@@ -234,8 +268,9 @@ def test_worker_serves_its_pool_processes_task_metrics(
             text = get(f"http://127.0.0.1:{port}", "/metrics", timeout=2).get_data(as_text=True)
         except OSError:
             return 0.0
-        return value(text, "gin_task_duration_seconds_count", task="ops.ping",
-                     state="SUCCESS") or 0.0
+        return (
+            value(text, "gin_task_duration_seconds_count", task="ops.ping", state="SUCCESS") or 0.0
+        )
 
     try:
         wait_until(lambda: pings() == 3, 60, "three pings counted by the worker's metrics")

@@ -70,8 +70,9 @@ def test_each_api_key_has_its_own_budget(limited: Any) -> None:
 
 def test_a_player_is_limited_across_its_tokens(database_url: str) -> None:
     # Funding the players takes operator requests: give the operator room for them.
-    roomy = make_test_app(database_url, RATELIMIT_OPERATOR="1000 per minute",
-                          RATELIMIT_PLAYER="3 per minute")
+    roomy = make_test_app(
+        database_url, RATELIMIT_OPERATOR="1000 per minute", RATELIMIT_PLAYER="3 per minute"
+    )
     api = operator(roomy)
     one, two = player_client(api, deposit=0), player_client(api, deposit=0)
     path = f"/v1/players/{one.player_id}"  # type: ignore[attr-defined]
@@ -139,8 +140,11 @@ def test_the_429_is_documented(app: Any) -> None:
 
 
 def test_a_failing_storage_lets_requests_through(database_url: str) -> None:
-    app = make_test_app(database_url, RATELIMIT_STORAGE_URI="redis://127.0.0.1:9/0",
-                        RATELIMIT_OPERATOR="1 per minute")
+    app = make_test_app(
+        database_url,
+        RATELIMIT_STORAGE_URI="redis://127.0.0.1:9/0",
+        RATELIMIT_OPERATOR="1 per minute",
+    )
     api = operator(app)
     try:
         assert [api.get("/v1/players").status_code for _ in range(3)] == [200] * 3

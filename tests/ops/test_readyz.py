@@ -22,7 +22,8 @@ def test_ready_when_everything_answers(fresh_database_url: str) -> None:
     response = app.test_client().get("/readyz")
     assert response.status_code == 200
     assert response.get_json() == {
-        "status": "ok", "checks": {"database": "ok", "migrations": "ok", "broker": "ok"}
+        "status": "ok",
+        "checks": {"database": "ok", "migrations": "ok", "broker": "ok"},
     }
     assert app.test_client().get("/healthz").get_json() == {"status": "ok"}
     app.extensions["gin"]["engine"].dispose()
@@ -40,8 +41,7 @@ def test_database_down_is_503(tmp_path: Path) -> None:
 
 def test_postgres_unreachable_is_503() -> None:
     port = _closed_port()
-    app = make_test_app(f"postgresql+psycopg://postgres@127.0.0.1:{port}/nothing"
-                        "?connect_timeout=2")
+    app = make_test_app(f"postgresql+psycopg://postgres@127.0.0.1:{port}/nothing?connect_timeout=2")
     response = app.test_client().get("/readyz")
     assert response.status_code == 503
     assert response.get_json()["checks"]["database"] == "unreachable"
@@ -57,7 +57,9 @@ def test_unmigrated_database_is_503(tmp_path: Path) -> None:
     response = app.test_client().get("/readyz")
     assert response.status_code == 503
     assert response.get_json()["checks"] == {
-        "database": "ok", "migrations": "behind", "broker": "ok"
+        "database": "ok",
+        "migrations": "behind",
+        "broker": "ok",
     }
 
 

@@ -43,13 +43,19 @@ def test_recycled_workers_keep_serving(
     _operator_id, key = new_operator(app)
     app.extensions["gin"]["engine"].dispose()
     metrics = tmp_path / "metrics"
-    env = {"GUNICORN_PRELOAD": preload, "GUNICORN_MAX_REQUESTS": "15",
-           "GUNICORN_MAX_REQUESTS_JITTER": "5", "PROMETHEUS_MULTIPROC_DIR": str(metrics)}
+    env = {
+        "GUNICORN_PRELOAD": preload,
+        "GUNICORN_MAX_REQUESTS": "15",
+        "GUNICORN_MAX_REQUESTS_JITTER": "5",
+        "PROMETHEUS_MULTIPROC_DIR": str(metrics),
+    }
     with gunicorn(fresh_database_url, workers=2, env=env) as (_process, base):
         failures: list[str] = []
         started = time.monotonic()
-        threads = [threading.Thread(target=_players_pages, args=(base, key, 40, failures))
-                   for _ in range(4)]
+        threads = [
+            threading.Thread(target=_players_pages, args=(base, key, 40, failures))
+            for _ in range(4)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -79,8 +85,15 @@ def test_preloading_is_on_by_default_and_the_master_freezes_before_forking(
     env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
     if setting is not None:
         env["GUNICORN_PRELOAD"] = setting
-    result = subprocess.run([sys.executable, "-c", script, str(CONFIG)], env=env, cwd=ROOT,
-                            capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(CONFIG)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     preload, before, after = result.stdout.split()
     assert preload == str(preloaded)
     assert int(before) == 0 and int(after) > 1000  # everything the master holds, frozen

@@ -46,10 +46,21 @@ def played(
             log.append(LoggedAction(len(log) + 1, seat, action))
         record = match.ended_hand()
         assert record is not None
-        hands.append(HandEvidence(
-            number, fair.ALGORITHM, fair.commitment(seed_of[number]), seed_of[number], *SEEDS,
-            number, hand.dealer, record.kind, record.winner, record.points, hand.history(),
-        ))
+        hands.append(
+            HandEvidence(
+                number,
+                fair.ALGORITHM,
+                fair.commitment(seed_of[number]),
+                seed_of[number],
+                *SEEDS,
+                number,
+                hand.dealer,
+                record.kind,
+                record.winner,
+                record.points,
+                hand.history(),
+            )
+        )
     return match, hands, log
 
 
@@ -81,7 +92,8 @@ def test_a_hand_cut_short_by_a_forfeit_replays_from_its_history() -> None:
     moved = {**history, "actions": [actions[-1], *actions[:-1]]}
     tampered = HandEvidence(**{**hands[0].__dict__, "history": moved})
     assert "hands[1].history.actions[0]" in fields(
-        replay_match(SETTINGS, 0, SEEDS, [tampered], log))
+        replay_match(SETTINGS, 0, SEEDS, [tampered], log)
+    )
 
 
 def fields(replay: Any) -> list[str]:
@@ -96,15 +108,24 @@ def test_tampered_evidence_is_named() -> None:
     assert "hands[1].commitment" in found and "hands[1].history.deck" in found
     # Points rewritten on the hand's row.
     points = (hands[0].points or 0) + 1
-    found = fields(replay_match(SETTINGS, 0, SEEDS,
-                                [HandEvidence(**{**hands[0].__dict__, "points": points}),
-                                 *hands[1:]], log))
+    found = fields(
+        replay_match(
+            SETTINGS,
+            0,
+            SEEDS,
+            [HandEvidence(**{**hands[0].__dict__, "points": points}), *hands[1:]],
+            log,
+        )
+    )
     assert found == ["hands[1].points"]
     # Another first dealer than the match had: the dealer chain breaks.
     assert "hands[1].dealer" in fields(replay_match(SETTINGS, 1, SEEDS, hands, log))
     # The action log says something else happened.
-    altered = [*log[:2], LoggedAction(3, log[2].seat, "PASS" if log[2].action != "PASS"
-                                      else "TAKE_UPCARD"), *log[3:]]
+    altered = [
+        *log[:2],
+        LoggedAction(3, log[2].seat, "PASS" if log[2].action != "PASS" else "TAKE_UPCARD"),
+        *log[3:],
+    ]
     assert "match_actions[1]" in fields(replay_match(SETTINGS, 0, SEEDS, hands, altered))
     # A client seed that is not the seat's.
     assert "hands[1].client_seed_2" in fields(
@@ -113,8 +134,9 @@ def test_tampered_evidence_is_named() -> None:
 
 
 def test_capture_comparison_names_each_account() -> None:
-    expected = expected_capture("op_1", "mch_1", "EUR", ["ply_a", "ply_b"], [500, 500],
-                                [900, 0], 100)
+    expected = expected_capture(
+        "op_1", "mch_1", "EUR", ["ply_a", "ply_b"], [500, 500], [900, 0], 100
+    )
     assert expected == {
         "player_escrow:op_1:ply_a:mch_1:EUR": -500,
         "player_escrow:op_1:ply_b:mch_1:EUR": -500,
@@ -122,8 +144,7 @@ def test_capture_comparison_names_each_account() -> None:
         "house_fee:op_1:-:-:EUR": 100,
     }
     assert compare_capture(expected, dict(expected)) == []
-    skimmed = {**expected, "house_fee:op_1:-:-:EUR": 101,
-               "player_available:op_1:ply_a:-:EUR": 899}
+    skimmed = {**expected, "house_fee:op_1:-:-:EUR": 101, "player_available:op_1:ply_a:-:EUR": 899}
     assert [d.field for d in compare_capture(expected, skimmed)] == [
         "ledger.capture[house_fee:op_1:-:-:EUR]",
         "ledger.capture[player_available:op_1:ply_a:-:EUR]",

@@ -16,8 +16,17 @@ TEXT = {".py", ".md", ".sql", ".mako", ".ini", ".txt", ".yaml", ".yml", ".toml"}
 
 #: The WSGI fast paths in front of Flask, the deposit batcher and their database functions and
 #: settings, all deleted (one request path through Flask).
-DELETED = ("CASHIER_FAST_PATH", "CASHIER_BATCH", "MATCH_FAST_PATH", "cashier_post",
-           "api/cashier.py", "matchpath", "fastpath", "array_literal", "One-call cashier")
+DELETED = (
+    "CASHIER_FAST_PATH",
+    "CASHIER_BATCH",
+    "MATCH_FAST_PATH",
+    "cashier_post",
+    "api/cashier.py",
+    "matchpath",
+    "fastpath",
+    "array_literal",
+    "One-call cashier",
+)
 
 
 def documents() -> list[Path]:
@@ -25,15 +34,21 @@ def documents() -> list[Path]:
 
 
 def sources() -> list[Path]:
-    return [path for folder in ("service", "worker") for path in sorted((ROOT / folder).rglob("*"))
-            if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts]
+    return [
+        path
+        for folder in ("service", "worker")
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts
+    ]
 
 
 def lines_naming(paths: list[Path], names: tuple[str, ...]) -> list[str]:
-    return [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-            for path in paths
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if any(name in line for name in names)]
+    return [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in paths
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(name in line for name in names)
+    ]
 
 
 def test_nothing_points_outside_the_repository() -> None:
@@ -41,8 +56,11 @@ def test_nothing_points_outside_the_repository() -> None:
 
 
 def test_the_documents_named_exist() -> None:
-    named = {name for path in documents()
-             for name in re.findall(r"`(docs/[\w./-]+\.md)`", path.read_text("utf-8"))}
+    named = {
+        name
+        for path in documents()
+        for name in re.findall(r"`(docs/[\w./-]+\.md)`", path.read_text("utf-8"))
+    }
     assert {"docs/engine.md", "docs/api-conventions.md"} <= named
     assert sorted(name for name in named if not (ROOT / name).is_file()) == []
 

@@ -13,13 +13,19 @@ from hypothesis import strategies as st
 
 from service import jsoncodec
 
-_scalars = st.none() | st.booleans() | st.integers() | st.text() | st.floats(
-    allow_nan=False, allow_infinity=False
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False)
 )
 _values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -60,8 +66,13 @@ def test_long_integers_are_read_exactly_never_as_floats(number: int) -> None:
         for document in (text, text.encode()):
             value = jsoncodec.loads(document)
             assert value == json.loads(text)
-            found = value["amount"] if "amount" in value else value[0] if isinstance(
-                value, list) else value["b"][1]
+            found = (
+                value["amount"]
+                if "amount" in value
+                else value[0]
+                if isinstance(value, list)
+                else value["b"][1]
+            )
             assert type(found) is int
 
 

@@ -59,8 +59,16 @@ def test_malformed_headers_are_refused_not_raised() -> None:
     secret = new_secret()
     good = compute_signature(secret, T, BODY)
     malformed = [
-        "", "garbage", f"v1={good}", f"t={T}", f"t=abc,v1={good}", f"t=-{T},v1={good}",
-        f"t=\u00b2,v1={good}", f"t={T},v1=", f"t={T},v1=é{good}", f"t={T},v0={good}",
+        "",
+        "garbage",
+        f"v1={good}",
+        f"t={T}",
+        f"t=abc,v1={good}",
+        f"t=-{T},v1={good}",
+        f"t=\u00b2,v1={good}",
+        f"t={T},v1=",
+        f"t={T},v1=é{good}",
+        f"t={T},v0={good}",
     ]
     for header in malformed:
         assert not verify_signature(secret, header, BODY, now=T), header

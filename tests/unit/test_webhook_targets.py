@@ -32,10 +32,29 @@ def test_literal_addresses_in_every_form_a_resolver_reads(host: str, address: st
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1", "10.0.0.1", "172.31.255.255", "192.168.0.1", "169.254.169.254", "0.0.0.0",
-     "100.64.0.1", "224.0.0.1", "::1", "::", "fc00::1", "fd00::1", "fe80::1",
-     "::ffff:10.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "localhost", "LOCALHOST.",
-     "db.localhost", "127.1", "017700000001"],
+    [
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.31.255.255",
+        "192.168.0.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "100.64.0.1",
+        "224.0.0.1",
+        "::1",
+        "::",
+        "fc00::1",
+        "fd00::1",
+        "fe80::1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::7f00:1",
+        "2002:7f00:1::1",
+        "localhost",
+        "LOCALHOST.",
+        "db.localhost",
+        "127.1",
+        "017700000001",
+    ],
 )
 def test_private_hosts_are_refused_without_a_lookup(host: str) -> None:
     assert refusal(host) is not None
@@ -44,8 +63,9 @@ def test_private_hosts_are_refused_without_a_lookup(host: str) -> None:
     check(host, allow_private=True)  # configured to allow: nothing raised
 
 
-@pytest.mark.parametrize("host", ["ops.example", "8.8.8.8", "2606:4700::1111",
-                                  "64:ff9b::808:808", "localhost.example"])
+@pytest.mark.parametrize(
+    "host", ["ops.example", "8.8.8.8", "2606:4700::1111", "64:ff9b::808:808", "localhost.example"]
+)
 def test_public_hosts_and_unresolved_names_pass(host: str) -> None:
     assert refusal(host) is None
 

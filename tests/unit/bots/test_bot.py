@@ -51,8 +51,10 @@ def test_bot_goes_gin_and_discards_high_useless_cards() -> None:
     hand.apply(0, "PASS")
     hand.apply(1, "PASS")
     hand.apply(0, "DRAW_STOCK")
-    assert decide(hand.view(0)) in ({"action": "DISCARD", "card": "KS"},
-                                    {"action": "DISCARD", "card": "QD"})
+    assert decide(hand.view(0)) in (
+        {"action": "DISCARD", "card": "KS"},
+        {"action": "DISCARD", "card": "QD"},
+    )
 
 
 def points(players: tuple[Any, Any], hands: int, seed: int) -> tuple[int, int]:

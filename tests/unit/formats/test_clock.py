@@ -62,9 +62,14 @@ def test_timeouts_play_automatically_then_forfeit() -> None:
     assert match.hand is not None and match.hand.log[-2]["action"] == "DISCARD"
     assert match.hand.log[-2]["automatic"] is True
     # The forfeit cut the hand short, and is logged in it as the server's automatic act.
-    assert match.hand.log[-1] == {"seq": len(match.hand.log), "seat": 0, "action": "FORFEIT",
-                                  "reason": "timeout", "at": "2026-12-01T00:00:31Z",
-                                  "automatic": True}
+    assert match.hand.log[-1] == {
+        "seq": len(match.hand.log),
+        "seat": 0,
+        "action": "FORFEIT",
+        "reason": "timeout",
+        "at": "2026-12-01T00:00:31Z",
+        "automatic": True,
+    }
     assert match.hand.ended and match.cut_short and match.hand_number == 1
     assert match.timeouts == [3, 0]
     assert match.status is MatchStatus.FINISHED and match.forfeiter == 0
@@ -78,8 +83,16 @@ def test_forfeit_on_first_timeout_option() -> None:
     assert match.forfeiter == 0 and match.over
     # The timeout is in the hand's log, as the automatic actions are, and ends the hand.
     assert match.hand is not None and match.hand.ended
-    assert match.hand.log == [{"seq": 1, "seat": 0, "action": "FORFEIT", "reason": "timeout",
-                               "at": "2026-12-01T00:00:05Z", "automatic": True}]
+    assert match.hand.log == [
+        {
+            "seq": 1,
+            "seat": 0,
+            "action": "FORFEIT",
+            "reason": "timeout",
+            "at": "2026-12-01T00:00:05Z",
+            "automatic": True,
+        }
+    ]
     assert match.hand.legal_actions() == [] and match.hand.view(0)["to_act"] is None
 
 

@@ -197,8 +197,10 @@ def test_a_copy_is_independent_of_its_original(fmt: Format, seed: int) -> None:
                 if moves.random() < 0.01:
                     played.timeout(10**9, at="t")
                 else:
-                    played.apply(played.hand.to_act,
-                                 choose(moves, played.hand.legal_actions(), knock_rate=0.9))
+                    played.apply(
+                        played.hand.to_act,
+                        choose(moves, played.hand.legal_actions(), knock_rate=0.9),
+                    )
         assert copy == restored
         assert json.dumps(match.to_dict()) == before  # untouched by the copy's play
         match = copy

@@ -307,8 +307,11 @@ def test_fiftieth_card_take_and_knock() -> None:
     run_down_stock(hand, 2)
     assert hand.phase is Phase.LAST_CHANCE and str(hand.discard[-1]) == "3C"
     legal = hand.view(1)["legal_actions"]
-    assert legal == [{"action": "TAKE_DISCARD_AND_KNOCK", "card": "KH"},
-                     {"action": "TAKE_DISCARD_AND_KNOCK", "card": "QS"}, {"action": "DECLINE"}]
+    assert legal == [
+        {"action": "TAKE_DISCARD_AND_KNOCK", "card": "KH"},
+        {"action": "TAKE_DISCARD_AND_KNOCK", "card": "QS"},
+        {"action": "DECLINE"},
+    ]
     assert_rejected(hand, 1, "TAKE_DISCARD_AND_KNOCK 3C", "DISCARD_PILE_CARD_BARRED")
     assert_rejected(hand, 1, "TAKE_DISCARD_AND_KNOCK TC", "KNOCK_LIMIT_EXCEEDED")
     hand.apply(1, "TAKE_DISCARD_AND_KNOCK KH")
@@ -383,9 +386,17 @@ def test_action_fields_round_trip() -> None:
     assert Action.parse("DISCARD TD").to_dict() == {"action": "DISCARD", "card": "TD"}
     assert Action.parse("PASS").to_dict() == {"action": "PASS"}
     assert Action.parse("KNOCK 7D | 4C 4D 4H").to_dict() == {
-        "action": "KNOCK", "card": "7D", "melds": [["4C", "4D", "4H"]]}
-    for bad in [{"action": "FOLD"}, {"action": "DISCARD"}, {"action": "PASS", "card": "TD"},
-                {"card": "TD"}, "DISCARD TD"]:
+        "action": "KNOCK",
+        "card": "7D",
+        "melds": [["4C", "4D", "4H"]],
+    }
+    for bad in [
+        {"action": "FOLD"},
+        {"action": "DISCARD"},
+        {"action": "PASS", "card": "TD"},
+        {"card": "TD"},
+        "DISCARD TD",
+    ]:
         with pytest.raises(RulesError):
             Action.from_dict(bad)  # type: ignore[arg-type]
 
@@ -400,7 +411,8 @@ def test_the_view_lists_legal_actions_as_fields_and_my_deadwood() -> None:
     listed = hand.view(0)["legal_actions"]
     assert {"action": "KNOCK", "card": "KS"} in listed
     assert [a["card"] for a in listed if a["action"] == "DISCARD"] == [
-        str(c) for c in hand.cards_of(0) if str(c) != "TH"]
+        str(c) for c in hand.cards_of(0) if str(c) != "TH"
+    ]
     hand.apply(0, listed[-1])
     assert hand.ended and hand.outcome is not None and hand.outcome.kind == "gin"
 
@@ -416,8 +428,13 @@ def test_a_forfeit_cuts_the_hand_short_and_reveals_it(steps: int) -> None:
     hand.forfeit(1, "resign", at="2026-12-01T00:00:00Z")
     assert hand.ended and hand.phase is Phase.ENDED
     assert hand.outcome == HandOutcome("forfeit", 0, 0, None, None, None)
-    assert hand.log[-1] == {"seq": steps + 1, "seat": 1, "action": "FORFEIT",
-                            "reason": "resign", "at": "2026-12-01T00:00:00Z"}
+    assert hand.log[-1] == {
+        "seq": steps + 1,
+        "seat": 1,
+        "action": "FORFEIT",
+        "reason": "resign",
+        "at": "2026-12-01T00:00:00Z",
+    }
     assert hand.legal_actions() == [] and hand.legal_actions(0) == []
     for seat in (0, 1, None):
         view = hand.view(seat)

@@ -32,21 +32,49 @@ depends_on = None
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 TABLES = [
-    "operators", "api_keys", "exchange_rates", "idempotency_keys", "players", "deposit_limits",
-    "ledger_accounts", "ledger_transactions", "ledger_entries", "events", "game_tables",
-    "matches", "seats", "hands", "match_actions", "settlements", "webhook_endpoints",
-    "webhook_deliveries", "webhook_attempts", "bot_players",
+    "operators",
+    "api_keys",
+    "exchange_rates",
+    "idempotency_keys",
+    "players",
+    "deposit_limits",
+    "ledger_accounts",
+    "ledger_transactions",
+    "ledger_entries",
+    "events",
+    "game_tables",
+    "matches",
+    "seats",
+    "hands",
+    "match_actions",
+    "settlements",
+    "webhook_endpoints",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "bot_players",
 ]
 
 # Partial indexes: (name, table, columns, predicate). The predicates are the models' own
 # (service.db.models.DEPOSITS_INTO_ACCOUNT, OPEN_ESCROW; service.db.match_models.UNSETTLED).
 PARTIAL_INDEXES = [
-    ("ix_ledger_entries_deposits", "ledger_entries", ["account_id", "created_at"],
-     "kind = 'deposit' AND amount > 0"),
-    ("ix_ledger_accounts_open_escrows", "ledger_accounts", ["player_id", "currency"],
-     "kind = 'player_escrow' AND closed_at IS NULL"),
-    ("ix_matches_unsettled", "matches", ["finished_at"],
-     "status IN ('finished', 'void') AND settled_at IS NULL"),
+    (
+        "ix_ledger_entries_deposits",
+        "ledger_entries",
+        ["account_id", "created_at"],
+        "kind = 'deposit' AND amount > 0",
+    ),
+    (
+        "ix_ledger_accounts_open_escrows",
+        "ledger_accounts",
+        ["player_id", "currency"],
+        "kind = 'player_escrow' AND closed_at IS NULL",
+    ),
+    (
+        "ix_matches_unsettled",
+        "matches",
+        ["finished_at"],
+        "status IN ('finished', 'void') AND settled_at IS NULL",
+    ),
 ]
 
 
@@ -248,9 +276,7 @@ def upgrade() -> None:
         ),
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("transaction_id", sa.String(length=40), nullable=False),
-        sa.Column(
-            "account_id", BigId, nullable=False
-        ),
+        sa.Column("account_id", BigId, nullable=False),
         sa.Column("account_version", sa.BigInteger(), nullable=False),
         sa.Column("currency", sa.String(length=3), nullable=False),
         sa.Column("amount", sa.BigInteger(), nullable=False),
@@ -546,9 +572,7 @@ def upgrade() -> None:
             name=op.f("fk_webhook_deliveries_operator_id_operators"),
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_webhook_deliveries")),
-        sa.UniqueConstraint(
-            "event_id", "endpoint_id", name=op.f("uq_webhook_deliveries_event_id")
-        ),
+        sa.UniqueConstraint("event_id", "endpoint_id", name=op.f("uq_webhook_deliveries_event_id")),
     )
     with op.batch_alter_table("webhook_deliveries", schema=None) as batch_op:
         batch_op.create_index(
@@ -577,9 +601,7 @@ def upgrade() -> None:
             name=op.f("fk_webhook_attempts_delivery_id_webhook_deliveries"),
         ),
         sa.PrimaryKeyConstraint("seq", name=op.f("pk_webhook_attempts")),
-        sa.UniqueConstraint(
-            "delivery_id", "number", name=op.f("uq_webhook_attempts_delivery_id")
-        ),
+        sa.UniqueConstraint("delivery_id", "number", name=op.f("uq_webhook_attempts_delivery_id")),
     )
 
     op.create_table(
