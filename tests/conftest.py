@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import socket
 import tempfile
 
 from hypothesis import HealthCheck, settings
@@ -337,3 +338,20 @@ def other_api(app: Any) -> ApiClient:
     client = ApiClient(app.test_client(), key)
     client.operator_id = operator_id  # type: ignore[attr-defined]
     return client
+
+
+def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = dict(response.get_json())
+    assert body["status"] == status and body["code"] == code
+    assert body["type"] == f"/problems/{code}"  # a page of this service (test_http_edges)
+    assert body["title"] and body["detail"]
+    assert "Traceback" not in response.get_data(as_text=True)
+    return body
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -130,3 +130,39 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def wallet(api: ApiClient, player_id: str, currency: str = "EUR") -> dict[str, Any]:
+    response = api.get(f"/v1/players/{player_id}/wallets/{currency}")
+    assert response.status_code == 200
+    return dict(response.get_json())
+
+
+def seated_match(api: ApiClient, **settings: Any) -> tuple[list[ApiClient], dict[str, Any]]:
+    table = open_table(api, **settings)
+    clients = [player_client(api), player_client(api)]
+    buyin = {"buyin": settings["min_buyin"]} if "min_buyin" in settings else {}
+    for client in clients:
+        response = join(client, table["id"], **buyin)
+        assert response.status_code == 201, response.get_json()
+    return clients, table
+
+
+FORMATS = [
+    {"format": "first_to_knock", "stake": 300, "fee": {"bps": 500}},
+    {"format": "match_play", "stake": 500, "target": 100, "fee": {"bps": 1000}},
+    {
+        "format": "money_play",
+        "stake_per_point": 5,
+        "min_buyin": 2000,
+        "max_buyin": 5000,
+        "target": 50,
+    },
+    {
+        "format": "classic",
+        "stake_per_point": 1,
+        "min_buyin": 2000,
+        "max_buyin": 5000,
+        "target": 100,
+    },
+]

@@ -11,8 +11,7 @@ from service.clock import utcnow
 from service.db import make_engine
 from service.db.match_models import Settlement
 from service.usecases import settlement
-from tests.api.play_clients import play_match
-from tests.api.test_play import FORMATS, seated_match
+from tests.api.play_clients import FORMATS, play_match, seated_match
 from tests.conftest import ApiClient, make_test_app, new_operator
 
 

@@ -9,18 +9,7 @@ import pytest
 
 from service.clock import utcnow
 from service.usecases.auth import mint_player_token
-from tests.conftest import TEST_SECRET_KEY, ApiClient
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    body = dict(response.get_json())
-    assert body["status"] == status and body["code"] == code
-    assert body["type"] == f"/problems/{code}"  # a page of this service (test_http_edges)
-    assert body["title"] and body["detail"]
-    assert "Traceback" not in response.get_data(as_text=True)
-    return body
+from tests.conftest import TEST_SECRET_KEY, ApiClient, assert_problem
 
 
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer sk_nope", "Basic abc", "Bearer pt_x.y"])

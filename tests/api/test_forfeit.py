@@ -14,8 +14,7 @@ from service.clock import utcnow
 from service.db.match_models import MatchAction
 from service.rules import deadwood, fair
 from service.usecases import play, settlement
-from tests.api.play_clients import action_body
-from tests.api.test_play import FORMATS, seated_match
+from tests.api.play_clients import FORMATS, action_body, seated_match
 from tests.conftest import ApiClient
 
 

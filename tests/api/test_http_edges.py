@@ -11,8 +11,7 @@ import pytest
 
 from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUEST_TARGET_BYTES
 from service.errors import problem_classes
-from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, assert_problem
 
 
 def fields(problem: dict[str, Any]) -> list[str]:

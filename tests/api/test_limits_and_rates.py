@@ -8,8 +8,7 @@ from typing import Any
 from service.clock import utcnow
 from service.usecases import limits, wallets
 from service.usecases.auth import Principal
-from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient, plan_of
+from tests.conftest import ApiClient, assert_problem, plan_of
 
 
 def eur(amount: int) -> dict[str, Any]:

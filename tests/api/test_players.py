@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, assert_problem
 
 
 def test_create_and_read_a_player(api: ApiClient) -> None:

@@ -15,8 +15,7 @@ import pytest
 from service.api.context import JSON_BODIES
 from service.config import DEFAULT_MAX_CONTENT_LENGTH, ConfigError, Settings
 from tests.api.play_clients import open_table, player_client
-from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, assert_problem
 
 JSON = "application/json"
 

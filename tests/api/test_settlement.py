@@ -12,8 +12,7 @@ from service.db.match_models import MatchRow, OutboxEvent, Settlement
 from service.db.models import LedgerEntry, LedgerTransaction
 from service.ledger import store
 from service.usecases import settlement
-from tests.api.play_clients import play_match
-from tests.api.test_play import FORMATS, seated_match, wallet
+from tests.api.play_clients import FORMATS, play_match, seated_match, wallet
 from tests.conftest import ApiClient, plan_of
 
 

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_auth_and_errors import assert_problem
-from tests.conftest import ApiClient, plan_of
+from tests.conftest import ApiClient, assert_problem, plan_of
 
 
 def money(amount: Any, currency: str = "EUR") -> dict[str, Any]:

@@ -9,8 +9,7 @@ import pytest
 
 from service.clock import utcnow
 from service.usecases import webhooks
-from tests.api.play_clients import player_client
-from tests.api.test_play import seated_match
+from tests.api.play_clients import player_client, seated_match
 from tests.conftest import ApiClient
 
 URL = "https://ops.example/gin/webhooks"

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from dockerfile_parse import DockerfileParser
 
+from tests.conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 ENTRYPOINT = ROOT / "deploy" / "docker-entrypoint.sh"
@@ -284,14 +286,6 @@ def healthcheck(tmp_path: Path, role: str | None, port: int) -> int:
     return subprocess.run(
         [sys.executable, str(HEALTHCHECK)], env=env, timeout=30, check=False
     ).returncode
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_health_check_follows_the_api(

@@ -22,8 +22,15 @@ import pytest
 
 from service.clock import utcnow
 from tests.conftest import serving
-from tests.integration.test_worker_settlement import finished_matches, settled_once
-from tests.integration.workers import Broker, kill, private_redis, wait_until, worker
+from tests.integration.workers import (
+    Broker,
+    finished_matches,
+    kill,
+    private_redis,
+    settled_once,
+    wait_until,
+    worker,
+)
 from worker.relay import relay_events
 
 pytestmark = pytest.mark.skipif(

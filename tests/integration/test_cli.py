@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from service.cli import main
-from tests.conftest import make_test_app
+from tests.conftest import free_port, make_test_app
 
 GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
 
@@ -329,12 +329,6 @@ def test_the_demo_operator_is_made_once_and_replaced_when_it_stops_working(
         assert as_key(app, third["api_key"], "/v1/operator").status_code == 200
     finally:
         app.extensions["gin"]["engine"].dispose()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def http(

@@ -11,8 +11,6 @@ Runs only with TEST_DATABASE_URL (CI sets it), on a database of its own that it 
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import random
 import threading
@@ -35,6 +33,7 @@ from service.ledger.postings import AccountRef
 from service.usecases import players, wallets
 from service.usecases.auth import Principal
 from tests.conftest import make_test_app, new_operator, throwaway_postgres
+from tests.integration.workers import send
 
 pytestmark = [
     pytest.mark.postgres,
@@ -72,22 +71,6 @@ def server() -> Iterator[tuple[Any, int, str]]:
             app.extensions["gin"]["engine"].dispose()
 
 
-def _send(
-    port: int, method: str, path: str, token: str, body: Any = None, key: str | None = None
-) -> tuple[int, dict[str, Any], bool]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    if key:
-        headers["Idempotency-Key"] = key
-    try:
-        connection.request(method, path, json.dumps(body) if body is not None else None, headers)
-        response = connection.getresponse()
-        payload = json.loads(response.read() or b"{}")
-        return response.status, payload, response.getheader("Idempotent-Replayed") == "true"
-    finally:
-        connection.close()
-
-
 def test_twin_requests_from_16_clients_move_money_exactly_once(
     server: tuple[Any, int, str],
 ) -> None:
@@ -95,7 +78,7 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     operator_id, token = new_operator(app)
     players = []
     for i in range(HOT_WALLETS):
-        status, body, _ = _send(
+        status, body, _ = send(
             port,
             "POST",
             "/v1/players",
@@ -129,7 +112,7 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
                 barrier.wait(timeout=60)
                 path = f"/v1/players/{op.player}/{op.kind}s"
                 body = {"amount": {"amount": op.amount, "currency": "EUR"}}
-                answer = _send(port, "POST", path, token, body, op.key)
+                answer = send(port, "POST", path, token, body, op.key)
                 with lock:
                     op.answers.append(answer)
         except BaseException as error:  # surfaced by the main thread
@@ -208,7 +191,7 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
     # Every key's later retry replays its first answer (409s included).
     for op in [op for plan in plans for op in plan]:
         final = next(a for a in op.answers if a[0] != 409)
-        status, body, replayed = _send(
+        status, body, replayed = send(
             port,
             "POST",
             f"/v1/players/{op.player}/{op.kind}s",
@@ -227,7 +210,7 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
         if op.kind == "hold":
             held[op.player] += op.amount
     for player in players:
-        status, wallet, _ = _send(port, "GET", f"/v1/players/{player}/wallets/EUR", token)
+        status, wallet, _ = send(port, "GET", f"/v1/players/{player}/wallets/EUR", token)
         assert status == 200
         assert wallet["available"]["amount"] == available[player] >= 0, player
         assert wallet["held"]["amount"] == held[player], player
@@ -449,7 +432,7 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
                     return  # before the deposits: refused, as it should be
             else:
                 amount = 100 if kind == "deposit" else 1
-                status, body, _ = _send(
+                status, body, _ = send(
                     port,
                     "POST",
                     f"/v1/players/{player_id}/{kind}s",

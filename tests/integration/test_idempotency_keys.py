@@ -246,7 +246,7 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
     from sqlalchemy import select, text
 
     from service.db.match_models import GameTable
-    from tests.integration.test_concurrency_postgres import _send
+    from tests.integration.workers import send
 
     table = open_table(api, stake=500)
     player = player_client(api, deposit=100)
@@ -256,7 +256,7 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
     answer: dict[str, Any] = {}
 
     def seat() -> None:
-        answer["response"] = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+        answer["response"] = send(port, "POST", seat_path, player.token or "", {}, key="K")
         answer["at"] = time.monotonic()
 
     table_lock, twin = engine.connect(), engine.connect()
@@ -291,9 +291,9 @@ def test_a_refused_request_finds_its_key_taken_again_and_answers_409_at_once(
         twin.close()
         first.join(30)
     # The twin gone, the key's answer is the use case's (stored, then replayed).
-    status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+    status, body, replayed = send(port, "POST", seat_path, player.token or "", {}, key="K")
     assert (status, body["code"], replayed) == (422, "insufficient_funds", False)
-    status, body, replayed = _send(port, "POST", seat_path, player.token or "", {}, key="K")
+    status, body, replayed = send(port, "POST", seat_path, player.token or "", {}, key="K")
     assert (status, body["code"], replayed) == (422, "insufficient_funds", True)
     with engine.connect() as connection:
         assert (
@@ -331,14 +331,14 @@ def test_twin_seats_from_parallel_clients_answer_promptly(
     """Four clients send the same seat request (one key) at the same moment, round after
     round: every answer comes promptly, the first's 201 or its replay, or 409 while the first
     runs; one seat is taken and its stake held once."""
-    from tests.integration.test_concurrency_postgres import _send
+    from tests.integration.workers import send
 
     clients, stake = 4, 100
     for round_ in range(8):
         table = open_table(api, stake=stake)
         player = player_client(api, deposit=1000)
         path, token, key = f"/v1/tables/{table['id']}/seats", player.token or "", f"seat-{round_}"
-        answers = _at_once(clients, lambda: _send(port, "POST", path, token, {}, key=key))  # noqa: B023
+        answers = _at_once(clients, lambda: send(port, "POST", path, token, {}, key=key))  # noqa: B023
         assert len(answers) == clients
         assert max(seconds for seconds, *_ in answers) < 3, answers
         firsts = [a for a in answers if a[1] == 201 and not a[3]]

@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 from service.db.match_models import MatchAction, MatchRow
 from service.usecases import play
 from tests.conftest import make_test_app, new_operator, throwaway_postgres
-from tests.integration.test_concurrency_postgres import _send
+from tests.integration.workers import send
 
 pytestmark = [
     pytest.mark.postgres,
@@ -46,7 +46,7 @@ def server() -> Iterator[tuple[Any, int]]:
 
 def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[str, list[str]]:
     """A started match; returns its id and the two players' tokens."""
-    status, table, _ = _send(
+    status, table, _ = send(
         port,
         "POST",
         "/v1/tables",
@@ -56,7 +56,7 @@ def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[st
     assert status == 201, table
     tokens = []
     for _ in range(2):
-        status, player, _ = _send(
+        status, player, _ = send(
             port,
             "POST",
             "/v1/players",
@@ -64,7 +64,7 @@ def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[st
             {"external_id": secrets.token_hex(6), "display_name": "P"},
         )
         assert status == 201
-        status, _, _ = _send(
+        status, _, _ = send(
             port,
             "POST",
             f"/v1/players/{player['id']}/deposits",
@@ -73,9 +73,9 @@ def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[st
             key=secrets.token_hex(8),
         )
         assert status == 201
-        status, token, _ = _send(port, "POST", f"/v1/players/{player['id']}/tokens", key, {})
+        status, token, _ = send(port, "POST", f"/v1/players/{player['id']}/tokens", key, {})
         tokens.append(token["token"])
-        status, _, _ = _send(
+        status, _, _ = send(
             port,
             "POST",
             f"/v1/tables/{table['id']}/seats",
@@ -89,7 +89,7 @@ def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[st
 
 def _mover(port: int, match_id: str, tokens: list[str]) -> tuple[str, dict[str, Any]]:
     for token in tokens:
-        status, view, _ = _send(port, "GET", f"/v1/matches/{match_id}", token)
+        status, view, _ = send(port, "GET", f"/v1/matches/{match_id}", token)
         assert status == 200
         if view["hand"]["to_act"] == view["you"]:
             return token, view
@@ -152,7 +152,7 @@ def test_conflicting_actions_at_the_same_moment_apply_once(server: tuple[Any, in
             {"action": "TAKE_UPCARD", "expected_version": version},
         ]
         results = _at_once(
-            [lambda b=b, t=token, p=path: _send(port, "POST", p, t, b) for b in bodies]
+            [lambda b=b, t=token, p=path: send(port, "POST", p, t, b) for b in bodies]
         )
         statuses = sorted(status for status, _, _ in results)
         assert statuses == [200, 409, 409, 409], results
@@ -179,7 +179,7 @@ def test_an_action_racing_the_clock_applies_once(server: tuple[Any, int]) -> Non
             path = f"/v1/matches/{match_id}/actions"
             results = _at_once(
                 [
-                    lambda t=token, p=path, b=body: _send(port, "POST", p, t, b),
+                    lambda t=token, p=path, b=body: send(port, "POST", p, t, b),
                     lambda s=session, d=deadline: play.run_timeouts(s, d),
                 ]
             )

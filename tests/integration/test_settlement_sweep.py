@@ -12,7 +12,7 @@ from service.config import ConfigError, Settings
 from service.db.match_models import MatchRow
 from service.usecases import settlement
 from tests.conftest import plan_of, serving
-from tests.integration.test_worker_settlement import finished_matches
+from tests.integration.workers import finished_matches
 from worker import celery_app, tasks
 
 

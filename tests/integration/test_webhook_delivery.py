@@ -227,7 +227,7 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
 ) -> None:
     """The whole path: a match ends over the API, the relay sends fan_out, deliveries go out
     signed, the receiver verifies them and the log says delivered."""
-    from tests.api.test_play import seated_match
+    from tests.api.play_clients import seated_match
     from worker.relay import relay_events
 
     now = at(receiver, utcnow())

@@ -18,10 +18,16 @@ from sqlalchemy import func, select
 
 from service.clock import utcnow
 from service.db.match_models import Settlement
-from service.db.models import LedgerTransaction
-from tests.api.play_clients import join, open_table, player_client
-from tests.conftest import ApiClient, make_test_app, new_operator, throwaway_postgres
-from tests.integration.workers import Broker, kill, private_redis, wait_until, worker
+from tests.conftest import make_test_app, throwaway_postgres
+from tests.integration.workers import (
+    Broker,
+    finished_matches,
+    kill,
+    private_redis,
+    settled_once,
+    wait_until,
+    worker,
+)
 from worker.relay import relay_events
 
 pytestmark = [
@@ -67,39 +73,6 @@ def _clean_brokers() -> Iterator[None]:
     yield
     while _brokers:
         _brokers.pop().cleanup()
-
-
-def finished_matches(app: Any, count: int) -> list[str]:
-    """``count`` matches ended by a resignation, their match.finished events unpublished."""
-    _operator, key = new_operator(app)
-    api = ApiClient(app.test_client(), key)
-    ids = []
-    for _ in range(count):
-        table = open_table(api, stake=100, fee={"bps": 500})
-        clients = [player_client(api, deposit=1000), player_client(api, deposit=1000)]
-        for client in clients:
-            assert join(client, table["id"]).status_code == 201
-        response = clients[0].post(f"/v1/matches/{table['match_id']}/actions", {"action": "RESIGN"})
-        assert response.status_code == 200
-        ids.append(table["match_id"])
-    return ids
-
-
-def settled_once(app: Any, match_ids: list[str]) -> bool:
-    session = app.extensions["gin"]["sessionmaker"]()
-    try:
-        settlements = session.scalar(
-            select(func.count()).select_from(Settlement).where(Settlement.match_id.in_(match_ids))
-        )
-        captures = session.execute(
-            select(LedgerTransaction.match_ref, func.count())
-            .where(LedgerTransaction.kind == "capture", LedgerTransaction.match_ref.in_(match_ids))
-            .group_by(LedgerTransaction.match_ref)
-        ).all()
-    finally:
-        session.close()
-    assert all(n == 1 for _ref, n in captures), captures  # never twice, at any moment
-    return settlements == len(match_ids) and len(captures) == len(match_ids)
 
 
 @pytest.mark.parametrize("broker_url", BROKERS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import secrets
 import shutil
@@ -16,16 +18,15 @@ from typing import Any
 
 from celery import Celery
 from kombu import Queue
+from sqlalchemy import func, select
 
+from service.db.match_models import Settlement
+from service.db.models import LedgerTransaction
 from tests import conftest
+from tests.api.play_clients import join, open_table, player_client
+from tests.conftest import ApiClient, free_port, new_operator
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -197,3 +198,52 @@ def _log() -> Any:
     """Worker output: to WORKER_LOG (a path) when debugging, else discarded."""
     path = os.environ.get("WORKER_LOG")
     return open(path, "ab") if path else subprocess.DEVNULL
+
+
+def send(
+    port: int, method: str, path: str, token: str, body: Any = None, key: str | None = None
+) -> tuple[int, dict[str, Any], bool]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if key:
+        headers["Idempotency-Key"] = key
+    try:
+        connection.request(method, path, json.dumps(body) if body is not None else None, headers)
+        response = connection.getresponse()
+        payload = json.loads(response.read() or b"{}")
+        return response.status, payload, response.getheader("Idempotent-Replayed") == "true"
+    finally:
+        connection.close()
+
+
+def finished_matches(app: Any, count: int) -> list[str]:
+    """``count`` matches ended by a resignation, their match.finished events unpublished."""
+    _operator, key = new_operator(app)
+    api = ApiClient(app.test_client(), key)
+    ids = []
+    for _ in range(count):
+        table = open_table(api, stake=100, fee={"bps": 500})
+        clients = [player_client(api, deposit=1000), player_client(api, deposit=1000)]
+        for client in clients:
+            assert join(client, table["id"]).status_code == 201
+        response = clients[0].post(f"/v1/matches/{table['match_id']}/actions", {"action": "RESIGN"})
+        assert response.status_code == 200
+        ids.append(table["match_id"])
+    return ids
+
+
+def settled_once(app: Any, match_ids: list[str]) -> bool:
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        settlements = session.scalar(
+            select(func.count()).select_from(Settlement).where(Settlement.match_id.in_(match_ids))
+        )
+        captures = session.execute(
+            select(LedgerTransaction.match_ref, func.count())
+            .where(LedgerTransaction.kind == "capture", LedgerTransaction.match_ref.in_(match_ids))
+            .group_by(LedgerTransaction.match_ref)
+        ).all()
+    finally:
+        session.close()
+    assert all(n == 1 for _ref, n in captures), captures  # never twice, at any moment
+    return settlements == len(match_ids) and len(captures) == len(match_ids)
