@@ -54,11 +54,21 @@ from harness import (  # noqa: E402
 )
 
 
-def choose(legal: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+def _as_body(listed: dict[str, Any] | str) -> dict[str, Any]:
+    """A listed legal action as a body: as listed, or from the text form (``"DISCARD TD"``)
+    that revisions before the ready-to-send bodies listed, so that a baseline can be driven."""
+    if not isinstance(listed, str):
+        return listed
+    words = listed.split()
+    return {"action": words[0], **({"card": words[1]} if len(words) > 1 else {})}
+
+
+def choose(legal: list[Any], rng: random.Random) -> dict[str, Any]:
     """One of the view's legal actions (each the body to send but for the version), a knock
     whenever there is one."""
-    knocks = [a for a in legal if a["action"] in ("KNOCK", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK")]
-    return rng.choice(knocks or legal)
+    bodies = [_as_body(a) for a in legal]
+    knocks = [a for a in bodies if a["action"] in ("KNOCK", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK")]
+    return rng.choice(knocks or bodies)
 
 
 def action_body(action: dict[str, Any], version: int) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from service.api.schemas import (
 from service.formats import FeeBase, Format
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
+from service.rules.game import NOT_OFFERED
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
 
@@ -70,6 +71,8 @@ def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> field
             validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
         )
     if kind is bool:
+        if name in NOT_OFFERED:  # the engine refuses it (service.rules.game): false only
+            metadata = {"description": f"{description} Not offered: false only.", "enum": [False]}
         return StrictBoolean(metadata=metadata, **kwargs)
     low, high = _RULE_RANGES.get(name, (0, 10_000))
     return StrictInteger(minimum=low, maximum=high, metadata=metadata, **kwargs)

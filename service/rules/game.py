@@ -105,13 +105,19 @@ class HandResult:
     points: int
 
 
+#: Ruleset options this engine does not offer (they must keep their default, False):
+#: Hollywood scoring (3.4, "implement only if product asks").
+NOT_OFFERED = ("hollywood",)
+
+
 class Game:
     """Hand points, boxes and the end of a game at the target (3.1)."""
 
     def __init__(self, ruleset: Ruleset | None = None, target: int | None = None) -> None:
         self.ruleset = ruleset or Ruleset()
-        if self.ruleset.hollywood:
-            raise RulesError("Hollywood scoring (3.4) is not offered by this engine")
+        for option in NOT_OFFERED:
+            if getattr(self.ruleset, option):
+                raise RulesError(f"{option} (Hollywood scoring, 3.4) is not offered by this engine")
         self.target = self.ruleset.target if target is None else target
         if not isinstance(self.target, int) or self.target < 1:
             raise RulesError(f"target must be a positive integer, not {self.target!r}")
