@@ -6,19 +6,17 @@
   requests.
 - Preloaded: the application is imported once, in the master (``GUNICORN_PRELOAD``, on by
   default), and each worker is a fork of it: a worker starts (or is recycled, below) in
-  milliseconds instead of spending about 1.3 s of CPU importing Flask, the API and its
-  OpenAPI document, which under load took that CPU from the workers serving requests.
-  Nothing connects at import (``service.create_app``); each worker still empties its
-  inherited connection pool after the fork (``post_fork``), so no database connection is
-  ever shared between processes. Importing ``service.wsgi`` also readies task publishing
-  (Celery imported and set up, no broker connection: ``worker.celery_app.prepare_publishing``),
-  which a worker otherwise paid for on its first finished match (about 100 ms of CPU). New
-  code needs a new master (a deploy restarts the container; a SIGHUP reloads the
-  configuration only). The master moves what it imported
+  milliseconds instead of importing Flask, the API and its OpenAPI document itself, which
+  under load took that CPU from the workers serving requests. Nothing connects at import
+  (``service.create_app``); each worker still empties its inherited connection pool after
+  the fork (``post_fork``), so no database connection is ever shared between processes.
+  Importing ``service.wsgi`` also readies task publishing (Celery imported and set up, no
+  broker connection: ``worker.celery_app.prepare_publishing``), which a worker otherwise
+  paid for on its first finished match. New code needs a new master (a deploy restarts the
+  container; a SIGHUP reloads the configuration only). The master moves what it imported
   out of the garbage collector's reach before each fork (``gc.freeze``): a worker's full
-  collection otherwise walked those ~280,000 objects every time, about 60 ms during which
-  none of its threads ran (in-process, 5.8% of the CPU of 952 match requests went to the
-  collector, 0.5% with the objects frozen).
+  collection otherwise walked all of it every time, with none of its threads running
+  meanwhile. The figures behind these choices are in docs/performance.md.
 - Balanced: a keep-alive connection stays with the worker that accepted it, and each worker's
   threads share one interpreter lock, so clients on a crowded worker wait longer than those
   alone on theirs. A worker holding more than its fair share of the connections (the total
@@ -107,7 +105,7 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(L)s %({x-request-id}o)s'
 class QuietAccessLogger(Logger):
     """gunicorn's logger, but a disabled access log costs nothing: gunicorn itself formats
     every request's access line whenever a logging config is given, even when the
-    ``gunicorn.access`` logger then drops it (measured: about 3% of a match request's CPU)."""
+    ``gunicorn.access`` logger then drops it (its cost is in docs/performance.md)."""
 
     def access(self, resp, req, environ, request_time):  # type: ignore[no-untyped-def]
         if self.access_log.isEnabledFor(logging.INFO):

@@ -185,9 +185,9 @@ def prepare_publishing(celery: Celery = app) -> None:
     router, the broker transport's module and the (disabled) result backend.
 
     The web processes publish a task when a match ends (``outbox.relay``) or a webhook is due.
-    Imported lazily, Celery made a gunicorn worker's first finished match wait for it: that
-    publish took 89-120 ms in-process (later ones 0.4 ms), 7-8 ms once prepared. Called in the
-    gunicorn master before it forks (``service.wsgi``, preloaded), every worker inherits it.
+    Imported lazily, Celery made a gunicorn worker's first finished match wait for it, far
+    longer than any later publish (figures in docs/performance.md). Called in the gunicorn
+    master before it forks (``service.wsgi``, preloaded), every worker inherits it.
     Nothing here connects: the connection and producer pools are made in each worker by its
     first publish, never shared across a fork.
     """
