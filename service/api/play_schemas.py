@@ -65,7 +65,7 @@ _OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
 
 
 def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> fields.Field:
-    metadata = {"description": description}
+    metadata: dict[str, Any] = {"description": description}
     if isinstance(kind, type) and issubclass(kind, StrEnum):
         return fields.String(
             validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
