@@ -34,6 +34,7 @@ from service.errors import (
     Unauthenticated,
     ValidationFailed,
 )
+from service.formats.match import RESIGN
 from service.usecases import play
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     ``Idempotency-Key``, a retry of the same request replays the first answer instead."""
     expected = _expected_version(body)
     session = db_session()
-    if body["action"] == "RESIGN":
+    if body["action"] == RESIGN:
         view = play.resign(session, principal(), match_id, expected, utcnow())
         _kick_relay(view)
         return jsonify(view)

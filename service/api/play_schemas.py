@@ -26,6 +26,7 @@ from service.api.schemas import (
     Timestamp,
 )
 from service.formats import FeeBase, Format
+from service.formats.match import PLAYER_ACTIONS
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
@@ -435,19 +436,7 @@ class MatchQuery(Schema):
     timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
 
 
-ACTIONS = [
-    "TAKE_UPCARD",
-    "PASS",
-    "DRAW_STOCK",
-    "DRAW_DISCARD",
-    "DISCARD",
-    "KNOCK",
-    "GIN",
-    "BIG_GIN",
-    "TAKE_DISCARD_AND_KNOCK",
-    "DECLINE",
-    "RESIGN",
-]
+ACTIONS = list(PLAYER_ACTIONS)
 
 
 class ActionIn(Schema):

@@ -26,11 +26,15 @@ from typing import Any
 
 from service.formats.clock import OnTimeout, automatic_action
 from service.formats.settings import Format, FtkWinnerRule, MatchSettings
-from service.rules import Action, Card, Game, Hand, RulesError
+from service.rules import Action, ActionKind, Card, Game, Hand, RulesError
 from service.rules.errors import IllegalAction, InvalidState
 from service.rules.hand import FORFEIT
 
 MATCH_SCHEMA = 1
+
+#: What a seated player may send to a live match: a hand's actions, and RESIGN (a forfeit).
+RESIGN = "RESIGN"
+PLAYER_ACTIONS = (*(kind.value for kind in ActionKind), RESIGN)
 
 
 class MatchStatus(StrEnum):

@@ -37,27 +37,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from service import config
+from service.formats.match import PLAYER_ACTIONS
 
 log = logging.getLogger("gin.request")
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 ACTION_ENDPOINT = "matches.act"
-ACTIONS = frozenset(
-    {
-        "TAKE_UPCARD",
-        "PASS",
-        "DRAW_STOCK",
-        "DRAW_DISCARD",
-        "DISCARD",
-        "KNOCK",
-        "GIN",
-        "BIG_GIN",
-        "TAKE_DISCARD_AND_KNOCK",
-        "DECLINE",
-        "RESIGN",
-    }
-)
+ACTIONS = frozenset(PLAYER_ACTIONS)
 UNMATCHED = "<unmatched>"
 #: Paths whose requests are not logged at INFO (probes and scrapes would drown the log).
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

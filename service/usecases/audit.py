@@ -44,7 +44,7 @@ from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, S
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
 from service.errors import NotFound
 from service.formats import Match, MatchSettings, MatchStatus, OnTimeout, automatic_action, settle
-from service.formats.match import HandRecord
+from service.formats.match import RESIGN, HandRecord
 from service.ledger import store
 from service.ledger.postings import AccountRef
 from service.rules import Action, ActionKind, RulesError, fair
@@ -222,7 +222,7 @@ _MOVE = tuple[str, int | None, str | None]  # ("act" | "auto", seat, action text
 def _moves_of_log(log: Sequence[LoggedAction], settings: MatchSettings) -> list[_MOVE]:
     moves: list[_MOVE] = []
     for entry in log:
-        if entry.action in ("START", "RESIGN"):
+        if entry.action in ("START", RESIGN):
             continue
         if entry.action.startswith("TIMEOUT "):
             what = entry.action.removeprefix("TIMEOUT ")
@@ -240,7 +240,7 @@ def _forfeit_of_log(log: Sequence[LoggedAction]) -> tuple[int | None, str | None
     if not log:
         return None, None
     last = log[-1]
-    if last.action == "RESIGN":
+    if last.action == RESIGN:
         return last.seat, "resign"
     if last.action == "TIMEOUT forfeit":
         return last.seat, "timeout"

@@ -29,6 +29,7 @@ from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player, table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
 from service.formats import Match, MatchSettings, MatchStatus
+from service.formats.match import RESIGN
 from service.ids import new_id
 from service.rules import Action, RulesError, fair
 from service.rules.errors import InvalidState
@@ -621,7 +622,7 @@ def resign(
             match,
             actor=principal.player_id or SYSTEM,
             seat=ctx.seat,
-            action="RESIGN",
+            action=RESIGN,
             hands_before=hands_before,
             now=now,
         )
