@@ -142,6 +142,14 @@ class MultiStatement:
         """What each seat takes from the table: its escrow plus its net."""
         return {s: self.escrow[s] + self.net[s] for s in sorted(self.escrow)}
 
+    def payments(self) -> list[tuple[Party, Party, int]]:
+        """Every movement of money, in order: ``(payer, payee, amount)``, the fee included."""
+        return [
+            (line.payer, line.payee, line.amount)
+            for line in self.lines
+            if line.kind is not LineKind.OWES
+        ]
+
     def text(self, names: Mapping[int, str] | None = None) -> str:
         """The statement as lines a person can read, one per line."""
         return "\n".join(line.text(names) for line in self.lines)

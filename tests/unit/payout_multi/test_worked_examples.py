@@ -1,0 +1,65 @@
+"""Worked examples 7.12 (four-player Rummy) and 7.15 (three-player Gin): their money parts,
+read from worked_examples.json beside this file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.formats.payout_multi import (
+    MultiStatement,
+    classic_three_player,
+    rummy_penalty,
+    rummy_per_hand,
+)
+from service.formats.settings import FeeBase, FeeRule
+
+CASES = json.loads((Path(__file__).parent / "worked_examples.json").read_text("utf-8"))["cases"]
+NAMES = {"7.12": {0: "A", 1: "B", 2: "C", 3: "D"}, "7.15": {0: "P", 1: "Q", 2: "R"}}
+
+
+def seats(values: dict[str, int]) -> dict[int, int]:
+    return {int(seat): value for seat, value in values.items()}
+
+
+def run(kind: str, given: dict[str, Any]) -> MultiStatement:
+    fee = FeeRule(given.get("fee_bps", 0), FeeBase.WINNINGS)
+    if kind == "rummy_per_hand":
+        return rummy_per_hand(
+            given["winner"],
+            seats(given["counts"]),
+            given["stake_per_point"],
+            seats(given["balances"]),
+            fee,
+            went_rummy=given["went_rummy"],
+        )
+    if kind == "rummy_penalty":
+        return rummy_penalty(
+            seats(given["penalties"]), given["stake_per_point"], seats(given["caps"]), fee
+        )
+    assert kind == "classic_three_player"
+    return classic_three_player(
+        seats(given["totals"]),
+        seats(given["hand_points"]),
+        given["winner"],
+        given["stake_per_point"],
+        seats(given["buyins"]),
+        fee,
+        game_bonus=given["game_bonus"],
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['example']} {c['name']}" for c in CASES])
+def test_worked_example_money(case: dict[str, Any]) -> None:
+    s = run(case["kind"], case["input"])
+    expect = case["expect"]
+    assert s.net == seats(expect["net"])
+    assert s.fee == expect["fee"]
+    assert s.cap_applied is expect["cap_applied"]
+    assert sorted(s.payments(), key=str) == sorted(map(tuple, expect["payments"]), key=str)
+    if "text_starts" in expect:
+        lines = s.text(NAMES[case["example"]]).splitlines()
+        assert [line.split(":")[0] for line in lines] == expect["text_starts"]
