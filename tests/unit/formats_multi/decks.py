@@ -1,0 +1,135 @@
+"""Decks and drivers for the multi-player Gin tests: rigged deals, scripted and random play."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from service.formats.match import MatchStatus
+from service.formats.multi_common import MultiMatch, TableHand
+from service.rules import DECK, Card, parse_cards
+from service.rules.playout import choose, random_deck
+
+#: Hands that end at once (hand-checked): the knocker holds ten cards and takes the upcard,
+#: then knocks with ``knock``.
+#: Knock 16: melds 4C 4D 4H | 7S 8S 9S | JD QD KD, deadwood AC = 1; the defender's melds
+#: QC QH QS | 5C 6C 7C leave 2H 3D 5H 7H = 17 with nothing to lay off: 17 - 1 = 16.
+KNOCK_16 = {
+    "knocker": "4C 4D 4H 7S 8S 9S JD QD KD KS",
+    "defender": "QC QH QS 5C 6C 7C 2H 3D 5H 7H",
+    "upcard": "AC",
+    "knock": "KS",
+}
+#: Undercut 27: 5S-8S | TC TD TH, deadwood AH 3C 5D = 9; the defender 2C 2D 2H | JH QH KH |
+#: 6C 7C 8C leaves 7D = 7 and lays off nothing: (9 - 7) + 25 = 27 to the defender.
+UNDERCUT_27 = {
+    "knocker": "5S 6S 7S 8S TC TD TH 3C 5D KC",
+    "defender": "2C 2D 2H JH QH KH 6C 7C 8C 7D",
+    "upcard": "AH",
+    "knock": "KC",
+}
+#: Gin 60: AS-4S | 7C 7D 7H | JH QH KH; the defender 8C 8D 8H | 2C 3C 4C leaves
+#: 6D 9S TH KD = 35: 25 + 35 = 60.
+GIN_60 = {
+    "knocker": "AS 2S 3S 4S 7C 7D 7H JH QH 9D",
+    "defender": "8C 8D 8H 2C 3C 4C 6D 9S TH KD",
+    "upcard": "KH",
+    "knock": "9D",
+}
+
+
+def rigged_deck(first: str, dealer: str, upcard: str) -> list[Card]:
+    """A deck dealing ``first`` to the first player, ``dealer`` to the dealer, ``upcard``
+    face up, and the other cards to the stock in display order."""
+    first_cards, dealer_cards = parse_cards(first), parse_cards(dealer)
+    up = parse_cards(upcard)[0]
+    deck: list[Card] = []
+    for a, b in zip(first_cards, dealer_cards, strict=True):
+        deck += [a, b]
+    deck.append(up)
+    used = set(deck)
+    deck += [c for c in DECK if c not in used]
+    assert len(set(deck)) == 52
+    return deck
+
+
+def knock_deck(hand: dict[str, str], knocker_is_dealer: bool = False) -> list[Card]:
+    if knocker_is_dealer:
+        return rigged_deck(hand["defender"], hand["knocker"], hand["upcard"])
+    return rigged_deck(hand["knocker"], hand["defender"], hand["upcard"])
+
+
+def knock_at_once(match: MultiMatch, table: TableHand, hand: dict[str, str]) -> None:
+    """Play a hand dealt by :func:`knock_deck`: the knocker takes the upcard and knocks (the
+    first player passes first when the dealer is the knocker)."""
+    slot = table.slot
+    first, dealer = slot.first_player, slot.dealer
+    if set(table.hand.cards_of(slot.hand_seat(first))) == set(parse_cards(hand["knocker"])):
+        match.apply(first, "TAKE_UPCARD")
+        match.apply(first, f"KNOCK {hand['knock']}")
+    else:
+        match.apply(first, "PASS")
+        match.apply(dealer, "TAKE_UPCARD")
+        match.apply(dealer, f"KNOCK {hand['knock']}")
+
+
+def play_dead(match: MultiMatch, table: TableHand) -> None:
+    """Play ``table``'s hand to a dead hand: pass the upcard, then draw from the stock and
+    discard the card drawn, never knocking."""
+    while table.live:
+        seat = table.to_act
+        assert seat is not None
+        legal = {str(a) for a in match.legal_actions(seat)}
+        if "PASS" in legal:
+            match.apply(seat, "PASS")
+        elif "DRAW_STOCK" in legal:
+            match.apply(seat, "DRAW_STOCK")
+        else:
+            match.apply(seat, f"DISCARD {table.hand.log[-1]['card']}")
+
+
+def random_steps(match: MultiMatch, rng: random.Random, *, limit: int = 100_000) -> Iterator[str]:
+    """Drive ``match`` to its end at random (decks, the seat to act, legal actions); yields
+    what each step was (``deal``, ``act`` or ``hand_end``) after it was applied."""
+    for _ in range(limit):
+        if match.over:
+            return
+        if match.status is MatchStatus.AWAITING_DEAL:
+            match.deal(random_deck(rng))
+            yield "deal"
+            continue
+        seat = match.to_act[int(rng.random() * len(match.to_act))]
+        before = match.hands_ended
+        match.apply(seat, choose(rng, match.legal_actions(seat)))
+        yield "hand_end" if match.hands_ended > before else "act"
+    raise AssertionError("the match did not end")
+
+
+def card_strings(data: Any) -> set[str]:
+    """Every two-character string in a JSON-like value (card codes, in a view)."""
+    if isinstance(data, str):
+        return {data} if len(data) == 2 else set()
+    if isinstance(data, dict):
+        return set().union(*(card_strings(v) for v in data.values())) if data else set()
+    if isinstance(data, list | tuple):
+        return set().union(*(card_strings(v) for v in data)) if data else set()
+    return set()
+
+
+def hidden_from(match: MultiMatch, seat: int | None) -> set[str]:
+    """The cards ``seat`` must not see now: every stock card of a hand in play, and the cards
+    other players hold there that were not taken face up."""
+    hidden: set[str] = set()
+    for table in match.tables:
+        if not table.live:
+            continue
+        hand = table.hand
+        public = {str(hand.upcard)} | {
+            e["card"] for e in hand.log if e["action"] in ("TAKE_UPCARD", "DRAW_DISCARD")
+        }
+        hidden |= {str(c) for c in hand.stock}
+        for hand_seat, match_seat in enumerate(table.slot.seats):
+            if match_seat != seat:
+                hidden |= {str(c) for c in hand.cards_of(hand_seat)} - public
+    return hidden
