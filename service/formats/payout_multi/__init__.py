@@ -36,7 +36,7 @@ from service.formats.payout_multi.gin import (
 )
 from service.formats.payout_multi.netting import (
     CapResult,
-    PairMargin,
+    PairAmount,
     net_loss_cap,
     settle_nets,
     settle_pairs,
@@ -75,7 +75,7 @@ __all__ = [
     "LineKind",
     "MoneyFormat",
     "MultiStatement",
-    "PairMargin",
+    "PairAmount",
     "Party",
     "StatementLine",
     "classic_three_player",

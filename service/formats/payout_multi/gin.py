@@ -22,7 +22,7 @@ from itertools import combinations
 
 from service.formats.payout import SettlementError
 from service.formats.payout_multi.netting import (
-    PairMargin,
+    PairAmount,
     checked_int,
     checked_seats,
     finish,
@@ -53,11 +53,11 @@ def _three_totals(totals: Mapping[int, int]) -> dict[int, int]:
     return out
 
 
-def _pair_margin(x: int, y: int, fx: int, fy: int, rule: str, what: str) -> PairMargin | None:
+def _pair_margin(x: int, y: int, fx: int, fy: int, rule: str, what: str) -> PairAmount | None:
     if fx == fy:
         return None
     hi, lo, fh, fl = (x, y, fx, fy) if fx > fy else (y, x, fy, fx)
-    return PairMargin(hi, lo, fh - fl, rule, f"{what} {fh} against {fl}")
+    return PairAmount(hi, lo, fh - fl, rule, f"{what} {fh} against {fl}")
 
 
 def shutout_amount(
@@ -79,7 +79,7 @@ def three_player_margins(
     shutout_mode: ShutoutMode = ShutoutMode.BONUS,
     shutout_bonus: int = 100,
     game_bonus: int = 100,
-) -> tuple[PairMargin, ...]:
+) -> tuple[PairAmount, ...]:
     """The pair amounts of a finished three-player game (4.1.5, 11.1.2, 11.1.3).
 
     ``totals`` are the final totals with box and game bonuses but without any shutout, which
@@ -106,13 +106,13 @@ def three_player_margins(
     for y in sorted(f):
         if y != winner and h[y] == 0 and extra:
             reason = f"shut out (no hand points), {shutout_mode.value}"
-            out.append(PairMargin(winner, y, extra, "11.1.2", reason))
+            out.append(PairAmount(winner, y, extra, "11.1.2", reason))
     return tuple(out)
 
 
 def three_player_forfeit_margins(
     totals: Mapping[int, int], forfeiter: int, *, game_bonus: int = 100
-) -> tuple[PairMargin, ...]:
+) -> tuple[PairAmount, ...]:
     """The pair amounts when a player forfeits a three-player game (11.6.2, 11.7.2).
 
     ``totals`` are the totals of the moment without a game bonus. The pair without the
@@ -125,7 +125,7 @@ def three_player_forfeit_margins(
     bonus = checked_int("game bonus", game_bonus)
     if forfeiter not in f:
         raise SettlementError(f"forfeiter {forfeiter!r} is not seated")
-    out: list[PairMargin] = []
+    out: list[PairAmount] = []
     for x, y in combinations(sorted(f), 2):
         if forfeiter not in (x, y):
             m = _pair_margin(x, y, f[x], f[y], "11.6.2", "totals at the forfeit")
@@ -139,7 +139,7 @@ def three_player_forfeit_margins(
             f" plus the game bonus {bonus}"
         )
         if lead + bonus:
-            out.append(PairMargin(opp, forfeiter, lead + bonus, "11.7.2", reason))
+            out.append(PairAmount(opp, forfeiter, lead + bonus, "11.7.2", reason))
     return tuple(out)
 
 

@@ -74,7 +74,7 @@ def winnings_fee(fee: FeeRule) -> FeeRule:
 
 
 @dataclass(frozen=True, slots=True)
-class PairMargin:
+class PairAmount:
     """Points one seat owes another, before the stake per point (a pair's margin, a shutout,
     a Rummy loser's count)."""
 
@@ -83,6 +83,15 @@ class PairMargin:
     points: int
     rule: str
     reason: str
+
+    @classmethod
+    def signed(cls, seats: tuple[int, int], margin: int, rule: str, reason: str) -> PairAmount:
+        """From a signed margin: what ``seats[0]`` receives from ``seats[1]`` (negative: the
+        other way round), as a match's standings give a money pair."""
+        x, y = seats
+        if margin < 0:
+            return cls(y, x, -margin, rule, reason)
+        return cls(x, y, margin, rule, reason)
 
     def __post_init__(self) -> None:
         checked_int("payee", self.payee)
@@ -219,7 +228,7 @@ def finish(
 
 
 def settle_pairs(
-    margins: Iterable[PairMargin],
+    margins: Iterable[PairAmount],
     stake_per_point: int,
     caps: Mapping[int, int],
     fee: FeeRule | None = None,
@@ -247,7 +256,7 @@ def settle_pairs(
         raw[m.payer] -= m.points * r
     cap = net_loss_cap(raw, escrow)
 
-    def pair_line(kind: LineKind, m: PairMargin) -> StatementLine:
+    def pair_line(kind: LineKind, m: PairAmount) -> StatementLine:
         reason = f"{m.reason}: {m.points} points x {r}"
         return StatementLine(kind, m.payer, m.payee, m.points * r, m.rule, reason)
 

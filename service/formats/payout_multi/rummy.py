@@ -19,7 +19,7 @@ from itertools import combinations
 
 from service.formats.payout import SettlementError
 from service.formats.payout_multi.netting import (
-    PairMargin,
+    PairAmount,
     checked_int,
     checked_seats,
     settle_nets,
@@ -65,7 +65,7 @@ def rummy_per_hand(
         if s in forfeited:
             reason += "; forfeited, counted as a loser (11.6.3)"
         points = owed[s] * (2 if went_rummy else 1)
-        margins.append(PairMargin(winner, s, points, "5.6.2", reason))
+        margins.append(PairAmount(winner, s, points, "5.6.2", reason))
     return settle_pairs(
         margins,
         stake_per_point,
@@ -95,7 +95,7 @@ def rummy_match(
     return settle_nets(net_points, stake_per_point, buyins, fee, format=format, rule="11.5.2")
 
 
-def penalty_margins(penalties: Mapping[int, int]) -> tuple[PairMargin, ...]:
+def penalty_margins(penalties: Mapping[int, int]) -> tuple[PairAmount, ...]:
     """Every pair's amount under penalty scoring: the lower penalty receives the difference
     (11.5.3); equal penalties owe nothing."""
     pen = checked_seats("penalty", penalties)
@@ -104,7 +104,7 @@ def penalty_margins(penalties: Mapping[int, int]) -> tuple[PairMargin, ...]:
         if pen[x] != pen[y]:
             lo, hi = (x, y) if pen[x] < pen[y] else (y, x)
             reason = f"penalties {pen[lo]} against {pen[hi]}"
-            out.append(PairMargin(lo, hi, pen[hi] - pen[lo], "11.5.3", reason))
+            out.append(PairAmount(lo, hi, pen[hi] - pen[lo], "11.5.3", reason))
     return tuple(out)
 
 

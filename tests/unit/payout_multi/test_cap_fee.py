@@ -11,7 +11,7 @@ from service.formats.payout_multi import (
     TABLE,
     LineKind,
     MoneyFormat,
-    PairMargin,
+    PairAmount,
     classic_three_player,
     net_loss_cap,
     settle_nets,
@@ -80,8 +80,8 @@ def test_11_4_2_refuses_nets_that_are_not_zero_sum() -> None:
 
 def test_11_4_3_fee_per_winner_on_its_net_gain() -> None:
     margins = [
-        PairMargin(0, 2, 44, "11.5.3", "penalties"),
-        PairMargin(1, 2, 41, "11.5.3", "penalties"),
+        PairAmount(0, 2, 44, "11.5.3", "penalties"),
+        PairAmount(1, 2, 41, "11.5.3", "penalties"),
     ]
     s = settle_pairs(
         margins,

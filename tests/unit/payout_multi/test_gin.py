@@ -11,7 +11,7 @@ from service.formats.payout import SettlementError
 from service.formats.payout_multi import (
     HOUSE,
     LineKind,
-    PairMargin,
+    PairAmount,
     classic_three_player,
     classic_three_player_forfeit,
     partnership_classic,
@@ -26,7 +26,7 @@ PLENTY = {0: 10**6, 1: 10**6, 2: 10**6}
 TEAMS_PLENTY = {0: 10**6, 1: 10**6, 2: 10**6, 3: 10**6}
 
 
-def owed(margins: tuple[PairMargin, ...]) -> set[tuple[int, int, int, str]]:
+def owed(margins: tuple[PairAmount, ...]) -> set[tuple[int, int, int, str]]:
     return {(m.payer, m.payee, m.points, m.rule) for m in margins}
 
 

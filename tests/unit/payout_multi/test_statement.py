@@ -13,7 +13,7 @@ from service.formats.payout_multi import (
     LineKind,
     MoneyFormat,
     MultiStatement,
-    PairMargin,
+    PairAmount,
     StatementLine,
     rummy_per_hand,
     split_equally,
@@ -111,9 +111,16 @@ def test_pot_statement_text_reads_line_by_line() -> None:
 )
 def test_pair_margin_refuses_bad_values(args: tuple[object, ...]) -> None:
     with pytest.raises(SettlementError):
-        PairMargin(*args)  # type: ignore[arg-type]
+        PairAmount(*args)  # type: ignore[arg-type]
 
 
 def test_split_equally_gives_odd_units_to_the_lowest_seats() -> None:
     assert split_equally(11, [3, 1, 2]) == {1: 4, 2: 4, 3: 3}
     assert split_equally(0, [0, 2]) == {0: 0, 2: 0}
+
+
+def test_pair_amount_from_a_signed_margin() -> None:
+    forward = PairAmount.signed((0, 2), 30, "4.1.5", "totals")
+    backward = PairAmount.signed((0, 2), -30, "4.1.5", "totals")
+    assert (forward.payer, forward.payee, forward.points) == (2, 0, 30)
+    assert (backward.payer, backward.payee, backward.points) == (0, 2, 30)

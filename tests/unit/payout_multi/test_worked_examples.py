@@ -52,8 +52,7 @@ def run(kind: str, given: dict[str, Any]) -> MultiStatement:
     )
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c['example']} {c['name']}" for c in CASES])
-def test_worked_example_money(case: dict[str, Any]) -> None:
+def check(case: dict[str, Any]) -> None:
     s = run(case["kind"], case["input"])
     expect = case["expect"]
     assert s.net == seats(expect["net"])
@@ -63,3 +62,19 @@ def test_worked_example_money(case: dict[str, Any]) -> None:
     if "text_starts" in expect:
         lines = s.text(NAMES[case["example"]]).splitlines()
         assert [line.split(":")[0] for line in lines] == expect["text_starts"]
+
+
+def cases(example: str) -> list[Any]:
+    chosen = [c for c in CASES if c["example"] == example]
+    assert chosen, f"no worked example {example} in the data file"
+    return [pytest.param(c, id=c["name"]) for c in chosen]
+
+
+@pytest.mark.parametrize("case", cases("7.12"))
+def test_7_12_four_player_rummy_payout(case: dict[str, Any]) -> None:
+    check(case)
+
+
+@pytest.mark.parametrize("case", cases("7.15"))
+def test_7_15_three_player_settlement(case: dict[str, Any]) -> None:
+    check(case)
