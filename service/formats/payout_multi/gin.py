@@ -27,7 +27,7 @@ from service.formats.payout_multi.netting import (
     checked_seats,
     finish,
     settle_pairs,
-    winnings_fee,
+    stake_table,
 )
 from service.formats.payout_multi.statement import (
     LineKind,
@@ -35,7 +35,7 @@ from service.formats.payout_multi.statement import (
     MultiStatement,
     StatementLine,
 )
-from service.formats.settings import CapMode, FeeBase, FeeRule
+from service.formats.settings import CapMode, FeeRule
 from service.rules.ruleset import ShutoutMode
 
 #: The money pairs of partnership Gin: (team 1's member, team 2's member) (11.2.3).
@@ -198,11 +198,9 @@ def _partnership(
     fee: FeeRule | None,
     cap_mode: CapMode,
 ) -> MultiStatement:
-    r = checked_int("stake per point", stake_per_point, 1)
-    escrow = checked_seats("buy-in", buyins)
+    r, escrow, fee = stake_table(stake_per_point, buyins, fee)
     if sorted(escrow) != [0, 1, 2, 3]:
         raise SettlementError(f"partnership Gin seats 0 to 3, not {sorted(escrow)!r}")
-    fee = winnings_fee(fee or FeeRule(base=FeeBase.WINNINGS))
     mode = CapMode(cap_mode)
     raw = dict.fromkeys(escrow, 0)
     settled = dict.fromkeys(escrow, 0)

@@ -73,6 +73,19 @@ def winnings_fee(fee: FeeRule) -> FeeRule:
     return fee
 
 
+def stake_table(
+    stake_per_point: int, caps: Mapping[int, int], fee: FeeRule | None
+) -> tuple[int, dict[int, int], FeeRule]:
+    """A stake-per-point table's checked figures: ``r`` (at least 1), each seat's cap, and
+    the fee on winnings (none when not given).
+
+    :raises SettlementError: on a bad figure or a fee on another base.
+    """
+    r = checked_int("stake per point", stake_per_point, 1)
+    escrow = checked_seats("cap", caps)
+    return r, escrow, winnings_fee(fee or FeeRule(base=FeeBase.WINNINGS))
+
+
 @dataclass(frozen=True, slots=True)
 class PairAmount:
     """Points one seat owes another, before the stake per point (a pair's margin, a shutout,
@@ -243,9 +256,7 @@ def settle_pairs(
 
     :raises SettlementError: on a seat without a cap, or bad amounts.
     """
-    r = checked_int("stake per point", stake_per_point, 1)
-    escrow = checked_seats("cap", caps)
-    fee = winnings_fee(fee or FeeRule(base=FeeBase.WINNINGS))
+    r, escrow, fee = stake_table(stake_per_point, caps, fee)
     margins = [m for m in margins if m.points]
     raw = dict.fromkeys(escrow, 0)
     for m in margins:
@@ -283,9 +294,7 @@ def settle_nets(
     :raises SettlementError: when the points are not zero-sum, a seat has no cap, or amounts
         are bad.
     """
-    r = checked_int("stake per point", stake_per_point, 1)
-    escrow = checked_seats("cap", caps)
-    fee = winnings_fee(fee or FeeRule(base=FeeBase.WINNINGS))
+    r, escrow, fee = stake_table(stake_per_point, caps, fee)
     points = checked_seats("net points", net_points, minimum=-(10**18))
     unknown = sorted(set(points) - set(escrow))
     if unknown:

@@ -131,3 +131,13 @@ def test_11_4_3_fee_must_be_on_winnings() -> None:
             format=MoneyFormat.RUMMY_DEALS,
             rule="11.5.2",
         )
+
+
+def test_11_4_1_every_seat_in_a_pair_needs_a_buyin() -> None:
+    with pytest.raises(SettlementError):
+        settle_pairs(
+            [PairAmount(0, 3, 5, "11.5.3", "penalties")],
+            1,
+            {0: 10, 1: 10},
+            format=MoneyFormat.RUMMY_DEALS,
+        )
