@@ -123,5 +123,5 @@ def test_deck_for_helper_matches_the_deal() -> None:
         3, 0, ["AC 2C 3C 4C 5C 6C 7C", "AD 2D 3D 4D 5D 6D 7D", "AH 2H 3H 4H 5H 6H 7H"], "KS"
     )
     hand = RummyHand.deal(3, 0, deck)
-    assert [c.code for c in hand.cards_of(1)] == "AD 2D 3D 4D 5D 6D 7D".split()
+    assert [c.code for c in hand.cards_of(1)] == ["AD", "2D", "3D", "4D", "5D", "6D", "7D"]
     assert hand.discard[0].code == "KS"
