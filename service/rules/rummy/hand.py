@@ -231,7 +231,7 @@ class RummyHand:
     table: tuple[TableMeld, ...]
     phase: Phase
     to_act: int | None
-    taken: Card | None  # the card taken from the discard pile this turn (5.2.3)
+    taken: Card | None  # the card taken from the discard pile this turn, while held (5.2.3)
     laid_this_turn: bool  # the seat to act has melded or laid off this turn
     laid_before: tuple[bool, ...]  # melded or laid off in an earlier turn (11.3.4)
     forfeited: tuple[bool, ...]
@@ -514,7 +514,10 @@ class RummyHand:
         if refusal is not None:
             raise refusal
         entry["cards"] = _codes(act.cards)
-        after = replace(self, hands=self._hands_with(seat, rest), table=table, laid_this_turn=True)
+        taken = None if self.taken is None or self.taken.bit & mask else self.taken
+        after = replace(
+            self, hands=self._hands_with(seat, rest), table=table, taken=taken, laid_this_turn=True
+        )
         return after._go_out(seat) if not rest else after
 
     def _discard(self, seat: int, card: Card, entry: dict[str, Any]) -> RummyHand:
