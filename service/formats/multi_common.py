@@ -280,15 +280,19 @@ class Standings:
         return sum(p.margin_for(seat) for p in self.pairs if seat in p.seats)
 
     @property
+    def seats(self) -> tuple[int, ...]:
+        return tuple(sorted(seat for side in self.sides for seat in side))
+
+    @property
     def nets(self) -> tuple[int, ...]:
-        return tuple(self.net(seat) for side in sorted(self.sides) for seat in side)
+        """:meth:`net` of every seat, by seat."""
+        return tuple(self.net(seat) for seat in self.seats)
 
     @property
     def pot_seats(self) -> tuple[int, ...]:
         return tuple(sorted(seat for side in self.pot_sides for seat in self.sides[side]))
 
     def to_dict(self) -> dict[str, Any]:
-        seats = sorted(seat for side in self.sides for seat in side)
         return {
             "sides": [list(s) for s in self.sides],
             "target": self.target,
@@ -298,7 +302,7 @@ class Standings:
             "game_bonus": list(self.game_bonus),
             "totals": list(self.totals),
             "pairs": [p.to_dict() for p in self.pairs],
-            "net": [self.net(s) for s in seats],
+            "net": list(self.nets),
             "over": self.over,
             "winner": self.winner,
             "forfeiter": self.forfeiter,
@@ -548,16 +552,15 @@ class MultiMatch:
         if self.over:
             raise IllegalAction("the match is already over", "MATCH_OVER")
         self._check_seat(seat)
-        if self.status is MatchStatus.PLAYING:
-            for table in self.tables:
-                if table.live:
-                    hand_seat, other_reason = self._cut_short_seat(table, seat)
-                    table.hand.forfeit(
-                        hand_seat,
-                        other_reason or reason,
-                        at=at,
-                        automatic=reason == "timeout" and other_reason is None,
-                    )
+        for table in self.tables:  # a hand dealt while its deal's other waits for a deck too
+            if table.live:
+                hand_seat, other_reason = self._cut_short_seat(table, seat)
+                table.hand.forfeit(
+                    hand_seat,
+                    other_reason or reason,
+                    at=at,
+                    automatic=reason == "timeout" and other_reason is None,
+                )
         self.forfeiter = seat
         self.forfeit_reason = reason
         self.status = MatchStatus.FINISHED

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
+from service.formats.clock import automatic_action
 from service.formats.match import MatchStatus
 from service.formats.multi_common import MultiMatch, TableHand
-from service.rules import DECK, Card, parse_cards
+from service.rules import DECK, Action, ActionKind, Card, Phase, parse_cards
+from service.rules.actions import with_card
 from service.rules.playout import choose, random_deck
 
 #: Hands that end at once (hand-checked): the knocker holds ten cards and takes the upcard,
@@ -89,9 +93,26 @@ def play_dead(match: MultiMatch, table: TableHand) -> None:
             match.apply(seat, f"DISCARD {table.hand.log[-1]['card']}")
 
 
+def policy(match: MultiMatch, seat: int, rng: random.Random, skill: float) -> Action:
+    """A legal action for ``seat``: with probability ``skill`` in a discard step a knock when
+    one is legal, else the discard leaving the least deadwood; otherwise a random legal one
+    (so that hands end by knocks, gins and undercuts, and some die)."""
+    table = match.table_of(seat)
+    assert table is not None
+    hand = table.hand
+    if hand.phase is Phase.DISCARD and rng.random() < skill:
+        knocks = hand.knock_cards()
+        if knocks:
+            return with_card(ActionKind.KNOCK, knocks[int(rng.random() * len(knocks))])
+        return automatic_action(hand)
+    return choose(rng, match.legal_actions(seat))
+
+
 def random_steps(match: MultiMatch, rng: random.Random, *, limit: int = 100_000) -> Iterator[str]:
-    """Drive ``match`` to its end at random (decks, the seat to act, legal actions); yields
-    what each step was (``deal``, ``act`` or ``hand_end``) after it was applied."""
+    """Drive ``match`` to its end at random (decks, the seat to act, :func:`policy` at a
+    skill drawn per match); yields what each step was (``deal``, ``act`` or ``hand_end``)
+    after it was applied."""
+    skill = rng.uniform(0.3, 1.0)
     for _ in range(limit):
         if match.over:
             return
@@ -101,35 +122,45 @@ def random_steps(match: MultiMatch, rng: random.Random, *, limit: int = 100_000)
             continue
         seat = match.to_act[int(rng.random() * len(match.to_act))]
         before = match.hands_ended
-        match.apply(seat, choose(rng, match.legal_actions(seat)))
+        match.apply(seat, policy(match, seat, rng, skill))
         yield "hand_end" if match.hands_ended > before else "act"
     raise AssertionError("the match did not end")
 
 
+_CARD_CODE = re.compile(r'"([A2-9TJQK][CDHS])"')
+
+
 def card_strings(data: Any) -> set[str]:
-    """Every two-character string in a JSON-like value (card codes, in a view)."""
-    if isinstance(data, str):
-        return {data} if len(data) == 2 else set()
-    if isinstance(data, dict):
-        return set().union(*(card_strings(v) for v in data.values())) if data else set()
-    if isinstance(data, list | tuple):
-        return set().union(*(card_strings(v) for v in data)) if data else set()
-    return set()
+    """Every card code written in a JSON-ready value (a view)."""
+    return set(_CARD_CODE.findall(json.dumps(data)))
 
 
-def hidden_from(match: MultiMatch, seat: int | None) -> set[str]:
-    """The cards ``seat`` must not see now: every stock card of a hand in play, and the cards
-    other players hold there that were not taken face up."""
-    hidden: set[str] = set()
-    for table in match.tables:
-        if not table.live:
-            continue
-        hand = table.hand
-        public = {str(hand.upcard)} | {
-            e["card"] for e in hand.log if e["action"] in ("TAKE_UPCARD", "DRAW_DISCARD")
-        }
-        hidden |= {str(c) for c in hand.stock}
-        for hand_seat, match_seat in enumerate(table.slot.seats):
-            if match_seat != seat:
-                hidden |= {str(c) for c in hand.cards_of(hand_seat)} - public
+def hidden_at(table: TableHand, seat: int | None) -> set[str]:
+    """The cards of ``table`` that ``seat`` must not see now: while its hand is in play, the
+    stock and the cards the other player holds that were not taken face up."""
+    if not table.live:
+        return set()
+    hand = table.hand
+    public = {str(hand.upcard)} | {
+        e["card"] for e in hand.log if e["action"] in ("TAKE_UPCARD", "DRAW_DISCARD")
+    }
+    hidden = {str(c) for c in hand.stock}
+    for hand_seat, match_seat in enumerate(table.slot.seats):
+        if match_seat != seat:
+            hidden |= {str(c) for c in hand.cards_of(hand_seat)} - public
     return hidden
+
+
+def leaks(match: MultiMatch, seat: int | None) -> set[str]:
+    """The hidden cards that ``match.view(seat)`` shows (each table has its own deck, so each
+    table's part is checked against that table's secrets). Outside the tables, only the
+    seat's legal actions name cards, from its own hand."""
+    view = match.view(seat)
+    shown = set()
+    for table, part in zip(match.tables, view.pop("tables"), strict=True):
+        shown |= card_strings(part) & hidden_at(table, seat)
+    mine: set[str] = set()
+    own = None if seat is None else match.table_of(seat)
+    if seat is not None and own is not None:
+        mine = {str(c) for c in own.hand.cards_of(own.slot.hand_seat(seat))}
+    return shown | (card_strings(view) - mine)
