@@ -98,7 +98,7 @@ def test_random_games_end_at_the_target_and_the_points_add_up(kind: str, seed: i
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=min(settings.default.max_examples, 20))
+@settings(max_examples=min(settings.default.max_examples, 15))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_every_state_round_trips_and_no_view_shows_a_hidden_card(kind: str, seed: int) -> None:
     """Checked at every deal and hand end, and at a random twentieth of the other steps."""
