@@ -758,6 +758,12 @@ class RummyHand:
             self.phase is Phase.ENDED
         ) != (self.to_act is None):
             raise InvalidState("an ended hand has an outcome and no seat to act, and only it")
+        outcome = self.outcome
+        if outcome is not None and (
+            (outcome.winner is None) == (outcome.void is None)
+            or (outcome.winner is not None and not 0 <= outcome.winner < n)
+        ):
+            raise InvalidState("an ended hand has a winner seat or a void reason, not both")
         if self.to_act is not None and (not 0 <= self.to_act < n or self.forfeited[self.to_act]):
             raise InvalidState(f"seat {self.to_act} cannot be the seat to act")
         if self.taken is not None and (

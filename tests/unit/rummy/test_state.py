@@ -146,6 +146,14 @@ def test_from_dict_refuses_inconsistent_states() -> None:
     truncated = copy.deepcopy(good)
     del truncated["turns"]
     cases.append(truncated)
+    ended = position(["7C 7D", "KS 6H"], to_act=0, discard="4S", stock_top="7H")
+    ended_data = play(ended, "DRAW_STOCK", "MELD 7C 7D 7H").to_dict()
+    for outcome in (
+        {"winner": 5, "went_rummy": False, "void": None},
+        {"winner": None, "went_rummy": False, "void": None},
+        {"winner": 0, "went_rummy": False, "void": "MAX_TURNS"},
+    ):
+        cases.append({**ended_data, "outcome": outcome})
     for data in cases:
         with pytest.raises(InvalidState):
             RummyHand.from_dict(data)
