@@ -194,6 +194,12 @@ def _settle_pot(settings: MatchSettings, refund: Statement) -> Statement:
     )
 
 
+def pair_cap(mode: CapMode, winner_buyin: int, loser_buyin: int) -> int:
+    """The most a loser pays its one opponent (6.4.7, and each money pair of partnership Gin,
+    11.2.3): the smaller buy-in under ``MIN_BOTH``, the loser's own under ``LOSER_ONLY``."""
+    return min(winner_buyin, loser_buyin) if mode is CapMode.MIN_BOTH else loser_buyin
+
+
 def _settle_points(settings: MatchSettings, refund: Statement) -> Statement:
     escrow, forfeiter, h, b = refund.escrow, refund.forfeiter, refund.hand_points, refund.boxes
     if any(e < 1 for e in escrow):
@@ -249,10 +255,7 @@ def _settle_points(settings: MatchSettings, refund: Statement) -> Statement:
     if winner is None or raw == 0:
         return scored
     loser = 1 - winner
-    if settings.cap_mode is CapMode.MIN_BOTH:
-        cap = min(escrow[winner], escrow[loser])
-    else:
-        cap = escrow[loser]
+    cap = pair_cap(settings.cap_mode, escrow[winner], escrow[loser])
     transfer = min(raw, cap)
     fee = settings.fee.fee_on(transfer)
     payouts = [0, 0]

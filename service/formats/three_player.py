@@ -42,8 +42,9 @@ from service.formats.multi_common import (
     running_totals,
 )
 from service.formats.settings import MatchSettings
-from service.rules import Ruleset, final_totals
+from service.rules import Ruleset
 from service.rules.errors import InvalidState
+from service.rules.game import shutout_amount
 
 SEATS = (0, 1, 2)
 PAIRS = ((0, 1), (0, 2), (1, 2))
@@ -103,6 +104,54 @@ class Seating:
         return cls(int(data["sitting_out"]), int(data["dealer"]))
 
 
+def three_player_pairs(
+    totals: Sequence[int],
+    hand_points: Sequence[int],
+    winner: int | None,
+    ruleset: Ruleset,
+    *,
+    forfeiter: int | None = None,
+) -> tuple[PairMargin, ...]:
+    """The margins of the three pairs (0, 1), (0, 2), (1, 2) from each seat's ``totals``
+    (4.1.5, 11.1.2-11.1.3, 11.6.2, 11.7.2): the one statement of these rules, which the money
+    code multiplies by the stake per point.
+
+    Each pair moves its difference in totals. In a pair of the target reacher ``winner`` and a
+    seat with no hand points, the winner also receives the shutout amount of
+    ``ruleset.shutout_mode`` (in :attr:`PairMargin.shutout`). After a forfeit (``totals`` are
+    those of the moment, no game bonus) each pair with the forfeiter moves
+    :func:`~service.formats.multi_common.forfeit_margin` and no shutout.
+
+    :raises InvalidState: unless there are three seats and the winner is one of them.
+    """
+    f, h = tuple(totals), tuple(hand_points)
+    if len(f) != 3 or len(h) != 3:
+        raise InvalidState(f"three seats score, not {f!r} / {h!r}")
+    if winner not in (None, *SEATS) or forfeiter not in (None, *SEATS):
+        raise InvalidState(f"winner {winner!r} and forfeiter {forfeiter!r} must be seats")
+    r = ruleset
+    pairs = []
+    for x, y in PAIRS:
+        if forfeiter in (x, y):
+            margin = forfeit_margin(f[x], f[y], forfeiter == x, r.game_bonus)
+            bonus = r.game_bonus if forfeiter == y else -r.game_bonus
+            pairs.append(PairMargin((x, y), margin, forfeit_bonus=bonus))
+            continue
+        shutout = 0
+        if forfeiter is None and winner in (x, y):
+            other = y if winner == x else x
+            if h[other] == 0:
+                amount = shutout_amount(
+                    r.shutout_mode,
+                    shutout_bonus=r.shutout_bonus,
+                    game_bonus=r.game_bonus,
+                    winner_hand_points=h[winner],
+                )
+                shutout = amount if winner == x else -amount
+        pairs.append(PairMargin((x, y), f[x] - f[y] + shutout, shutout=shutout))
+    return tuple(pairs)
+
+
 def three_player_standings(
     hand_points: Sequence[int],
     boxes: Sequence[int],
@@ -113,7 +162,8 @@ def three_player_standings(
 ) -> Standings:
     """The standings of a three-player game (4.1.4-4.1.5, 11.1.2-11.1.3, 11.6.2, 11.7.2)
     from each seat's hand points and boxes: ended when a seat has reached ``target`` or
-    ``forfeiter`` forfeited, else the running totals."""
+    ``forfeiter`` forfeited, else the running totals. The pairs are
+    :func:`three_player_pairs` of the totals."""
     h = tuple(hand_points)
     b = tuple(boxes)
     if len(h) != 3 or len(b) != 3:
@@ -124,27 +174,7 @@ def three_player_standings(
     reacher = None if forfeiter is not None else next((s for s in SEATS if h[s] >= target), None)
     game = tuple(r.game_bonus if s == reacher else 0 for s in SEATS)
     totals = tuple(running[s] + game[s] for s in SEATS)
-    pairs = []
-    for x, y in PAIRS:
-        if forfeiter in (x, y):
-            margin = forfeit_margin(running[x], running[y], forfeiter == x, r.game_bonus)
-            bonus = r.game_bonus if forfeiter == y else -r.game_bonus
-            pairs.append(PairMargin((x, y), margin, forfeit_bonus=bonus))
-        elif reacher in (x, y):
-            end = final_totals(
-                (h[x], h[y]),
-                (b[x], b[y]),
-                0 if reacher == x else 1,
-                box_bonus=r.box_bonus,
-                game_bonus=r.game_bonus,
-                shutout_bonus=r.shutout_bonus,
-                shutout_mode=r.shutout_mode,
-            )
-            shutout = [end.shutout_bonus[i] + end.doubled_hand_points[i] for i in (0, 1)]
-            margin = end.final[0] - end.final[1]
-            pairs.append(PairMargin((x, y), margin, shutout=shutout[0] - shutout[1]))
-        else:
-            pairs.append(PairMargin((x, y), totals[x] - totals[y]))
+    pairs = three_player_pairs(totals, h, reacher, r, forfeiter=forfeiter)
     if forfeiter is not None:
         pot: tuple[int, ...] = best_sides(running, forfeiter)
     else:
@@ -157,7 +187,7 @@ def three_player_standings(
         box_bonus=box,
         game_bonus=game,
         totals=totals,
-        pairs=tuple(pairs),
+        pairs=pairs,
         over=reacher is not None or forfeiter is not None,
         winner=reacher,
         forfeiter=forfeiter,

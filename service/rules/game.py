@@ -50,6 +50,19 @@ class GameTotals:
         }
 
 
+def shutout_amount(
+    mode: ShutoutMode, *, shutout_bonus: int, game_bonus: int, winner_hand_points: int
+) -> int:
+    """What the target reacher receives on top when its opponent won no hand (3.2.4, and per
+    pair at three players, 11.1.2): the shutout bonus (``BONUS``), the game bonus once more
+    (``DOUBLE_GAME_BONUS``) or its own hand points once more (``DOUBLE_HAND_POINTS``)."""
+    if mode is ShutoutMode.BONUS:
+        return shutout_bonus
+    if mode is ShutoutMode.DOUBLE_GAME_BONUS:
+        return game_bonus
+    return winner_hand_points
+
+
 def final_totals(
     hand_points: tuple[int, int],
     boxes: tuple[int, int],
@@ -67,19 +80,22 @@ def final_totals(
     """
     w = target_reacher
     lo = 1 - w
-    shutout = hand_points[lo] == 0
     box = (box_bonus * boxes[0], box_bonus * boxes[1])
     game = [0, 0]
     extra = [0, 0]
     doubled = [0, 0]
     game[w] = game_bonus
-    if shutout:
-        if shutout_mode is ShutoutMode.BONUS:
-            extra[w] = shutout_bonus
-        elif shutout_mode is ShutoutMode.DOUBLE_GAME_BONUS:
-            extra[w] = game_bonus
+    if hand_points[lo] == 0:
+        amount = shutout_amount(
+            shutout_mode,
+            shutout_bonus=shutout_bonus,
+            game_bonus=game_bonus,
+            winner_hand_points=hand_points[w],
+        )
+        if shutout_mode is ShutoutMode.DOUBLE_HAND_POINTS:
+            doubled[w] = amount
         else:
-            doubled[w] = hand_points[w]
+            extra[w] = amount
     final = tuple(hand_points[s] + doubled[s] + box[s] + game[s] + extra[s] for s in (0, 1))
     difference = final[0] - final[1]
     winner = None if difference == 0 else (0 if difference > 0 else 1)

@@ -11,8 +11,11 @@ no seat loses more than it has at the table, and the lines add up to the nets.
 
 * Match Play pots (11.4, 11.6.2, 11.7.4): :func:`three_player_match_play`,
   :func:`partnership_match_play`, :func:`match_play_forfeit` (all on :func:`match_play_pot`).
-* Three-player classic (4.1.5, 11.1.2, 11.1.3, 11.6.2, 11.7.2): :func:`classic_three_player`,
-  :func:`classic_three_player_forfeit` and the pair amounts behind them.
+* Three-player classic (4.1.5, 11.1.2, 11.1.3, 11.6.2, 11.7.2): :func:`settle_three_player`
+  from a match's standings, :func:`classic_three_player` and
+  :func:`classic_three_player_forfeit` from plain totals. The pair margins themselves are
+  the standings' (:func:`service.formats.three_player.three_player_pairs`); this package
+  multiplies them by the stake and applies the caps and the fee.
 * Partnership classic (4.2.7, 11.2.3, 11.7.2): :func:`partnership_classic`,
   :func:`partnership_classic_forfeit`, each money pair capped by the table's cap mode.
 * Rummy (5.8, 11.5, 11.6.3): :func:`rummy_per_hand`, :func:`rummy_match`,
@@ -27,12 +30,9 @@ from service.formats.payout_multi.gin import (
     THREE_PLAYER_SIDES,
     classic_three_player,
     classic_three_player_forfeit,
-    pair_cap,
     partnership_classic,
     partnership_classic_forfeit,
-    shutout_amount,
-    three_player_forfeit_margins,
-    three_player_margins,
+    settle_three_player,
 )
 from service.formats.payout_multi.netting import (
     CapResult,
@@ -84,7 +84,6 @@ __all__ = [
     "match_play_pot",
     "needs_top_up",
     "net_loss_cap",
-    "pair_cap",
     "partnership_classic",
     "partnership_classic_forfeit",
     "partnership_match_play",
@@ -94,9 +93,7 @@ __all__ = [
     "rummy_per_hand",
     "settle_nets",
     "settle_pairs",
-    "shutout_amount",
+    "settle_three_player",
     "split_equally",
-    "three_player_forfeit_margins",
-    "three_player_margins",
     "three_player_match_play",
 ]

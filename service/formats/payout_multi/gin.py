@@ -18,9 +18,9 @@ margin goes the forfeiter's way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import combinations
 
-from service.formats.payout import SettlementError
+from service.formats.multi_common import PairMargin, Standings, forfeit_margin
+from service.formats.payout import SettlementError, pair_cap
 from service.formats.payout_multi.netting import (
     PairAmount,
     checked_int,
@@ -36,6 +36,8 @@ from service.formats.payout_multi.statement import (
     StatementLine,
 )
 from service.formats.settings import CapMode, FeeRule
+from service.formats.three_player import three_player_pairs
+from service.rules import RulesError, Ruleset
 from service.rules.ruleset import ShutoutMode
 
 #: The money pairs of partnership Gin: (team 1's member, team 2's member) (11.2.3).
@@ -46,101 +48,93 @@ THREE_PLAYER_SIDES: tuple[tuple[int, ...], ...] = ((0,), (1,), (2,))
 PARTNERSHIP_TEAMS: tuple[tuple[int, ...], ...] = ((0, 2), (1, 3))
 
 
-def _three_totals(totals: Mapping[int, int]) -> dict[int, int]:
-    out = checked_seats("total", totals)
-    if len(out) != 3:
-        raise SettlementError(f"three-player Gin has three seats, not {sorted(out)!r}")
-    return out
+def _three(name: str, values: Mapping[int, int], minimum: int = 0) -> tuple[int, int, int]:
+    out = checked_seats(name, values, minimum)
+    if sorted(out) != [0, 1, 2]:
+        raise SettlementError(f"three-player Gin seats 0 to 2, not {sorted(out)!r}")
+    return out[0], out[1], out[2]
 
 
-def _pair_margin(x: int, y: int, fx: int, fy: int, rule: str, what: str) -> PairAmount | None:
-    if fx == fy:
-        return None
-    hi, lo, fh, fl = (x, y, fx, fy) if fx > fy else (y, x, fy, fx)
-    return PairAmount(hi, lo, fh - fl, rule, f"{what} {fh} against {fl}")
+def _pair_amounts(
+    pairs: Sequence[PairMargin],
+    totals: Sequence[int],
+    forfeiter: int | None,
+    shutout_mode: ShutoutMode,
+) -> list[PairAmount]:
+    """The standings' signed pair margins as amounts owed, with their rule and reason: the
+    difference in totals, then (after every difference) each shutout; after a forfeit, the
+    forfeit margins."""
+    owed: list[PairAmount] = []
+    shutouts: list[PairAmount] = []
+    for pair in pairs:
+        x, y = pair.seats
+        if forfeiter is not None and forfeiter in pair.seats:
+            if pair.margin:
+                opp = x if forfeiter == y else y
+                bonus = abs(pair.forfeit_bonus)
+                reason = (
+                    f"seat {forfeiter} forfeited: max({totals[opp]} - {totals[forfeiter]}, 0)"
+                    f" = {abs(pair.margin) - bonus} plus the game bonus {bonus}"
+                )
+                owed.append(PairAmount.signed(pair.seats, pair.margin, "11.7.2", reason))
+            continue
+        difference = pair.margin - pair.shutout
+        if difference:
+            rule, what = ("4.1.5", "final totals")
+            if forfeiter is not None:
+                rule, what = ("11.6.2", "totals at the forfeit")
+            hi, lo = sorted((totals[x], totals[y]), reverse=True)
+            reason = f"{what} {hi} against {lo}"
+            owed.append(PairAmount.signed(pair.seats, difference, rule, reason))
+        if pair.shutout:
+            reason = f"shut out (no hand points), {shutout_mode.value}"
+            shutouts.append(PairAmount.signed(pair.seats, pair.shutout, "11.1.2", reason))
+    return owed + shutouts
 
 
-def shutout_amount(
-    mode: ShutoutMode, *, shutout_bonus: int, game_bonus: int, winner_hand_points: int
-) -> int:
-    """What the winner receives from each shut-out opponent, by the shutout mode (11.1.2)."""
-    if mode is ShutoutMode.BONUS:
-        return shutout_bonus
-    if mode is ShutoutMode.DOUBLE_GAME_BONUS:
-        return game_bonus
-    return winner_hand_points
-
-
-def three_player_margins(
-    totals: Mapping[int, int],
-    hand_points: Mapping[int, int],
-    winner: int,
+def settle_three_player(
+    standings: Standings,
+    stake_per_point: int,
+    buyins: Mapping[int, int],
+    fee: FeeRule | None = None,
     *,
     shutout_mode: ShutoutMode = ShutoutMode.BONUS,
-    shutout_bonus: int = 100,
-    game_bonus: int = 100,
-) -> tuple[PairAmount, ...]:
-    """The pair amounts of a finished three-player game (4.1.5, 11.1.2, 11.1.3).
+) -> MultiStatement:
+    """A finished (or forfeited) three-player classic game for stakes, from its standings:
+    each pair margin x ``stake_per_point``, the net-loss cap on the buy-ins (11.4.2) and the
+    fee per winner (11.4.3). ``shutout_mode`` only names the shutout in its line.
 
-    ``totals`` are the final totals with box and game bonuses but without any shutout, which
-    is per pair; ``hand_points`` say who was shut out (``h = 0``); ``winner`` reached the
-    target.
-
-    :raises SettlementError: on other than three seats or an unseated winner.
+    :raises SettlementError: on standings that are not three players' or bad money figures.
     """
-    f = _three_totals(totals)
-    h = checked_seats("hand points", hand_points)
-    if set(h) != set(f) or winner not in f:
-        raise SettlementError(f"winner {winner!r} and hand points must name the seats {f!r}")
-    out = [
-        m
-        for x, y in combinations(sorted(f), 2)
-        if (m := _pair_margin(x, y, f[x], f[y], "4.1.5", "final totals")) is not None
-    ]
-    extra = shutout_amount(
-        shutout_mode,
-        shutout_bonus=checked_int("shutout bonus", shutout_bonus),
-        game_bonus=checked_int("game bonus", game_bonus),
-        winner_hand_points=h[winner],
+    if standings.sides != THREE_PLAYER_SIDES:
+        raise SettlementError(f"not three players' standings: sides {standings.sides!r}")
+    margins = _pair_amounts(
+        standings.pairs, standings.totals, standings.forfeiter, ShutoutMode(shutout_mode)
     )
-    for y in sorted(f):
-        if y != winner and h[y] == 0 and extra:
-            reason = f"shut out (no hand points), {shutout_mode.value}"
-            out.append(PairAmount(winner, y, extra, "11.1.2", reason))
-    return tuple(out)
+    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
 
 
-def three_player_forfeit_margins(
-    totals: Mapping[int, int], forfeiter: int, *, game_bonus: int = 100
-) -> tuple[PairAmount, ...]:
-    """The pair amounts when a player forfeits a three-player game (11.6.2, 11.7.2).
-
-    ``totals`` are the totals of the moment without a game bonus. The pair without the
-    forfeiter settles its difference as usual; each opponent of the forfeiter receives
-    ``max(its total - the forfeiter's, 0) + game_bonus``, and no shutout amount.
-
-    :raises SettlementError: on other than three seats or an unseated forfeiter.
-    """
-    f = _three_totals(totals)
-    bonus = checked_int("game bonus", game_bonus)
-    if forfeiter not in f:
-        raise SettlementError(f"forfeiter {forfeiter!r} is not seated")
-    out: list[PairAmount] = []
-    for x, y in combinations(sorted(f), 2):
-        if forfeiter not in (x, y):
-            m = _pair_margin(x, y, f[x], f[y], "11.6.2", "totals at the forfeit")
-            if m is not None:
-                out.append(m)
-            continue
-        opp = y if x == forfeiter else x
-        lead = max(f[opp] - f[forfeiter], 0)
-        reason = (
-            f"seat {forfeiter} forfeited: max({f[opp]} - {f[forfeiter]}, 0) = {lead}"
-            f" plus the game bonus {bonus}"
-        )
-        if lead + bonus:
-            out.append(PairAmount(opp, forfeiter, lead + bonus, "11.7.2", reason))
-    return tuple(out)
+def _settle_totals(
+    totals: Mapping[int, int],
+    hand_points: Mapping[int, int],
+    winner: int | None,
+    ruleset: Ruleset,
+    forfeiter: int | None,
+    stake_per_point: int,
+    buyins: Mapping[int, int],
+    fee: FeeRule | None,
+) -> MultiStatement:
+    f = _three("total", totals)
+    h = _three("hand points", hand_points)
+    for name, seat in (("winner", winner), ("forfeiter", forfeiter)):
+        if seat is not None and seat not in (0, 1, 2):
+            raise SettlementError(f"{name} {seat!r} is not seated")
+    try:
+        pairs = three_player_pairs(f, h, winner, ruleset, forfeiter=forfeiter)
+    except RulesError as exc:
+        raise SettlementError(str(exc)) from None
+    margins = _pair_amounts(pairs, f, forfeiter, ruleset.shutout_mode)
+    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
 
 
 def classic_three_player(
@@ -155,17 +149,22 @@ def classic_three_player(
     shutout_bonus: int = 100,
     game_bonus: int = 100,
 ) -> MultiStatement:
-    """Three-player classic for stakes: pair amounts x ``stake_per_point``, the net-loss cap on
-    the buy-ins (11.4.2) and the fee per winner (11.4.3). See :func:`three_player_margins`."""
-    margins = three_player_margins(
-        totals,
-        hand_points,
-        winner,
-        shutout_mode=shutout_mode,
-        shutout_bonus=shutout_bonus,
-        game_bonus=game_bonus,
+    """Three-player classic for stakes from plain figures: the pair margins of
+    :func:`~service.formats.three_player.three_player_pairs` x ``stake_per_point``, the
+    net-loss cap on the buy-ins (11.4.2) and the fee per winner (11.4.3).
+
+    ``totals`` are the final totals with box and game bonuses but without any shutout, which
+    is per pair; ``hand_points`` say who was shut out (``h = 0``); ``winner`` reached the
+    target.
+
+    :raises SettlementError: on other than seats 0 to 2, an unseated winner, bad figures.
+    """
+    ruleset = Ruleset(
+        shutout_mode=ShutoutMode(shutout_mode),
+        shutout_bonus=checked_int("shutout bonus", shutout_bonus),
+        game_bonus=checked_int("game bonus", game_bonus),
     )
-    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
+    return _settle_totals(totals, hand_points, winner, ruleset, None, stake_per_point, buyins, fee)
 
 
 def classic_three_player_forfeit(
@@ -177,15 +176,16 @@ def classic_three_player_forfeit(
     *,
     game_bonus: int = 100,
 ) -> MultiStatement:
-    """A forfeited three-player classic game for stakes; see
-    :func:`three_player_forfeit_margins`. The net-loss cap and the fee apply as usual."""
-    margins = three_player_forfeit_margins(totals, forfeiter, game_bonus=game_bonus)
-    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
-
-
-def pair_cap(mode: CapMode, winner_buyin: int, loser_buyin: int) -> int:
-    """The most one money pair moves: both buy-ins (``MIN_BOTH``) or the loser's alone."""
-    return min(winner_buyin, loser_buyin) if mode is CapMode.MIN_BOTH else loser_buyin
+    """A forfeited three-player classic game for stakes (11.6.2, 11.7.2): ``totals`` are
+    those of the moment, without a game bonus; the pair margins are
+    :func:`~service.formats.three_player.three_player_pairs`'. The net-loss cap and the fee
+    apply as usual."""
+    checked_int("forfeiter", forfeiter)
+    ruleset = Ruleset(game_bonus=checked_int("game bonus", game_bonus))
+    hand_points = dict.fromkeys(totals, 0)
+    return _settle_totals(
+        totals, hand_points, None, ruleset, forfeiter, stake_per_point, buyins, fee
+    )
 
 
 def _partnership(
@@ -268,11 +268,9 @@ def partnership_classic_forfeit(
     bonus = checked_int("game bonus", game_bonus)
     losing = 0 if forfeiter in PARTNERSHIP_TEAMS[0] else 1
     winning = 1 - losing
-    lead = max(totals[winning] - totals[losing], 0)
+    margin = abs(forfeit_margin(totals[0], totals[1], losing == 0, bonus))
     why = (
-        f"seat {forfeiter} forfeited: max({totals[winning]} - {totals[losing]}, 0) = {lead}"
-        f" plus the game bonus {bonus}"
+        f"seat {forfeiter} forfeited: max({totals[winning]} - {totals[losing]}, 0)"
+        f" = {margin - bonus} plus the game bonus {bonus}"
     )
-    return _partnership(
-        winning, lead + bonus, "11.7.2", why, stake_per_point, buyins, fee, cap_mode
-    )
+    return _partnership(winning, margin, "11.7.2", why, stake_per_point, buyins, fee, cap_mode)

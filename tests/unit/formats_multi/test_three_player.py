@@ -12,8 +12,15 @@ import pytest
 
 from service.formats import Format, MatchSettings, MatchStatus
 from service.formats.errors import InvalidSettings
-from service.formats.three_player import Seating, ThreePlayerMatch, three_player_standings
+from service.formats.multi_common import PairMargin
+from service.formats.three_player import (
+    Seating,
+    ThreePlayerMatch,
+    three_player_pairs,
+    three_player_standings,
+)
 from service.rules import IllegalAction, Ruleset, ShutoutMode
+from service.rules.errors import InvalidState
 from service.rules.fair import shuffled_deck
 from service.rules.playout import random_deck
 from service.rules.ruleset import NextDealer
@@ -253,6 +260,59 @@ def test_11_7_2_forfeit_margins_of_three_players() -> None:
     # A forfeiter ahead on points still pays every opponent the game bonus.
     lead = three_player_standings((80, 0, 0), (4, 0, 0), rules, 100, forfeiter=0)
     assert [p.margin for p in lead.pairs] == [-100, -100, 0] and lead.net(0) == -200
+
+
+def margins(pairs: tuple[PairMargin, ...]) -> list[tuple[tuple[int, int], int, int]]:
+    return [(p.seats, p.margin, p.shutout) for p in pairs]
+
+
+def test_4_1_5_every_pair_settles_its_difference() -> None:
+    pairs = three_player_pairs((50, 120, 80), (10, 90, 40), 1, Ruleset())
+    # seat 0 pays seat 1 70 and seat 2 30; seat 2 pays seat 1 40
+    assert margins(pairs) == [((0, 1), -70, 0), ((0, 2), -30, 0), ((1, 2), 40, 0)]
+
+
+def test_4_1_5_equal_totals_owe_nothing() -> None:
+    pairs = three_player_pairs((150, 60, 60), (110, 30, 30), 0, Ruleset())
+    assert margins(pairs) == [((0, 1), 90, 0), ((0, 2), 90, 0), ((1, 2), 0, 0)]
+    assert pairs[2].receiver is None
+
+
+def test_11_1_2_every_shut_out_opponent_pays_the_winner() -> None:
+    pairs = three_player_pairs((240, 0, 0), (100, 0, 0), 0, Ruleset(shutout_bonus=100))
+    assert [p.shutout for p in pairs] == [100, 100, 0]  # seats 1 and 2 each owe seat 0 100
+    # The two shut-out seats have equal totals: nothing between them.
+    assert pairs[2].margin == 0
+
+
+def test_11_1_2_a_non_winner_is_never_paid_a_shutout() -> None:
+    # Seat 2 has no hand points but seat 1, not the winner, receives no shutout from it.
+    pairs = three_player_pairs((200, 60, 0), (100, 40, 0), 0, Ruleset())
+    assert [p.shutout for p in pairs] == [0, 100, 0]
+
+
+def test_11_6_2_classic_forfeit_pairs() -> None:
+    # Totals at the forfeit, no game bonus in them; seat 0 leads and forfeits.
+    pairs = three_player_pairs((90, 40, 70), (0, 0, 0), None, Ruleset(game_bonus=100), forfeiter=0)
+    assert [(p.seats, p.margin, p.forfeit_bonus) for p in pairs] == [
+        ((0, 1), -100, -100),  # max(40 - 90, 0) + 100: the lead does not count for seat 0
+        ((0, 2), -100, -100),
+        ((1, 2), -30, 0),  # the pair without the forfeiter: its plain difference
+    ]
+
+
+def test_11_7_2_forfeit_with_no_game_bonus_and_a_forfeiter_ahead() -> None:
+    pairs = three_player_pairs((90, 40, 70), (0, 0, 0), None, Ruleset(game_bonus=0), forfeiter=0)
+    assert [p.margin for p in pairs] == [0, 0, -30]
+
+
+def test_three_player_pairs_refuse_other_than_three_seats() -> None:
+    with pytest.raises(InvalidState):
+        three_player_pairs((1, 2), (1, 2), 0, Ruleset())
+    with pytest.raises(InvalidState):
+        three_player_pairs((1, 2, 3), (1, 2, 3), 5, Ruleset())
+    with pytest.raises(InvalidState):
+        three_player_pairs((1, 2, 3), (1, 2, 3), None, Ruleset(), forfeiter=3)
 
 
 def test_11_7_4_match_play_plays_to_the_ruleset_target() -> None:

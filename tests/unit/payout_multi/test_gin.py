@@ -7,37 +7,24 @@ from collections.abc import Callable
 
 import pytest
 
+from service.formats.partnership import partnership_standings
 from service.formats.payout import SettlementError
 from service.formats.payout_multi import (
     HOUSE,
     LineKind,
-    PairAmount,
     classic_three_player,
     classic_three_player_forfeit,
     partnership_classic,
     partnership_classic_forfeit,
-    three_player_forfeit_margins,
-    three_player_margins,
+    settle_three_player,
 )
 from service.formats.settings import CapMode, FeeBase, FeeRule
+from service.formats.three_player import three_player_standings
+from service.rules import Game, Ruleset
 from service.rules.ruleset import ShutoutMode
 
 PLENTY = {0: 10**6, 1: 10**6, 2: 10**6}
 TEAMS_PLENTY = {0: 10**6, 1: 10**6, 2: 10**6, 3: 10**6}
-
-
-def owed(margins: tuple[PairAmount, ...]) -> set[tuple[int, int, int, str]]:
-    return {(m.payer, m.payee, m.points, m.rule) for m in margins}
-
-
-def test_4_1_5_every_pair_settles_its_difference() -> None:
-    margins = three_player_margins({0: 50, 1: 120, 2: 80}, {0: 10, 1: 90, 2: 40}, winner=1)
-    assert owed(margins) == {(0, 1, 70, "4.1.5"), (2, 1, 40, "4.1.5"), (0, 2, 30, "4.1.5")}
-
-
-def test_4_1_5_equal_totals_owe_nothing() -> None:
-    margins = three_player_margins({0: 150, 1: 60, 2: 60}, {0: 110, 1: 30, 2: 30}, winner=0)
-    assert owed(margins) == {(1, 0, 90, "4.1.5"), (2, 0, 90, "4.1.5")}
 
 
 @pytest.mark.parametrize(
@@ -65,45 +52,16 @@ def test_11_1_2_shutout_is_per_pair(mode: ShutoutMode, extra: int) -> None:
     assert s.net == {0: 260 + extra + 210, 1: -260 - extra - 50, 2: 50 - 210}
 
 
-def test_11_1_2_every_shut_out_opponent_pays_the_winner() -> None:
-    margins = three_player_margins({0: 240, 1: 0, 2: 0}, {0: 100, 1: 0, 2: 0}, winner=0)
-    shutouts = {(m.payer, m.payee, m.points) for m in margins if m.rule == "11.1.2"}
-    assert shutouts == {(1, 0, 100), (2, 0, 100)}
-    # The two shut-out seats have equal totals: nothing between them.
-    assert not [m for m in margins if {m.payer, m.payee} == {1, 2}]
-
-
-def test_11_1_2_a_non_winner_is_never_paid_a_shutout() -> None:
-    # Seat 2 has no hand points but seat 1, not the winner, receives no shutout from it.
-    margins = three_player_margins({0: 200, 1: 60, 2: 0}, {0: 100, 1: 40, 2: 0}, winner=0)
-    assert {(m.payer, m.payee) for m in margins if m.rule == "11.1.2"} == {(2, 0)}
-
-
 def test_11_1_3_the_two_non_winners_settle_with_each_other() -> None:
     s = classic_three_player({0: 250, 1: 90, 2: 40}, {0: 110, 1: 50, 2: 20}, 0, 2, PLENTY)
     assert (2, 1, 100) in s.payments()  # (90 - 40) x 2, between the non-winners
     assert s.net == {0: 2 * (160 + 210), 1: 2 * (50 - 160), 2: 2 * (-210 - 50)}
 
 
-def test_11_6_2_classic_forfeit_pairs() -> None:
-    # Totals at the forfeit, no game bonus in them; seat 0 leads and forfeits.
-    margins = three_player_forfeit_margins({0: 90, 1: 40, 2: 70}, 0, game_bonus=100)
-    assert owed(margins) == {
-        (0, 1, 100, "11.7.2"),  # max(40 - 90, 0) + 100: the lead does not count for seat 0
-        (0, 2, 100, "11.7.2"),
-        (1, 2, 30, "11.6.2"),  # the pair without the forfeiter: its plain difference
-    }
-
-
 def test_11_7_2_forfeit_margin_is_clamped_before_the_game_bonus() -> None:
     s = classic_three_player_forfeit({0: 90, 1: 40, 2: 70}, 1, 1, PLENTY, game_bonus=100)
     assert s.net == {0: 150 + 20, 1: -150 - 130, 2: 130 - 20}
     assert not any(line.rule == "11.1.2" for line in s.lines)  # no shutout after a forfeit
-
-
-def test_11_7_2_forfeit_with_no_game_bonus_and_a_forfeiter_ahead() -> None:
-    margins = three_player_forfeit_margins({0: 90, 1: 40, 2: 70}, 0, game_bonus=0)
-    assert owed(margins) == {(1, 2, 30, "11.6.2")}
 
 
 def test_11_2_3_money_pairs_capped_per_pair_by_cap_mode() -> None:
@@ -161,9 +119,9 @@ def test_11_7_5_net_loss_cap_caps_losers_only() -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: three_player_margins({0: 1, 1: 2}, {0: 1, 1: 2}, 0),  # two seats
-        lambda: three_player_margins({0: 1, 1: 2, 2: 3}, {0: 1, 1: 2, 2: 3}, 5),
-        lambda: three_player_forfeit_margins({0: 1, 1: 2, 2: 3}, 3),
+        lambda: classic_three_player({0: 1, 1: 2}, {0: 1, 1: 2}, 0, 1, PLENTY),  # two seats
+        lambda: classic_three_player({0: 1, 1: 2, 2: 3}, {0: 1, 1: 2, 2: 3}, 5, 1, PLENTY),
+        lambda: classic_three_player_forfeit({0: 1, 1: 2, 2: 3}, 3, 1, PLENTY),
         lambda: classic_three_player({0: 1.5, 1: 2, 2: 3}, {0: 1, 1: 1, 2: 1}, 0, 1, PLENTY),
         lambda: partnership_classic((10, 5), 1, {0: 1, 1: 1, 2: 1}),  # three seats
         lambda: partnership_classic((10, 5), 0, TEAMS_PLENTY),  # no stake per point
@@ -184,3 +142,28 @@ def test_lines_say_who_pays_whom_and_why() -> None:
     text = s.text({0: "P", 1: "Q", 2: "R"}).splitlines()
     assert "Q pays P 100: shut out (no hand points), BONUS: 100 points x 1 (11.1.2)" in text
     assert all(line.kind is LineKind.PAYS for line in s.lines)
+
+
+def test_4_1_5_a_matchs_standings_are_settled_from_their_own_margins() -> None:
+    # Totals P 180, Q 90, R 40 with no bonuses: Q pays P 90, R pays P 140, R pays Q 50.
+    plain = Ruleset(game_bonus=0, box_bonus=0)
+    standings = three_player_standings((180, 90, 40), (0, 0, 0), plain, 100)
+    s = settle_three_player(standings, 10, PLENTY)
+    assert s.payments() == [(1, 0, 900), (2, 0, 1400), (2, 1, 500)]
+    assert s.net == {0: 2300, 1: -400, 2: -1900}
+    same = classic_three_player({0: 180, 1: 90, 2: 40}, {0: 180, 1: 90, 2: 40}, 0, 10, PLENTY)
+    assert same.lines == s.lines
+
+
+def test_11_7_2_a_forfeited_matchs_standings_are_settled_from_their_margins() -> None:
+    standings = three_player_standings((50, 30, 10), (2, 1, 1), Ruleset(), 100, forfeiter=1)
+    s = settle_three_player(standings, 1, PLENTY)
+    # Totals 90, 50, 30: seat 1 pays seat 0 (90 - 50) + 100 and seat 2 max(30 - 50, 0) + 100.
+    assert s.net == {0: 140 + 60, 1: -140 - 100, 2: -60 + 100}
+    assert {line.rule for line in s.lines} == {"11.7.2", "11.6.2"}
+    assert s.lines == classic_three_player_forfeit({0: 90, 1: 50, 2: 30}, 1, 1, PLENTY).lines
+
+
+def test_settle_three_player_refuses_partnership_standings() -> None:
+    with pytest.raises(SettlementError):
+        settle_three_player(partnership_standings(Game(Ruleset(), 125)), 1, TEAMS_PLENTY)
