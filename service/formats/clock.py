@@ -9,9 +9,10 @@ first timeout a forfeit. ``fill_timeout_seconds`` cancels a table whose seats do
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from service.formats.errors import InvalidSettings
 from service.rules import Action, ActionKind, Hand, Phase
@@ -75,3 +76,44 @@ def automatic_action(hand: Hand) -> Action:
         bit, _ = best_discard_mask(hand.hands[hand.to_act], barred)
         return Action(ActionKind.DISCARD, DECK[bit.bit_length() - 1])
     raise ValueError(f"no automatic action in phase {phase}")
+
+
+class TimedMatch(Protocol):
+    """What :func:`play_timeout` needs of a match: per-seat timeouts and banks, and forfeit."""
+
+    timeouts: list[int]
+    banks_ms: list[int]
+
+    @property
+    def over(self) -> bool: ...
+
+    def forfeit(self, seat: int, reason: str = ..., *, at: str | None = None) -> None: ...
+
+
+def play_timeout(
+    match: TimedMatch,
+    clock: ClockSettings,
+    hand: Hand,
+    seat: int,
+    *,
+    at: str | None,
+    after_action: Callable[[], None],
+) -> str:
+    """The server acts for ``seat`` (the match's seat of ``hand``'s player to act), whose
+    time is spent (9.2, 11.6.1): one timeout more; under ``FORFEIT`` a forfeit at once, else
+    the automatic action (logged as automatic, the bank spent), ``after_action()`` (the
+    caller restarts the turn clock and moves the match on if the hand ended), and a forfeit
+    once ``max_timeouts`` are reached. Returns ``"auto:<action>"`` or ``"forfeit"``."""
+    match.timeouts[seat] += 1
+    if clock.on_timeout is OnTimeout.FORFEIT:
+        match.forfeit(seat, "timeout", at=at)
+        return "forfeit"
+    action = automatic_action(hand)
+    hand.apply(hand.to_act, action, at=at)
+    hand.log[-1]["automatic"] = True
+    match.banks_ms[seat] = 0
+    after_action()
+    if match.timeouts[seat] >= clock.max_timeouts and not match.over:
+        match.forfeit(seat, "timeout", at=at)
+        return "forfeit"
+    return f"auto:{action}"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from service.formats.clock import OnTimeout, automatic_action
+from service.formats.clock import play_timeout
 from service.formats.settings import Format, FtkWinnerRule, MatchSettings
 from service.rules import Action, ActionKind, Card, Game, Hand, RulesError
 from service.rules.errors import IllegalAction, InvalidState
@@ -234,23 +234,15 @@ class Match:
         deadline = self.deadline_ms()
         if deadline is None or now_ms < deadline or self.hand is None:
             return None
-        seat = self.hand.to_act
+        hand = self.hand
+
+        def after_action() -> None:
+            self.turn_started_ms = now_ms
+            if hand.ended:
+                self._finish_hand(hand)
+
         clock = self.settings.clock
-        self.timeouts[seat] += 1
-        if clock.on_timeout is OnTimeout.FORFEIT:
-            self.forfeit(seat, "timeout", at=at)
-            return "forfeit"
-        action = automatic_action(self.hand)
-        self.hand.apply(seat, action, at=at)
-        self.hand.log[-1]["automatic"] = True
-        self.banks_ms[seat] = 0
-        self.turn_started_ms = now_ms
-        if self.hand.ended:
-            self._finish_hand(self.hand)
-        if self.timeouts[seat] >= clock.max_timeouts and not self.over:
-            self.forfeit(seat, "timeout", at=at)
-            return "forfeit"
-        return f"auto:{action}"
+        return play_timeout(self, clock, hand, hand.to_act, at=at, after_action=after_action)
 
     def _finish_hand(self, hand: Hand) -> None:
         out = hand.outcome

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from service.formats.clock import OnTimeout, automatic_action
+from service.formats.clock import play_timeout
 from service.formats.errors import InvalidSettings
 from service.formats.match import MatchStatus
 from service.formats.settings import Format, MatchSettings
@@ -526,22 +526,14 @@ class MultiMatch:
         _, table = min(due, key=lambda item: (item[0], item[1].slot.number))
         seat = table.to_act
         assert seat is not None
+
+        def after_action() -> None:
+            table.turn_started_ms = now_ms
+            if table.hand.ended:
+                self._end_hand(table)
+
         clock = self.settings.clock
-        self.timeouts[seat] += 1
-        if clock.on_timeout is OnTimeout.FORFEIT:
-            self.forfeit(seat, "timeout", at=at)
-            return "forfeit"
-        action = automatic_action(table.hand)
-        table.hand.apply(table.hand.to_act, action, at=at)
-        table.hand.log[-1]["automatic"] = True
-        self.banks_ms[seat] = 0
-        table.turn_started_ms = now_ms
-        if table.hand.ended:
-            self._end_hand(table)
-        if self.timeouts[seat] >= clock.max_timeouts and not self.over:
-            self.forfeit(seat, "timeout", at=at)
-            return "forfeit"
-        return f"auto:{action}"
+        return play_timeout(self, clock, table.hand, seat, at=at, after_action=after_action)
 
     def forfeit(self, seat: int, reason: str = "resign", *, at: str | None = None) -> None:
         """``seat`` forfeits (11.6.2): the match ends for everybody at once, and every hand
