@@ -307,6 +307,7 @@ def _db(args: argparse.Namespace) -> int:
 def _create_operator(args: argparse.Namespace) -> int:
     from service.clock import utcnow
     from service.db.migrate import upgrade
+    from service.usecases import unit_of_work
     from service.usecases.operators import create_operator
 
     if not args.name.strip():  # refused before the database is touched
@@ -314,7 +315,7 @@ def _create_operator(args: argparse.Namespace) -> int:
     upgrade(_settings().database_url)
     session = _session()
     try:
-        operator, issued = create_operator(session, args.name, utcnow())
+        operator, issued = unit_of_work.run(session, create_operator, session, args.name, utcnow())
     finally:
         _close(session)
     print(
@@ -332,6 +333,7 @@ def _create_operator(args: argparse.Namespace) -> int:
 
 
 def _operators(args: argparse.Namespace) -> int:
+    from service.usecases import unit_of_work
     from service.usecases.operators import list_operators
 
     session = _session()
@@ -342,7 +344,7 @@ def _operators(args: argparse.Namespace) -> int:
                 "name": operator.name,
                 "created_at": operator.created_at.isoformat(),
             }
-            for operator in list_operators(session)
+            for operator in unit_of_work.run(session, list_operators, session)
         ]
     finally:
         _close(session)
@@ -360,11 +362,12 @@ def _openapi(args: argparse.Namespace) -> int:
 
 def _purge_idempotency(args: argparse.Namespace) -> int:
     from service.clock import utcnow
+    from service.usecases import unit_of_work
     from service.usecases.idempotency import purge_expired
 
     session = _session()
     try:
-        purged = purge_expired(session, utcnow())
+        purged = unit_of_work.run(session, purge_expired, session, utcnow())
     finally:
         _close(session)
     print(f"purged {purged} expired idempotency keys")
@@ -408,42 +411,43 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
     from service.clock import utcnow
     from service.db.models import ApiKey
     from service.errors import NotFound
-    from service.usecases import operators, rates
+    from service.usecases import operators, rates, unit_of_work
     from service.usecases.auth import Principal
 
     session = _session()
     now = utcnow()
-    try:
+
+    def answer() -> object:
         if args.command == "api-key" and args.action == "create":
             operators.get_operator(session, args.operator_id)
             issued = operators.create_api_key(session, args.operator_id, args.label, now)
-            out: object = {
+            return {
                 **_key_json(issued.key),
                 "api_key": issued.secret,
                 "note": "The API key is shown only now; store it safely.",
             }
-        elif args.command == "api-key" and args.action == "revoke":
-            with session.begin():
-                found = session.get(ApiKey, args.key_id)
-                owner = None if found is None else found.operator_id
-            if owner is None:
+        if args.command == "api-key" and args.action == "revoke":
+            found = session.get(ApiKey, args.key_id)
+            if found is None:
                 raise NotFound(f"No API key {args.key_id!r}.")
-            out = _key_json(operators.revoke_api_key(session, owner, args.key_id, now))
-        elif args.command == "api-key":
+            return _key_json(operators.revoke_api_key(session, found.operator_id, args.key_id, now))
+        if args.command == "api-key":
             operators.get_operator(session, args.operator_id)
-            out = [_key_json(key) for key in operators.list_api_keys(session, args.operator_id)]
-        else:
-            operators.get_operator(session, args.operator_id)
-            rate = rates.set_rate(
-                session, Principal(args.operator_id), args.base, args.quote, args.rate, now
-            )
-            out = {
-                "operator_id": args.operator_id,
-                "base": rate.base,
-                "quote": rate.quote,
-                "rate": f"{rate.rate:f}",
-                "updated_at": rate.rate_at.isoformat(),
-            }
+            return [_key_json(key) for key in operators.list_api_keys(session, args.operator_id)]
+        operators.get_operator(session, args.operator_id)
+        rate = rates.set_rate(
+            session, Principal(args.operator_id), args.base, args.quote, args.rate, now
+        )
+        return {
+            "operator_id": args.operator_id,
+            "base": rate.base,
+            "quote": rate.quote,
+            "rate": f"{rate.rate:f}",
+            "updated_at": rate.rate_at.isoformat(),
+        }
+
+    try:
+        out = unit_of_work.run(session, answer)
     finally:
         _close(session)
     print(json.dumps(out, indent=2))
@@ -484,6 +488,7 @@ def ensure_demo_operator() -> dict[str, str]:
     (a deleted database or a revoked key gets a fresh demo operator)."""
     from service.clock import utcnow
     from service.db.models import ApiKey
+    from service.usecases import unit_of_work
     from service.usecases.auth import hash_api_key
     from service.usecases.operators import create_operator
 
@@ -504,7 +509,9 @@ def ensure_demo_operator() -> dict[str, str]:
                     and key.key_hash == hash_api_key(secret)
                 ):
                     return {name: str(value) for name, value in saved.items()}
-        operator, issued = create_operator(session, "Demo Casino", utcnow())
+        operator, issued = unit_of_work.run(
+            session, create_operator, session, "Demo Casino", utcnow()
+        )
         demo = {"operator_id": operator.id, "api_key_id": issued.key.id, "api_key": issued.secret}
     finally:
         _close(session)
@@ -660,6 +667,7 @@ def _audit(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     from service.db import make_engine, make_sessionmaker
+    from service.usecases import unit_of_work
     from service.usecases.audit import run_audit
     from service.usecases.operators import get_operator
 
@@ -686,7 +694,7 @@ def _audit(args: argparse.Namespace) -> int:
     session = make_sessionmaker(engine)()
     try:
         if args.operator:  # an unknown one is a typo, not an operator with clean books
-            get_operator(session, args.operator)
+            unit_of_work.run(session, get_operator, session, args.operator)
         report = run_audit(
             session,
             match_id=args.match,

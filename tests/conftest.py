@@ -38,11 +38,12 @@ import secrets  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
 
 import pytest  # noqa: E402
 
 TEST_SECRET_KEY = "test-secret-key"
+T = TypeVar("T")
 
 
 @contextmanager
@@ -239,6 +240,13 @@ class CounterMoved:
             assert moved == self.expected
 
 
+def in_unit(session: Any, use_case: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``use_case(session, *args, **kwargs)`` as one unit of work, as views and tasks run it."""
+    from service.usecases import unit_of_work
+
+    return unit_of_work.run(session, use_case, session, *args, **kwargs)
+
+
 @pytest.fixture
 def session(app: Any) -> Iterator[Any]:
     db = app.extensions["gin"]["sessionmaker"]()
@@ -316,7 +324,7 @@ def new_operator(app: Any, name: str = "Acme Casino") -> tuple[str, str]:
 
     db = app.extensions["gin"]["sessionmaker"]()
     try:
-        operator, issued = create_operator(db, name, utcnow())
+        operator, issued = in_unit(db, create_operator, name, utcnow())
     finally:
         db.close()
     return operator.id, issued.secret

@@ -10,7 +10,7 @@ from prometheus_client import Counter
 
 from service.usecases.audit import audit_ledger
 from worker.celery_app import app
-from worker.tasks import _with_session
+from worker.tasks import _in_unit
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def reconcile() -> dict[str, Any]:
     """Check every transaction balanced, every balance equal to its entries, the hash chains
     intact and the escrow of every settled match empty. Read-only, so safe to run at any time
     and any number of times at once."""
-    report = _with_session(audit_ledger)
+    report = _in_unit(audit_ledger)
     RUNS.inc()
     problems = report.discrepancies
     if problems:

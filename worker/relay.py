@@ -51,25 +51,24 @@ BATCH = 200
 def relay_events(session: Session, send: Send, now: datetime, limit: int = BATCH) -> int:
     """Send the tasks of up to ``limit`` unpublished events; returns how many were published."""
     published = 0
-    with session.begin():
-        stmt = (
-            select(OutboxEvent)
-            .where(OutboxEvent.published_at.is_(None))
-            .order_by(OutboxEvent.created_at, OutboxEvent.id)
-            .limit(limit)
-        )
-        if is_postgres(session):
-            stmt = stmt.with_for_update(skip_locked=True)
-        for event in session.scalars(stmt):
-            try:
-                for name, args in tasks_for(event):
-                    send(name, args)
-            except Exception as exc:  # the broker is down: keep the event for the next sweep
-                event.attempts += 1
-                event.last_error = f"{type(exc).__name__}: {exc}"[:1000]
-                log.warning("outbox relay could not publish %s: %s", event.id, exc)
-                break
-            event.published_at = now
+    stmt = (
+        select(OutboxEvent)
+        .where(OutboxEvent.published_at.is_(None))
+        .order_by(OutboxEvent.created_at, OutboxEvent.id)
+        .limit(limit)
+    )
+    if is_postgres(session):
+        stmt = stmt.with_for_update(skip_locked=True)
+    for event in session.scalars(stmt):
+        try:
+            for name, args in tasks_for(event):
+                send(name, args)
+        except Exception as exc:  # the broker is down: keep the event for the next sweep
             event.attempts += 1
-            published += 1
+            event.last_error = f"{type(exc).__name__}: {exc}"[:1000]
+            log.warning("outbox relay could not publish %s: %s", event.id, exc)
+            break
+        event.published_at = now
+        event.attempts += 1
+        published += 1
     return published

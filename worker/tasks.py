@@ -16,7 +16,7 @@ from service.clock import utcnow
 from service.config import Settings
 from service.db import make_engine, make_sessionmaker
 from service.errors import MatchNotLive, NotFound
-from service.usecases import play, settlement, tables
+from service.usecases import play, settlement, tables, unit_of_work
 from service.usecases.idempotency import purge_expired
 from worker.celery_app import app
 from worker.relay import BATCH as RELAY_BATCH
@@ -33,11 +33,17 @@ def _sessions(url: str) -> sessionmaker[Session]:
 
 
 def _with_session(work: Callable[[Session], T]) -> T:
+    """``work`` on a session of its own: a process that runs its units of work itself."""
     session = _sessions(Settings.from_env().database_url)()
     try:
         return work(session)
     finally:
         session.close()
+
+
+def _in_unit(work: Callable[[Session], T]) -> T:
+    """``work`` as one unit of work on a session of its own."""
+    return _with_session(lambda session: unit_of_work.run(session, work, session))
 
 
 def send_task(name: str, args: list[Any]) -> None:
@@ -54,7 +60,7 @@ def purge_expired_idempotency_keys() -> int:
 
     Safe to run any number of times; the ledger keeps each money movement's key for good.
     """
-    return _with_session(lambda session: purge_expired(session, utcnow()))
+    return _in_unit(lambda session: purge_expired(session, utcnow()))
 
 
 @app.task(name="matches.enforce_clocks", acks_late=True, ignore_result=True)
@@ -79,7 +85,7 @@ def relay_outbox() -> int:
     """Publish what the outbox holds (after a commit, swept by beat, and when a worker
     connects). A full batch queues the next one at once: a backlog left by a broker outage
     drains in a few seconds, not one batch per beat tick."""
-    published = _with_session(lambda session: relay_events(session, send_task, utcnow()))
+    published = _in_unit(lambda session: relay_events(session, send_task, utcnow()))
     if published == RELAY_BATCH:
         send_task("outbox.relay", [])
     return published
@@ -100,7 +106,7 @@ def settle_match(self: Any, match_id: str) -> str | None:
     """Settle one finished match: statement and ledger postings exactly once, however often
     this runs. Transient database errors retry with backoff."""
     try:
-        done = _with_session(lambda session: settlement.settle_match(session, match_id, utcnow()))
+        done = _in_unit(lambda session: settlement.settle_match(session, match_id, utcnow()))
     except (NotFound, MatchNotLive) as exc:
         log.warning("not settling %s: %s", match_id, exc)
         return None
@@ -113,7 +119,7 @@ def sweep_unsettled(older_than: float = 0) -> int:
     behind the outbox); with ``older_than`` (seconds), only for those finished that long ago,
     so that beat's frequent sweeps leave the settlements still on their way alone."""
     cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
-    missing = _with_session(
+    missing = _in_unit(
         lambda session: settlement.unsettled_finished_matches(session, finished_before=cutoff)
     )
     for match_id in missing:

@@ -17,8 +17,9 @@ from sqlalchemy.exc import OperationalError
 from service.clock import utcnow
 from service.config import Settings
 from service.usecases import webhooks
+from service.webhook_http import http_sender
 from worker.celery_app import app
-from worker.tasks import _with_session, send_task
+from worker.tasks import _in_unit, _with_session, send_task
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ _RETRYING: dict[str, Any] = {
 def fan_out(self: Any, event_id: str) -> int:
     """Create one delivery per matching endpoint of the event's operator and queue them
     (idempotent: a second run creates nothing and re-queues only unattempted deliveries)."""
-    ids = _with_session(lambda session: webhooks.fan_out(session, event_id, utcnow()))
+    ids = _in_unit(lambda session: webhooks.fan_out(session, event_id, utcnow()))
     for delivery_id in ids:
         send_task("webhooks.deliver", [delivery_id])
     return len(ids)
@@ -55,7 +56,7 @@ def allow_private_networks() -> bool:
 @app.task(name="webhooks.deliver", **_RETRYING)
 def deliver(self: Any, delivery_id: str) -> str:
     """Attempt one delivery if it is due; its status afterwards."""
-    post = webhooks.http_sender(allow_private=allow_private_networks())
+    post = http_sender(allow_private=allow_private_networks())
     outcome = _with_session(lambda session: webhooks.deliver(session, delivery_id, utcnow(), post))
     return outcome.status
 
@@ -64,10 +65,10 @@ def deliver(self: Any, delivery_id: str) -> str:
 def sweep() -> int:
     """Queue due retries and recover lost tasks: fan-outs first, then deliveries."""
     now = utcnow()
-    events = _with_session(lambda session: webhooks.unfanned_events(session, now))
+    events = _in_unit(lambda session: webhooks.unfanned_events(session, now))
     for event_id in events:
         send_task("webhooks.fan_out", [event_id])
-    due = _with_session(lambda session: webhooks.due_deliveries(session, now))
+    due = _in_unit(lambda session: webhooks.due_deliveries(session, now))
     for delivery_id in due:
         send_task("webhooks.deliver", [delivery_id])
     if events or due:
@@ -78,4 +79,4 @@ def sweep() -> int:
 @app.task(name="webhooks.purge", acks_late=True, ignore_result=True)
 def purge() -> int:
     """Delete finished deliveries past their retention (30 days), a batch at a time."""
-    return _with_session(lambda session: webhooks.purge_finished(session, utcnow()))
+    return _in_unit(lambda session: webhooks.purge_finished(session, utcnow()))

@@ -6,7 +6,7 @@ from flask import Response, jsonify
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, unit
 from service.api.problems import documents
 from service.api.schemas import Timestamp
 from service.clock import rfc3339, utcnow
@@ -62,6 +62,7 @@ class LedgerAuditOut(Schema):
 @blp.route("/settlements/<match_id>")
 @blp.response(200, SettlementAuditOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@unit
 def audit_settlement(match_id: str) -> Response:
     """Audit a match's settlement (operator only).
 
@@ -79,6 +80,7 @@ def audit_settlement(match_id: str) -> Response:
 @blp.route("/ledger")
 @blp.response(200, LedgerAuditOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden)
+@unit
 def audit_ledger() -> Response:
     """Check the invariants of the operator's books.
 

@@ -8,7 +8,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
 from service.api import render
-from service.api.context import db_session, idempotent, principal
+from service.api.context import db_session, idempotent, principal, unit
 from service.api.play_schemas import TableOut
 from service.api.problems import documents
 from service.api.schemas import ListEnvelope, MinorUnits, Timestamp
@@ -113,6 +113,7 @@ def seat_bot(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
 @blp.route("/tables/<table_id>/bots")
 @blp.response(200, BotList)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@unit
 def list_bots(table_id: str) -> dict[str, Any]:
     """The bots seated at a table (operator only)."""
     found = bots.bots_of_table(db_session(), principal(), table_id)

@@ -7,13 +7,12 @@ import functools
 import random
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import flask_smorest
 import marshmallow as ma
 from flask import Flask, Response, current_app, g, request
 from flask.sessions import SessionInterface
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -22,7 +21,6 @@ from service import jsoncodec
 from service.api.problems import PROBLEM_JSON, from_service_error
 from service.clock import utcnow
 from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUEST_TARGET_BYTES
-from service.db import ATTEMPTS, retryable, shared
 from service.errors import (
     ContentTooLarge,
     FieldError,
@@ -33,10 +31,12 @@ from service.errors import (
     UriTooLong,
     ValidationFailed,
 )
-from service.usecases import idempotency
+from service.usecases import idempotency, unit_of_work
 from service.usecases.auth import Principal, authenticate, require_operator
 
 PUBLIC_PREFIX = "/v1/"
+
+T = TypeVar("T")
 
 
 class SchemaReusingParser(FlaskParser):
@@ -289,6 +289,28 @@ def register(app: Flask) -> None:
     app.teardown_appcontext(_close_session)
 
 
+def unit(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``view`` (the use case it calls) as one unit of work on the request's session
+    (:func:`unit_of_work.run`). The decorator nearest the view function, so invalid input
+    is refused before, and the answer serialised after, the transaction."""
+
+    @functools.wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return unit_of_work.run(db_session(), lambda: view(*args, **kwargs))
+
+    return wrapper
+
+
+def in_unit(work: Callable[[], T]) -> T:
+    """``work()`` in the unit of work of a request with an ``Idempotency-Key`` (it runs inside
+    :func:`_once`), or as a unit of its own in a request without one (an optionally
+    idempotent operation)."""
+    session = db_session()
+    if session.in_transaction():
+        return work()
+    return unit_of_work.run(session, work)
+
+
 def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``view`` at most once per operator and ``Idempotency-Key`` (API_CONVENTIONS);
     operator credentials only (a player token gets 403 before the key is looked at).
@@ -331,19 +353,15 @@ def _player_scoped(view: Callable[..., Any], *, required: bool) -> Callable[...,
     return wrapper
 
 
-class _Undo(Exception):
-    """Rolls the request's transaction back and answers with ``response`` instead."""
-
-    def __init__(self, response: Response) -> None:
-        super().__init__(response.status)
-        self.response = response
-
-
-def _replay(stored: idempotency.StoredResponse) -> Response:
-    mimetype = PROBLEM_JSON if stored.status >= 400 else "application/json"
-    replay = Response(stored.body, status=stored.status, mimetype=mimetype)
+def _replay(answer: unit_of_work.Answer) -> Response:
+    mimetype = PROBLEM_JSON if answer.status >= 400 else "application/json"
+    replay = Response(answer.body, status=answer.status, mimetype=mimetype)
     replay.headers["Idempotent-Replayed"] = "true"
     return replay
+
+
+def _answer(response: Response) -> unit_of_work.Answer:
+    return unit_of_work.Answer(response.status_code, response.get_data(as_text=True))
 
 
 def _once(
@@ -355,67 +373,31 @@ def _once(
     kwargs: dict[str, Any],
 ) -> Response:
     """Run ``view`` once for ``key`` (the caller's, scoped to ``player_id`` when a player
-    sent it): claim, work and stored answer in one transaction.
-
-    Only a decision of the use case is stored (:attr:`ServiceError.decision`): a refusal of
-    the request itself (not found, forbidden, invalid input) leaves the key unused, so the
-    corrected request can be sent with it again."""
+    sent it), in one unit of work with the key's claim and stored answer
+    (:func:`unit_of_work.run_once`)."""
     body = g.get("json_body", ma.missing)  # read by _read_body when the operation takes one
-    digest = idempotency.request_hash(
-        request.method, request.path, None if body is ma.missing else body
+    claim = unit_of_work.Claim(
+        operator_id,
+        player_id,
+        key,
+        idempotency.request_hash(
+            request.method, request.path, None if body is ma.missing else body
+        ),
+        timedelta(hours=current_app.config["IDEMPOTENCY_RETENTION_HOURS"]),
     )
-    retention = timedelta(hours=current_app.config["IDEMPOTENCY_RETENTION_HOURS"])
-    scope = {"player_id": player_id}
-    session = db_session()
-    for attempt in range(ATTEMPTS):
-        now = utcnow()
-        try:
-            with shared(session):
-                stored = idempotency.claim(session, operator_id, key, digest, now, **scope)
-                if stored is not None:
-                    return _replay(stored)
-                response: Response = view(*args, **kwargs)
-                if response.status_code >= 500:
-                    raise _Undo(response)
-                earlier = idempotency.record(
-                    session,
-                    operator_id,
-                    key,
-                    digest,
-                    response.status_code,
-                    response.get_data(as_text=True),
-                    now,
-                    retention,
-                    **scope,
-                )
-                if earlier is not None:  # a twin's answer got stored first: it is the key's
-                    raise _Undo(_replay(earlier))
-                return response
-        except ServiceError as error:
-            if error.status >= 500 or not error.decision:
-                raise  # the key's own refusals among them (in use, reused): nothing stored
-            refusal = from_service_error(error)
-        except _Undo as undo:
-            return undo.response
-        except OperationalError as error:  # the whole request's transaction rolled back
-            if not retryable(error) or attempt == ATTEMPTS - 1:
-                raise
-            continue
-        # The use case refused: nothing was written. Store the refusal so a retry gets the
-        # same answer, under the key's lock taken again, without waiting: a twin that took
-        # the key meanwhile is running, and its answer will be the key's (409 meanwhile).
-        with session.begin():
-            idempotency.take_again(session, operator_id, key, **scope)
-            stored = idempotency.record(
-                session,
-                operator_id,
-                key,
-                digest,
-                refusal.status_code,
-                refusal.get_data(as_text=True),
-                now,
-                retention,
-                **scope,
-            )
-        return refusal if stored is None else _replay(stored)
-    raise AssertionError("unreachable")  # pragma: no cover
+    answered: dict[unit_of_work.Answer, Response] = {}  # the live responses, by their answer
+
+    def work() -> unit_of_work.Answer:
+        response: Response = view(*args, **kwargs)
+        answer = _answer(response)
+        answered[answer] = response
+        return answer
+
+    def refusal(error: ServiceError) -> unit_of_work.Answer:
+        response = from_service_error(error)
+        answer = _answer(response)
+        answered[answer] = response
+        return answer
+
+    answer = unit_of_work.run_once(db_session(), claim, work, refusal, utcnow)
+    return _replay(answer) if answer.replayed else answered[answer]

@@ -11,9 +11,11 @@ from flask_smorest import Blueprint
 
 from service.api.context import (
     db_session,
+    in_unit,
     optionally_idempotent,
     principal,
     release_db_session,
+    unit,
 )
 from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
@@ -146,7 +148,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     expected = _expected_version(body)
     session = db_session()
     if body["action"] == RESIGN:
-        view = play.resign(session, principal(), match_id, expected, utcnow())
+        view = in_unit(lambda: play.resign(session, principal(), match_id, expected, utcnow()))
         _kick_relay(view)
         return jsonify(view)
     if expected is None:
@@ -160,6 +162,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
 @blp.route("/matches/<match_id>/hands/<int(min=1, max=100000):number>")
 @blp.response(200, HandHistoryOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@unit
 def hand_history(match_id: str, number: int) -> Response:
     """A finished hand's full history: the revealed seed and the fairness inputs, the deck,
     every action with actor and time, the showdown and the score."""

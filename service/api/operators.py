@@ -8,7 +8,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, unit
 from service.api.problems import documents
 from service.api.schemas import ApiKeyIn, ApiKeyList, ApiKeyOut, OperatorOut
 from service.clock import utcnow
@@ -22,6 +22,7 @@ blp = Blueprint("operators", __name__, url_prefix="/v1", description="Operators 
 @blp.route("/operator")
 @blp.response(200, OperatorOut)
 @documents(blp, Unauthenticated, Forbidden)
+@unit
 def get_operator() -> dict[str, Any]:
     """The operator the API key belongs to."""
     operator_id = require_operator(principal())
@@ -33,6 +34,7 @@ class ApiKeys(MethodView):
     @blp.arguments(ApiKeyIn, required=False)
     @blp.response(201, ApiKeyOut)
     @documents(blp, Unauthenticated, Forbidden, ValidationFailed)
+    @unit
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create another API key; its ``secret`` appears in this response only."""
         operator_id = require_operator(principal())
@@ -41,6 +43,7 @@ class ApiKeys(MethodView):
 
     @blp.response(200, ApiKeyList)
     @documents(blp, Unauthenticated, Forbidden)
+    @unit
     def get(self) -> dict[str, Any]:
         """The operator's API keys, newest first, without secrets."""
         operator_id = require_operator(principal())
@@ -51,6 +54,7 @@ class ApiKeys(MethodView):
 @blp.route("/api-keys/<key_id>", methods=["DELETE"])
 @blp.response(200, ApiKeyOut)
 @documents(blp, Unauthenticated, Forbidden, NotFound)
+@unit
 def revoke_api_key(key_id: str) -> dict[str, Any]:
     """Revoke an API key at once (it may be the one making this call)."""
     operator_id = require_operator(principal())

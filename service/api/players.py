@@ -9,7 +9,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, unit
 from service.api.problems import documents
 from service.api.schemas import (
     LimitsIn,
@@ -46,6 +46,7 @@ class Players(MethodView):
     @blp.arguments(PlayerIn)
     @blp.response(201, PlayerOut)
     @documents(blp, Unauthenticated, Forbidden, ExternalIdTaken, ValidationFailed)
+    @unit
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create a player; ``external_id`` is the operator's own id, unique per operator."""
         created = players.create_player(
@@ -61,6 +62,7 @@ class Players(MethodView):
     @blp.arguments(ListQuery, location="query")
     @blp.response(200, PlayerList)
     @documents(blp, Unauthenticated, Forbidden, InvalidCursor, ValidationFailed)
+    @unit
     def get(self, query: dict[str, Any]) -> dict[str, Any]:
         """The operator's players, newest first, cursor-paginated."""
         page = players.list_players(
@@ -77,6 +79,7 @@ class Players(MethodView):
 class PlayerResource(MethodView):
     @blp.response(200, PlayerOut)
     @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+    @unit
     def get(self, player_id: str) -> dict[str, Any]:
         """A player (operator key, or that player's own token)."""
         return render.player(players.get_player(db_session(), principal(), player_id))
@@ -84,6 +87,7 @@ class PlayerResource(MethodView):
     @blp.arguments(PlayerPatch)
     @blp.response(200, PlayerOut)
     @documents(blp, Unauthenticated, Forbidden, NotFound, ValidationFailed)
+    @unit
     def patch(self, body: dict[str, Any], player_id: str) -> dict[str, Any]:
         """Change a player's display name or display currency."""
         return render.player(players.update_player(db_session(), principal(), player_id, body))
@@ -93,6 +97,7 @@ class PlayerResource(MethodView):
 @blp.arguments(TokenIn)
 @blp.response(201, TokenOut)
 @documents(blp, Unauthenticated, Forbidden, NotFound, ValidationFailed)
+@unit
 def mint_token(body: dict[str, Any], player_id: str) -> dict[str, Any]:
     """Mint a player token: what the player sits down and plays with.
 
@@ -119,6 +124,7 @@ def mint_token(body: dict[str, Any], player_id: str) -> dict[str, Any]:
 @blp.arguments(SelfExclusionIn)
 @blp.response(200, PlayerOut)
 @documents(blp, Unauthenticated, Forbidden, NotFound, SelfExclusionLocked, ValidationFailed)
+@unit
 def set_self_exclusion(body: dict[str, Any], player_id: str) -> dict[str, Any]:
     """Exclude the player from deposits (and, later, tables) until ``until``; an active
     exclusion can be extended but never shortened."""
@@ -131,6 +137,7 @@ def set_self_exclusion(body: dict[str, Any], player_id: str) -> dict[str, Any]:
 class DepositLimits(MethodView):
     @blp.response(200, LimitsOut)
     @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, UnsupportedCurrency)
+    @unit
     def get(self, player_id: str, currency: str) -> dict[str, Any]:
         """The player's deposit limits in one currency, with any raise waiting its 24 hours."""
         views = limits.get_limits(db_session(), principal(), player_id, currency, utcnow())
@@ -147,6 +154,7 @@ class DepositLimits(MethodView):
         CurrencyMismatch,
         ValidationFailed,
     )
+    @unit
     def put(self, body: dict[str, Any], player_id: str, currency: str) -> dict[str, Any]:
         """Set daily, weekly and/or monthly limits (rolling 24 h, 7 d, 30 d). A lower limit
         applies at once; a higher one (or ``null``, no limit) after 24 hours. Omitted periods

@@ -7,7 +7,7 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, unit
 from service.api.problems import documents
 from service.api.schemas import RateIn, RateList, RateOut
 from service.clock import utcnow
@@ -20,6 +20,7 @@ blp = Blueprint("rates", __name__, url_prefix="/v1", description="Display exchan
 @blp.route("/exchange-rates")
 @blp.response(200, RateList)
 @documents(blp, Unauthenticated, Forbidden)
+@unit
 def list_rates() -> dict[str, Any]:
     """The operator's display rates."""
     return render.page(
@@ -31,6 +32,7 @@ def list_rates() -> dict[str, Any]:
 @blp.arguments(RateIn)
 @blp.response(200, RateOut)
 @documents(blp, Unauthenticated, Forbidden, UnsupportedCurrency, ValidationFailed)
+@unit
 def set_rate(body: dict[str, Any], base: str, quote: str) -> dict[str, Any]:
     """Set how many ``quote`` units one ``base`` unit is shown as (a decimal string; display
     only, never used for money)."""

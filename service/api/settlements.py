@@ -8,7 +8,7 @@ from flask import Response, jsonify
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, principal
+from service.api.context import db_session, principal, unit
 from service.api.play_schemas import SettlementList, SettlementOut
 from service.api.problems import documents
 from service.api.schemas import ListQuery
@@ -28,6 +28,7 @@ blp = Blueprint("settlements", __name__, url_prefix="/v1", description="Settleme
 @blp.route("/matches/<match_id>/settlement")
 @blp.response(200, SettlementOut)
 @documents(blp, Unauthenticated, TokenExpired, NotFound)
+@unit
 def get_settlement(match_id: str) -> Response:
     """The settlement statement of a finished match (operator, or one of its players): every
     hand, the bonuses, final totals, margin, stake per point, raw amount, cap, fee, each
@@ -40,6 +41,7 @@ def get_settlement(match_id: str) -> Response:
 @blp.arguments(ListQuery, location="query")
 @blp.response(200, SettlementList)
 @documents(blp, Unauthenticated, Forbidden, ValidationFailed, InvalidCursor)
+@unit
 def list_settlements(query: dict[str, Any]) -> Response:
     """The operator's settlements, newest first."""
     page = settlement.list_settlements(

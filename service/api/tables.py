@@ -7,7 +7,7 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, player_idempotent, principal
+from service.api.context import db_session, player_idempotent, principal, unit
 from service.api.play_schemas import JoinIn, LobbyQuery, TableIn, TableList, TableOut
 from service.api.problems import documents
 from service.api.wallets import IDEMPOTENCY_HEADER
@@ -50,6 +50,7 @@ SEAT_PROBLEMS = (
 @blp.arguments(TableIn)
 @blp.response(201, TableOut)
 @documents(blp, Unauthenticated, Forbidden, ValidationFailed, UnsupportedCurrency)
+@unit
 def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Open a table (operator only): format, currency, stake or buy-in range, target, house
     fee, rule options, clock, practice or private."""
@@ -90,6 +91,7 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 @blp.arguments(LobbyQuery, location="query")
 @blp.response(200, TableList)
 @documents(blp, Unauthenticated, TokenExpired, ValidationFailed, InvalidCursor)
+@unit
 def lobby(query: dict[str, Any]) -> dict[str, Any]:
     """The lobby: open public tables, newest first, filtered by format, currency, stake range
     and free seats; amounts also in ``display_currency`` where the operator set a rate."""
@@ -128,6 +130,7 @@ def lobby(query: dict[str, Any]) -> dict[str, Any]:
 @blp.route("/tables/<table_id>")
 @blp.response(200, TableOut)
 @documents(blp, Unauthenticated, TokenExpired, NotFound)
+@unit
 def get_table(table_id: str) -> dict[str, Any]:
     """One table with its seats (the invite code only for the operator)."""
     return render.table(tables.get_table(db_session(), principal(), table_id))

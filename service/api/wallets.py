@@ -8,7 +8,7 @@ from flask import request
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, idempotent, principal
+from service.api.context import db_session, idempotent, principal, unit
 from service.api.problems import documents
 from service.api.schemas import (
     EntriesQuery,
@@ -59,6 +59,7 @@ MONEY_PROBLEMS = (
 @blp.route("/players/<player_id>/wallets")
 @blp.response(200, WalletList)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@unit
 def list_wallets(player_id: str) -> dict[str, Any]:
     """The player's wallets, one per currency (operator key, or the player's own token)."""
     views = wallets.list_wallets(db_session(), principal(), player_id)
@@ -68,6 +69,7 @@ def list_wallets(player_id: str) -> dict[str, Any]:
 @blp.route("/players/<player_id>/wallets/<currency>")
 @blp.response(200, WalletOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, UnsupportedCurrency)
+@unit
 def get_wallet(player_id: str, currency: str) -> dict[str, Any]:
     """One wallet: available, held (in escrow) and balance, with display amounts."""
     return render.wallet(wallets.get_wallet(db_session(), principal(), player_id, currency))
@@ -135,6 +137,7 @@ def _replayed(movement: wallets.Movement) -> dict[str, str]:
     InvalidCursor,
     ValidationFailed,
 )
+@unit
 def list_entries(query: dict[str, Any], player_id: str) -> dict[str, Any]:
     """The player's ledger entries, newest first: kind, signed amount, balance after, and the
     transaction, match or cashier reference that caused each."""
@@ -153,6 +156,7 @@ def list_entries(query: dict[str, Any], player_id: str) -> dict[str, Any]:
 @blp.route("/transactions/<transaction_id>")
 @blp.response(200, TransactionOut)
 @documents(blp, Unauthenticated, Forbidden, NotFound)
+@unit
 def get_transaction(transaction_id: str) -> dict[str, Any]:
     """One ledger transaction of the operator."""
     return render.transaction(wallets.get_transaction(db_session(), principal(), transaction_id))

@@ -7,8 +7,6 @@ every transaction ``BEGIN IMMEDIATE`` (SQLite's way of serialising writers, stan
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -63,56 +61,6 @@ def is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-#: PostgreSQL's "try again" errors: a deadlock victim or a serialization failure. A
-#: transaction that failed with one was rolled back whole, so running it again is safe.
-RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
-#: How many times a transaction that owns its work is run before such an error is raised.
-ATTEMPTS = 3
-
-
-def retryable(error: BaseException) -> bool:
-    """Whether ``error`` (SQLAlchemy's, wrapping the driver's) is one of those."""
-    return getattr(getattr(error, "orig", None), "sqlstate", None) in RETRYABLE_SQLSTATES
-
-
-#: ``session.info`` key set while a caller-owned transaction (the HTTP idempotency wrapper's)
-#: is open for use cases to join.
-JOINABLE = "gin.joinable_transaction"
-
-
-@contextmanager
-def transaction(session: Session) -> Iterator[None]:
-    """A database transaction for one use case, or the caller's if it opened one to share.
-
-    The HTTP idempotency wrapper runs a money-moving request in one transaction (the key's
-    claim, the use case and the stored answer commit together) inside :func:`shared`; use
-    cases it wraps join that transaction instead of committing their own. Anywhere else a use
-    case begins and commits (or rolls back) its own transaction as before, and an unrelated
-    transaction left open (autobegun) is an error, as ``Session.begin`` makes it.
-    """
-    if in_shared_transaction(session):
-        yield
-        return
-    with session.begin():
-        yield
-
-
-def in_shared_transaction(session: Session) -> bool:
-    """Whether a transaction opened by :func:`shared` is open: use cases run inside it."""
-    return bool(session.info.get(JOINABLE)) and session.in_transaction()
-
-
-@contextmanager
-def shared(session: Session) -> Iterator[None]:
-    """Begin a transaction that use cases run inside it join (see :func:`transaction`)."""
-    with session.begin():
-        session.info[JOINABLE] = True
-        try:
-            yield
-        finally:
-            session.info.pop(JOINABLE, None)
-
-
 def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any:
     """The first row one statement returns, the statement being a transaction of its own: a
     read (an API key, a match view) or a single-statement write. On PostgreSQL it runs
@@ -142,5 +90,7 @@ def first_alone(session: Session, statement: Any, params: dict[str, Any]) -> Any
                     dbapi_connection.autocommit = False
                 except Exception:  # a broken connection: never back into the pool
                     connection.invalidate()
-    with transaction(session):
+    if session.in_transaction():  # inside the caller's unit of work
+        return session.execute(statement, params).first()
+    with session.begin():
         return session.execute(statement, params).first()

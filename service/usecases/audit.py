@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -50,7 +50,10 @@ from service.ledger.postings import AccountRef
 from service.rules import Action, ActionKind, RulesError, fair
 from service.rules.actions import WITH_CARD
 from service.rules.hand import FORFEIT_ACTION
+from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
+
+T = TypeVar("T")
 
 # --- findings -------------------------------------------------------------------------------
 
@@ -757,11 +760,10 @@ def audit_settlement(session: Session, settlement_id: str) -> SettlementAudit:
 
     :raises NotFound: when there is no such settlement.
     """
-    with session.begin():
-        found = session.get(Settlement, settlement_id)
-        if found is None:
-            raise NotFound(f"No settlement {settlement_id!r}.")
-        return _safely(session, found)
+    found = session.get(Settlement, settlement_id)
+    if found is None:
+        raise NotFound(f"No settlement {settlement_id!r}.")
+    return _safely(session, found)
 
 
 def _safely(session: Session, settlement: Settlement) -> SettlementAudit:
@@ -783,16 +785,13 @@ def audit_match(session: Session, principal: Principal | None, match_id: str) ->
     :raises NotFound: when the match is unknown, another operator's, or not settled.
     """
     operator_id = None if principal is None else require_operator(principal)
-    with session.begin():
-        row = session.get(MatchRow, match_id)
-        if row is None or (operator_id is not None and row.operator_id != operator_id):
-            raise NotFound(f"No match {match_id!r}.")
-        found = session.scalars(
-            select(Settlement).where(Settlement.match_id == match_id)
-        ).one_or_none()
-        if found is None:
-            raise NotFound(f"Match {match_id} is not settled (yet).")
-        return _safely(session, found)
+    row = session.get(MatchRow, match_id)
+    if row is None or (operator_id is not None and row.operator_id != operator_id):
+        raise NotFound(f"No match {match_id!r}.")
+    found = session.scalars(select(Settlement).where(Settlement.match_id == match_id)).one_or_none()
+    if found is None:
+        raise NotFound(f"Match {match_id} is not settled (yet).")
+    return _safely(session, found)
 
 
 def settlement_ids(
@@ -810,8 +809,7 @@ def settlement_ids(
         stmt = stmt.where(Settlement.created_at >= since)
     if until is not None:
         stmt = stmt.where(Settlement.created_at < until)
-    with session.begin():
-        return list(session.scalars(stmt))
+    return list(session.scalars(stmt))
 
 
 # --- ledger-wide invariants -----------------------------------------------------------------
@@ -823,96 +821,95 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
     one operator's books, or all."""
     report = LedgerAudit(operator_id)
     found = report.discrepancies
-    with session.begin():
-        for problem in store.verify(session, operator_id):
-            found.append(
-                Discrepancy(f"ledger.chain[{problem.where}]", "intact", "broken", problem.problem)
-            )
-
-        accounts = select(LedgerAccount)
-        txns = select(LedgerTransaction.id)
-        if operator_id is not None:
-            accounts = accounts.where(LedgerAccount.operator_id == operator_id)
-            txns = txns.where(LedgerTransaction.operator_id == operator_id)
-        account_ids = select(accounts.subquery().c.id)
-
-        sums = dict(
-            session.execute(
-                select(LedgerEntry.account_id, func.sum(LedgerEntry.amount))
-                .where(LedgerEntry.account_id.in_(account_ids))
-                .group_by(LedgerEntry.account_id)
-            ).all()
+    for problem in store.verify(session, operator_id):
+        found.append(
+            Discrepancy(f"ledger.chain[{problem.where}]", "intact", "broken", problem.problem)
         )
-        report.entries = int(
-            session.scalar(
-                select(func.count())
-                .select_from(LedgerEntry)
-                .where(LedgerEntry.account_id.in_(account_ids))
-            )
-            or 0
-        )
-        for account in session.scalars(accounts.order_by(LedgerAccount.id)):
-            report.accounts += 1
-            total = int(sums.get(account.id) or 0)
-            if account.balance != total:
-                found.append(
-                    Discrepancy(
-                        f"ledger.account[{account.key}].balance",
-                        total,
-                        account.balance,
-                        "the sum of its entries",
-                    )
-                )
 
-        transaction_ids = list(session.scalars(txns))
-        report.transactions = len(transaction_ids)
-        for txn_id, currency, total in session.execute(
-            select(LedgerEntry.transaction_id, LedgerEntry.currency, func.sum(LedgerEntry.amount))
-            .where(LedgerEntry.transaction_id.in_(txns))
-            .group_by(LedgerEntry.transaction_id, LedgerEntry.currency)
-            .having(func.sum(LedgerEntry.amount) != 0)
-        ):
+    accounts = select(LedgerAccount)
+    txns = select(LedgerTransaction.id)
+    if operator_id is not None:
+        accounts = accounts.where(LedgerAccount.operator_id == operator_id)
+        txns = txns.where(LedgerTransaction.operator_id == operator_id)
+    account_ids = select(accounts.subquery().c.id)
+
+    sums = dict(
+        session.execute(
+            select(LedgerEntry.account_id, func.sum(LedgerEntry.amount))
+            .where(LedgerEntry.account_id.in_(account_ids))
+            .group_by(LedgerEntry.account_id)
+        ).all()
+    )
+    report.entries = int(
+        session.scalar(
+            select(func.count())
+            .select_from(LedgerEntry)
+            .where(LedgerEntry.account_id.in_(account_ids))
+        )
+        or 0
+    )
+    for account in session.scalars(accounts.order_by(LedgerAccount.id)):
+        report.accounts += 1
+        total = int(sums.get(account.id) or 0)
+        if account.balance != total:
             found.append(
                 Discrepancy(
-                    f"ledger.transaction[{txn_id}].sum.{currency}",
-                    0,
-                    int(total),
-                    "a balanced transaction",
+                    f"ledger.account[{account.key}].balance",
+                    total,
+                    account.balance,
+                    "the sum of its entries",
                 )
             )
 
-        for currency, total in sorted(store.journal_totals(session, operator_id).items()):
-            if total:
-                found.append(
-                    Discrepancy(
-                        f"ledger.journal.{currency}",
-                        0,
-                        total,
-                        "all entries of a currency sum to zero",
-                    )
-                )
-
-        settled = select(Settlement.match_id)
-        if operator_id is not None:
-            settled = settled.where(Settlement.operator_id == operator_id)
-        report.settled_matches = int(
-            session.scalar(select(func.count()).select_from(settled.subquery())) or 0
+    transaction_ids = list(session.scalars(txns))
+    report.transactions = len(transaction_ids)
+    for txn_id, currency, total in session.execute(
+        select(LedgerEntry.transaction_id, LedgerEntry.currency, func.sum(LedgerEntry.amount))
+        .where(LedgerEntry.transaction_id.in_(txns))
+        .group_by(LedgerEntry.transaction_id, LedgerEntry.currency)
+        .having(func.sum(LedgerEntry.amount) != 0)
+    ):
+        found.append(
+            Discrepancy(
+                f"ledger.transaction[{txn_id}].sum.{currency}",
+                0,
+                int(total),
+                "a balanced transaction",
+            )
         )
-        for key, balance, total in session.execute(
-            select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
-            .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
-            .where(LedgerAccount.kind == "player_escrow", LedgerAccount.match_ref.in_(settled))
-            .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
-        ):
-            if balance != 0 or (total or 0) != 0:
-                found.append(
-                    Discrepancy(
-                        f"ledger.escrow[{key}]",
-                        0,
-                        int(total or 0),
-                        f"a settled match's escrow; account balance {balance}",
-                    )
+
+    for currency, total in sorted(store.journal_totals(session, operator_id).items()):
+        if total:
+            found.append(
+                Discrepancy(
+                    f"ledger.journal.{currency}",
+                    0,
+                    total,
+                    "all entries of a currency sum to zero",
                 )
+            )
+
+    settled = select(Settlement.match_id)
+    if operator_id is not None:
+        settled = settled.where(Settlement.operator_id == operator_id)
+    report.settled_matches = int(
+        session.scalar(select(func.count()).select_from(settled.subquery())) or 0
+    )
+    for key, balance, total in session.execute(
+        select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
+        .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
+        .where(LedgerAccount.kind == "player_escrow", LedgerAccount.match_ref.in_(settled))
+        .group_by(LedgerAccount.id, LedgerAccount.key, LedgerAccount.balance)
+    ):
+        if balance != 0 or (total or 0) != 0:
+            found.append(
+                Discrepancy(
+                    f"ledger.escrow[{key}]",
+                    0,
+                    int(total or 0),
+                    f"a settled match's escrow; account balance {balance}",
+                )
+            )
     return report
 
 
@@ -939,7 +936,7 @@ def run_audit(
 ) -> AuditReport:
     """Audit one match's settlement, or every settlement in ``[since, until)`` (all when
     neither is given), then the ledger invariants; ``progress`` wraps the settlement ids
-    (a progress bar).
+    (a progress bar). Each settlement is audited in a unit of work of its own.
 
     :raises NotFound: when ``match_id`` is unknown or not settled.
     """
@@ -951,12 +948,18 @@ def run_audit(
         "operator_id": operator_id,
     }
     audits: list[SettlementAudit] = []
+
+    def unit(work: Callable[[], T]) -> T:
+        return unit_of_work.run(session, work)
+
     if match_id is not None:
-        audits.append(audit_match(session, None, match_id))
+        audits.append(unit(lambda: audit_match(session, None, match_id)))
     else:
-        ids = settlement_ids(session, operator_id=operator_id, since=since, until=until)
+        ids = unit(
+            lambda: settlement_ids(session, operator_id=operator_id, since=since, until=until)
+        )
         for settlement_id in progress(ids):
-            audits.append(audit_settlement(session, settlement_id))
+            audits.append(unit_of_work.run(session, audit_settlement, session, settlement_id))
             session.expunge_all()  # a long range stays within bounded memory
-    books = audit_ledger(session, operator_id) if ledger else None
+    books = unit(lambda: audit_ledger(session, operator_id)) if ledger else None
     return AuditReport(started, audits, books, scope)

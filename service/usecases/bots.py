@@ -4,8 +4,8 @@ A bot is an ordinary player of the operator, marked in ``bot_players``. Seating 
 the player, funds it with exactly its stake or buy-in in play money by a deposit from the
 operator's clearing account (a double-entry ledger movement like any deposit), and sits it
 down through :func:`service.usecases.tables.join_table`, the use case a person's seat goes
-through. Each of these steps owns its transaction; a bot whose seat is refused (the table
-filled meanwhile) has its play money withdrawn again.
+through, all in the caller's one unit of work: a bot whose seat is refused (the table filled
+meanwhile) leaves nothing behind, neither the player nor its play money.
 
 :func:`play_turns` is what the worker runs every second: one cheap query finds the bots'
 matches that changed since the bot last looked, and for each the bot reads its own view and
@@ -26,7 +26,6 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from service.bots import Bot
-from service.db import transaction
 from service.db.bot_models import BotPlayer
 from service.db.match_models import GameTable, MatchRow
 from service.errors import (
@@ -42,7 +41,7 @@ from service.errors import (
 from service.formats import InvalidSettings, MatchSettings
 from service.ledger.money import PRACTICE_CURRENCY
 from service.rules import Action
-from service.usecases import play, players, tables, wallets
+from service.usecases import play, players, tables, unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
 
 log = logging.getLogger(__name__)
@@ -99,54 +98,43 @@ def seat_bot(
         session, principal, f"bot:{table.id}:{secrets.token_hex(6)}", display_name, None, now
     )
     strategy = "eager" if table.format == "first_to_knock" else "sensible"
-    with transaction(session):
-        bot = BotPlayer(
-            player_id=player.id,
-            operator_id=operator_id,
-            table_id=table.id,
-            match_id=table.match_id,
-            strategy=strategy,
-            seen_version=None,
-            created_at=now,
-        )
-        session.add(bot)
+    bot = BotPlayer(
+        player_id=player.id,
+        operator_id=operator_id,
+        table_id=table.id,
+        match_id=table.match_id,
+        strategy=strategy,
+        seen_version=None,
+        created_at=now,
+    )
+    session.add(bot)
     funding = f"bot-funding:{player.id}"
     wallets.deposit(session, principal, player.id, PRACTICE_CURRENCY, escrow, funding, now)
-    try:
-        seated = tables.join_table(
-            session,
-            Principal(operator_id, player.id),
-            table.id,
-            buyin=buyin,
-            invite_code=table.invite_code,
-            client_seed=None,
-            now=now,
-        )
-    except ServiceError:
-        # The seat went to someone else meanwhile: give the play money back to the cashier.
-        wallets.withdraw(
-            session, principal, player.id, PRACTICE_CURRENCY, escrow, f"bot-refund:{player.id}", now
-        )
-        raise
+    seated = tables.join_table(
+        session,
+        Principal(operator_id, player.id),
+        table.id,
+        buyin=buyin,
+        invite_code=table.invite_code,
+        client_seed=None,
+        now=now,
+    )
     return SeatedBot(bot, seated)
 
 
 def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str, str]]:
     """(operator id, bot player id, match id, strategy) of every live match with a bot that
     changed since that bot last looked: one indexed query, no match state decoded."""
-    with transaction(session):
-        rows = session.execute(
-            select(
-                BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id, BotPlayer.strategy
-            )
-            .join(MatchRow, MatchRow.id == BotPlayer.match_id)
-            .where(
-                MatchRow.status == "playing",
-                or_(BotPlayer.seen_version.is_(None), MatchRow.version > BotPlayer.seen_version),
-            )
-            .order_by(MatchRow.updated_at)
-            .limit(limit)
-        ).all()
+    rows = session.execute(
+        select(BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id, BotPlayer.strategy)
+        .join(MatchRow, MatchRow.id == BotPlayer.match_id)
+        .where(
+            MatchRow.status == "playing",
+            or_(BotPlayer.seen_version.is_(None), MatchRow.version > BotPlayer.seen_version),
+        )
+        .order_by(MatchRow.updated_at)
+        .limit(limit)
+    ).all()
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
@@ -159,7 +147,8 @@ class Turns:
 def play_turns(session: Session, now: datetime, *, limit: int = 100) -> Turns:
     """Play every bot whose turn it is (see the module docstring)."""
     applied = finished = 0
-    for operator_id, player_id, match_id, strategy in due_turns(session, limit=limit):
+    due = unit_of_work.run(session, lambda: due_turns(session, limit=limit))
+    for operator_id, player_id, match_id, strategy in due:
         view, count = _play(
             session,
             Principal(operator_id, player_id),
@@ -192,34 +181,30 @@ def _play(
             )
             return view, applied
         applied += 1
-    _seen(session, principal.player_id, view["version"])
+    unit_of_work.run(session, lambda: _seen(session, principal.player_id, view["version"]))
     return view, applied
 
 
 def _seen(session: Session, player_id: str | None, version: int) -> None:
     """Remember the version the bot has dealt with (never moving it backwards)."""
-    with transaction(session):
-        session.execute(
-            update(BotPlayer)
-            .where(
-                BotPlayer.player_id == player_id,
-                or_(BotPlayer.seen_version.is_(None), BotPlayer.seen_version < version),
-            )
-            .values(seen_version=version)
+    session.execute(
+        update(BotPlayer)
+        .where(
+            BotPlayer.player_id == player_id,
+            or_(BotPlayer.seen_version.is_(None), BotPlayer.seen_version < version),
         )
+        .values(seen_version=version)
+    )
 
 
 def bots_of_table(session: Session, principal: Principal, table_id: str) -> list[BotPlayer]:
     """The bots seated at one of the operator's tables."""
     require_operator(principal)
-    with transaction(session):
-        table = session.get(GameTable, table_id)
-        if table is None or table.operator_id != principal.operator_id:
-            raise NotFound(f"No table {table_id!r}.")
-        return list(
-            session.scalars(
-                select(BotPlayer)
-                .where(BotPlayer.table_id == table_id)
-                .order_by(BotPlayer.created_at)
-            )
+    table = session.get(GameTable, table_id)
+    if table is None or table.operator_id != principal.operator_id:
+        raise NotFound(f"No table {table_id!r}.")
+    return list(
+        session.scalars(
+            select(BotPlayer).where(BotPlayer.table_id == table_id).order_by(BotPlayer.created_at)
         )
+    )

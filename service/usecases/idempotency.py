@@ -220,12 +220,11 @@ def record(
 
 def purge_expired(session: Session, now: datetime) -> int:
     """Delete keys past their retention; returns how many."""
-    with session.begin():
-        result: Any = session.execute(
-            delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
-        )
-        deleted: int = result.rowcount
-        return deleted
+    result: Any = session.execute(
+        delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
+    )
+    deleted: int = result.rowcount
+    return deleted
 
 
 def take_again(

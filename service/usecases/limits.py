@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from service.db import transaction
 from service.db.driver import execute
 from service.db.models import DepositLimit, LedgerEntry, Player
 from service.errors import DepositLimitExceeded, SelfExcluded
@@ -75,22 +74,19 @@ def get_limits(
     session: Session, principal: Principal, player_id: str, currency: str, now: datetime
 ) -> list[LimitView]:
     exponent(currency)
-    with transaction(session):
-        authorize_player(session, principal, player_id)
-        rows = {
-            row.period: row
-            for row in session.scalars(
-                select(DepositLimit).where(
-                    DepositLimit.player_id == player_id, DepositLimit.currency == currency
-                )
+    authorize_player(session, principal, player_id)
+    rows = {
+        row.period: row
+        for row in session.scalars(
+            select(DepositLimit).where(
+                DepositLimit.player_id == player_id, DepositLimit.currency == currency
             )
-        }
-        return [
-            _view(rows[period], now)
-            if period in rows
-            else LimitView(period, None, False, None, None)
-            for period in PERIODS
-        ]
+        )
+    }
+    return [
+        _view(rows[period], now) if period in rows else LimitView(period, None, False, None, None)
+        for period in PERIODS
+    ]
 
 
 def set_limits(
@@ -104,33 +100,32 @@ def set_limits(
     """Set some periods' limits (``None`` removes a limit, which counts as a raise)."""
     require_operator(principal)
     exponent(currency)
-    with transaction(session):
-        authorize_player(session, principal, player_id)
-        for period, wanted in requested.items():
-            limit = session.get(DepositLimit, (player_id, currency, period), with_for_update=True)
-            if limit is None:
-                limit = DepositLimit(
-                    player_id=player_id,
-                    currency=currency,
-                    period=period,
-                    amount=None,
-                    pending=False,
-                    pending_amount=None,
-                    pending_effective_at=None,
-                    updated_at=now,
-                )
-                session.add(limit)
-            _fold(limit, now)
-            current = limit.amount
-            lowers = wanted is not None and (current is None or wanted <= current)
-            if lowers:
-                limit.amount = wanted
-                limit.pending, limit.pending_amount, limit.pending_effective_at = False, None, None
-            else:
-                limit.pending, limit.pending_amount = True, wanted
-                limit.pending_effective_at = now + INCREASE_DELAY
-            limit.updated_at = now
-        session.flush()
+    authorize_player(session, principal, player_id)
+    for period, wanted in requested.items():
+        limit = session.get(DepositLimit, (player_id, currency, period), with_for_update=True)
+        if limit is None:
+            limit = DepositLimit(
+                player_id=player_id,
+                currency=currency,
+                period=period,
+                amount=None,
+                pending=False,
+                pending_amount=None,
+                pending_effective_at=None,
+                updated_at=now,
+            )
+            session.add(limit)
+        _fold(limit, now)
+        current = limit.amount
+        lowers = wanted is not None and (current is None or wanted <= current)
+        if lowers:
+            limit.amount = wanted
+            limit.pending, limit.pending_amount, limit.pending_effective_at = False, None, None
+        else:
+            limit.pending, limit.pending_amount = True, wanted
+            limit.pending_effective_at = now + INCREASE_DELAY
+        limit.updated_at = now
+    session.flush()
     return get_limits(session, principal, player_id, currency, now)
 
 

@@ -9,7 +9,6 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db import transaction
 from service.db.models import ApiKey, Operator
 from service.errors import NotFound, ValidationFailed
 from service.ids import new_id
@@ -33,19 +32,17 @@ def create_operator(session: Session, name: str, now: datetime) -> tuple[Operato
         raise ValidationFailed("An operator needs a name.")
     if len(name.strip()) > NAME_MAX:
         raise ValidationFailed(f"An operator's name has at most {NAME_MAX} characters.")
-    with transaction(session):
-        operator = Operator(id=new_id("op"), name=name.strip(), created_at=now)
-        session.add(operator)
-        session.flush()
-        issued = _issue(session, operator.id, "initial", now)
+    operator = Operator(id=new_id("op"), name=name.strip(), created_at=now)
+    session.add(operator)
+    session.flush()
+    issued = _issue(session, operator.id, "initial", now)
     return operator, issued
 
 
 def create_api_key(session: Session, operator_id: str, label: str, now: datetime) -> IssuedKey:
     if len(label) > NAME_MAX:
         raise ValidationFailed(f"An API key's label has at most {NAME_MAX} characters.")
-    with transaction(session):
-        return _issue(session, operator_id, label, now)
+    return _issue(session, operator_id, label, now)
 
 
 def _issue(session: Session, operator_id: str, label: str, now: datetime) -> IssuedKey:
@@ -65,10 +62,9 @@ def _issue(session: Session, operator_id: str, label: str, now: datetime) -> Iss
 
 def list_api_keys(session: Session, operator_id: str) -> Sequence[ApiKey]:
     """The operator's keys, newest first (revoked ones included, marked)."""
-    with transaction(session):
-        return session.scalars(
-            select(ApiKey).where(ApiKey.operator_id == operator_id).order_by(ApiKey.id.desc())
-        ).all()
+    return session.scalars(
+        select(ApiKey).where(ApiKey.operator_id == operator_id).order_by(ApiKey.id.desc())
+    ).all()
 
 
 def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetime) -> ApiKey:
@@ -76,24 +72,21 @@ def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetim
 
     :raises NotFound: when the key does not exist or belongs to another operator.
     """
-    with transaction(session):
-        key = session.get(ApiKey, key_id, with_for_update=True)
-        if key is None or key.operator_id != operator_id:
-            raise NotFound(f"No API key {key_id!r}.")
-        if key.revoked_at is None:
-            key.revoked_at = now
-        return key
+    key = session.get(ApiKey, key_id, with_for_update=True)
+    if key is None or key.operator_id != operator_id:
+        raise NotFound(f"No API key {key_id!r}.")
+    if key.revoked_at is None:
+        key.revoked_at = now
+    return key
 
 
 def list_operators(session: Session) -> Sequence[Operator]:
     """Every operator, oldest first."""
-    with transaction(session):
-        return session.scalars(select(Operator).order_by(Operator.id)).all()
+    return session.scalars(select(Operator).order_by(Operator.id)).all()
 
 
 def get_operator(session: Session, operator_id: str) -> Operator:
-    with transaction(session):
-        operator = session.get(Operator, operator_id)
-        if operator is None:
-            raise NotFound(f"No operator {operator_id!r}.")
-        return operator
+    operator = session.get(Operator, operator_id)
+    if operator is None:
+        raise NotFound(f"No operator {operator_id!r}.")
+    return operator

@@ -23,7 +23,7 @@ from sqlalchemy import Engine, bindparam, case, insert, null, select, type_coerc
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
-from service.db import first_alone, in_shared_transaction, is_postgres, transaction
+from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player, table_of
@@ -33,6 +33,7 @@ from service.formats.match import RESIGN
 from service.ids import new_id
 from service.rules import Action, RulesError, fair
 from service.rules.errors import InvalidState
+from service.usecases import unit_of_work
 from service.usecases.auth import Principal
 
 SYSTEM = "system"
@@ -367,7 +368,8 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
     )
     row = None if found is None else MatchRecord(**found._mapping)
     ctx = _authorised(row, principal, match_id)
-    ctx.states = None if in_shared_transaction(session) else states
+    # Inside a unit of work the row may yet be rolled back: nothing read there is kept.
+    ctx.states = None if session.in_transaction() else states
     kept = False
     if known is not None and known[0] == ctx.row.version:
         ctx.decoded, kept = known[1], True
@@ -510,29 +512,44 @@ def act(
     Most actions change only the match row and its log: they are applied without a lock, and
     written only if the version is still ``expected_version`` (compare-and-set, one statement
     on PostgreSQL). An action that ends a hand or the match writes more rows and runs under the
-    row lock; so does every action inside a caller's shared transaction.
+    row lock, in a unit of work of its own; so does every action of a request that sent an
+    ``Idempotency-Key`` (in that request's unit of work).
 
     :raises StaleVersion: when the match moved on since ``expected_version``.
     :raises IllegalMove: when the rules refuse the action (nothing changes).
     """
-    if not in_shared_transaction(session):
-        view = _act_unlocked(session, principal, match_id, action, expected_version, now)
-        if view is not None:
-            return view
-    with transaction(session):
-        ctx = _context(session, principal, match_id, lock=True)
-        match, parsed, hands_before = _apply(ctx, action, expected_version, now)
-        _record(
-            session,
-            ctx.row,
-            match,
-            actor=principal.player_id or SYSTEM,
-            seat=ctx.seat,
-            action=str(parsed),
-            hands_before=hands_before,
-            now=now,
-        )
-        return _view(ctx, match)
+    if session.in_transaction():  # a request's unit of work (it sent an Idempotency-Key)
+        return _act_locked(session, principal, match_id, action, expected_version, now)
+    view = _act_unlocked(session, principal, match_id, action, expected_version, now)
+    if view is not None:
+        return view
+    return unit_of_work.run(
+        session, lambda: _act_locked(session, principal, match_id, action, expected_version, now)
+    )
+
+
+def _act_locked(
+    session: Session,
+    principal: Principal,
+    match_id: str,
+    action: str,
+    expected_version: int,
+    now: datetime,
+) -> dict[str, Any]:
+    """:func:`act` under the match row's lock, inside the caller's unit of work."""
+    ctx = _context(session, principal, match_id, lock=True)
+    match, parsed, hands_before = _apply(ctx, action, expected_version, now)
+    _record(
+        session,
+        ctx.row,
+        match,
+        actor=principal.player_id or SYSTEM,
+        seat=ctx.seat,
+        action=str(parsed),
+        hands_before=hands_before,
+        now=now,
+    )
+    return _view(ctx, match)
 
 
 def _apply(
@@ -582,10 +599,14 @@ def _act_unlocked(
     if is_postgres(session):
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
     else:
-        with transaction(session):
-            written = _rowcount(session.execute(_SAVE_MATCH_IF_CURRENT, params)) == 1
-            if written:
-                session.execute(_LOG_ACTION, logged)
+
+        def save() -> bool:
+            if _rowcount(session.execute(_SAVE_MATCH_IF_CURRENT, params)) != 1:
+                return False
+            session.execute(_LOG_ACTION, logged)
+            return True
+
+        written = unit_of_work.run(session, save)
     if not written:  # another action or a timeout got there first
         current = first_alone(session, _SELECT_VERSION, {"match_id": match_id})
         raise StaleVersion(
@@ -605,67 +626,69 @@ def resign(
     now: datetime,
 ) -> dict[str, Any]:
     """The caller forfeits the match (RULES.md 9.3-9.4)."""
-    with transaction(session):
-        ctx = _context(session, principal, match_id, lock=True)
-        row = ctx.row
-        if ctx.seat is None:
-            raise Forbidden("Only a seated player may resign.")
-        if expected_version is not None:
-            _check_version(row, expected_version)
-        _live(row)
-        match = _to_change(ctx)
-        hands_before = match.hands_ended
-        match.forfeit(ctx.seat, "resign", at=rfc3339(now))
-        _record(
-            session,
-            row,
-            match,
-            actor=principal.player_id or SYSTEM,
-            seat=ctx.seat,
-            action=RESIGN,
-            hands_before=hands_before,
-            now=now,
-        )
-        return _view(ctx, match)
+    ctx = _context(session, principal, match_id, lock=True)
+    row = ctx.row
+    if ctx.seat is None:
+        raise Forbidden("Only a seated player may resign.")
+    if expected_version is not None:
+        _check_version(row, expected_version)
+    _live(row)
+    match = _to_change(ctx)
+    hands_before = match.hands_ended
+    match.forfeit(ctx.seat, "resign", at=rfc3339(now))
+    _record(
+        session,
+        row,
+        match,
+        actor=principal.player_id or SYSTEM,
+        seat=ctx.seat,
+        action=RESIGN,
+        hands_before=hands_before,
+        now=now,
+    )
+    return _view(ctx, match)
 
 
 def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
     """Act for every player whose time ran out by ``now`` (RULES.md 9.2); returns how many
-    matches changed. Each match is handled in its own transaction under its row lock, and
-    re-checked there, so a player's action that got in first wins."""
-    with transaction(session):
-        due = list(
+    matches changed. Each match is handled in a unit of work of its own under its row lock,
+    and re-checked there, so a player's action that got in first wins."""
+    due = unit_of_work.run(
+        session,
+        lambda: list(
             session.scalars(
                 select(MatchRow.id)
                 .where(MatchRow.status == "playing", MatchRow.deadline_at <= now)
                 .order_by(MatchRow.deadline_at)
                 .limit(limit)
             )
-        )
-    changed = 0
-    for match_id in due:
-        with transaction(session):
-            row = session.get(MatchRow, match_id, with_for_update=True)
-            if row is None or row.status != "playing" or row.state is None:
-                continue
-            match = Match.from_dict(row.state)
-            hands_before = match.hands_ended
-            seat = match.hand.to_act if match.hand is not None else None
-            outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
-            if outcome is None:
-                continue
-            _record(
-                session,
-                row,
-                match,
-                actor=SYSTEM,
-                seat=seat,
-                action=f"TIMEOUT {outcome}",
-                hands_before=hands_before,
-                now=now,
-            )
-            changed += 1
-    return changed
+        ),
+    )
+    return sum(unit_of_work.run(session, _time_out, session, match_id, now) for match_id in due)
+
+
+def _time_out(session: Session, match_id: str, now: datetime) -> bool:
+    """The automatic action or forfeit of one match whose clock ran out; whether it changed."""
+    row = session.get(MatchRow, match_id, with_for_update=True)
+    if row is None or row.status != "playing" or row.state is None:
+        return False
+    match = Match.from_dict(row.state)
+    hands_before = match.hands_ended
+    seat = match.hand.to_act if match.hand is not None else None
+    outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
+    if outcome is None:
+        return False
+    _record(
+        session,
+        row,
+        match,
+        actor=SYSTEM,
+        seat=seat,
+        action=f"TIMEOUT {outcome}",
+        hands_before=hands_before,
+        now=now,
+    )
+    return True
 
 
 # --- history ---------------------------------------------------------------------------
@@ -676,29 +699,28 @@ def hand_history(
 ) -> dict[str, Any]:
     """A finished hand's full record: fairness data with the revealed seed, the deck, every
     action, the showdown and the score (RULES.md 10.3-10.4)."""
-    with transaction(session):
-        ctx = _context(session, principal, match_id, lock=False)
-        hand_row = session.scalars(
-            select(HandRow).where(HandRow.match_id == ctx.row.id, HandRow.number == number)
-        ).one_or_none()
-        if hand_row is None:
-            raise NotFound(f"No hand {number} in match {match_id!r}.")
-        if hand_row.ended_at is None or hand_row.history is None:
-            raise NotFound(f"Hand {number} has not ended yet.")
-        return {
-            "id": hand_row.id,
-            "object": "hand",
-            "match_id": ctx.row.id,
-            "number": hand_row.number,
-            "started_at": rfc3339(hand_row.started_at),
-            "ended_at": rfc3339(hand_row.ended_at),
-            "fairness": {
-                "algorithm": hand_row.algorithm,
-                "commitment": hand_row.commitment,
-                "server_seed": hand_row.server_seed,
-                "client_seed_1": hand_row.client_seed_1,
-                "client_seed_2": hand_row.client_seed_2,
-                "nonce": hand_row.nonce,
-            },
-            "history": hand_row.history,
-        }
+    ctx = _context(session, principal, match_id, lock=False)
+    hand_row = session.scalars(
+        select(HandRow).where(HandRow.match_id == ctx.row.id, HandRow.number == number)
+    ).one_or_none()
+    if hand_row is None:
+        raise NotFound(f"No hand {number} in match {match_id!r}.")
+    if hand_row.ended_at is None or hand_row.history is None:
+        raise NotFound(f"Hand {number} has not ended yet.")
+    return {
+        "id": hand_row.id,
+        "object": "hand",
+        "match_id": ctx.row.id,
+        "number": hand_row.number,
+        "started_at": rfc3339(hand_row.started_at),
+        "ended_at": rfc3339(hand_row.ended_at),
+        "fairness": {
+            "algorithm": hand_row.algorithm,
+            "commitment": hand_row.commitment,
+            "server_seed": hand_row.server_seed,
+            "client_seed_1": hand_row.client_seed_1,
+            "client_seed_2": hand_row.client_seed_2,
+            "nonce": hand_row.nonce,
+        },
+        "history": hand_row.history,
+    }

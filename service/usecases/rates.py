@@ -10,7 +10,6 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db import transaction
 from service.db.models import ExchangeRate, Player
 from service.errors import ValidationFailed
 from service.ledger.money import DisplayAmount, display_amount, exponent, parse_rate
@@ -38,23 +37,21 @@ def set_rate(
     if base == quote:
         raise ValidationFailed(f"A rate needs two different currencies, got {base}/{quote}.")
     rate = parse_rate(rate_text)
-    with transaction(session):
-        row = session.get(ExchangeRate, (operator_id, base, quote), with_for_update=True)
-        if row is None:
-            row = ExchangeRate(operator_id=operator_id, base=base, quote=quote)
-            session.add(row)
-        row.rate, row.updated_at = f"{rate:f}", now
+    row = session.get(ExchangeRate, (operator_id, base, quote), with_for_update=True)
+    if row is None:
+        row = ExchangeRate(operator_id=operator_id, base=base, quote=quote)
+        session.add(row)
+    row.rate, row.updated_at = f"{rate:f}", now
     return Rate(base, quote, rate, now)
 
 
 def list_rates(session: Session, principal: Principal) -> Sequence[Rate]:
     operator_id = require_operator(principal)
-    with transaction(session):
-        rows = session.scalars(
-            select(ExchangeRate)
-            .where(ExchangeRate.operator_id == operator_id)
-            .order_by(ExchangeRate.base, ExchangeRate.quote)
-        ).all()
+    rows = session.scalars(
+        select(ExchangeRate)
+        .where(ExchangeRate.operator_id == operator_id)
+        .order_by(ExchangeRate.base, ExchangeRate.quote)
+    ).all()
     return [Rate(r.base, r.quote, Decimal(r.rate), r.updated_at) for r in rows]
 
 

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
@@ -39,32 +38,21 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     :raises NotFound: when there is no such match.
     :raises MatchNotLive: when the match has not finished.
     """
-    try:
-        with session.begin():
-            # One round trip: lock the match row and see whether it is settled already.
-            found = session.execute(
-                select(MatchRow, Settlement)
-                .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
-                .where(MatchRow.id == match_id)
-                .with_for_update(of=MatchRow)
-            ).one_or_none()
-            if found is None:
-                raise NotFound(f"No match {match_id!r}.")
-            row, existing = found
-            if existing is not None:
-                return existing
-            if row.status not in SETTLED_STATUSES or row.state is None:
-                raise MatchNotLive(
-                    f"Match {match_id} is {row.status}; only a finished match is settled."
-                )
-            return _settle(session, row, now)
-    except IntegrityError:
-        # A twin committed first (the unique settlement per match): answer with its result.
-        with session.begin():
-            twin = _existing(session, match_id)
-            if twin is None:
-                raise
-            return twin
+    # One round trip: lock the match row and see whether it is settled already.
+    found = session.execute(
+        select(MatchRow, Settlement)
+        .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+        .where(MatchRow.id == match_id)
+        .with_for_update(of=MatchRow)
+    ).one_or_none()
+    if found is None:
+        raise NotFound(f"No match {match_id!r}.")
+    row, existing = found
+    if existing is not None:
+        return existing
+    if row.status not in SETTLED_STATUSES or row.state is None:
+        raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match is settled.")
+    return _settle(session, row, now)
 
 
 def _existing(session: Session, match_id: str) -> Settlement | None:
@@ -82,7 +70,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     paid: dict[str, int] = {}
     for i in (0, 1):
         paid[players[i]] = paid.get(players[i], 0) + statement.payouts[i]
-    txn = wallets.post_capture(
+    txn = wallets.capture(
         session,
         row.operator_id,
         row.id,
@@ -174,18 +162,17 @@ def get_settlement(session: Session, principal: Principal, match_id: str) -> Set
 
     :raises NotFound: when the match is unknown, foreign, or not settled yet.
     """
-    with session.begin():
-        row = session.get(MatchRow, match_id)
-        if row is None or row.operator_id != principal.operator_id:
-            raise NotFound(f"No match {match_id!r}.")
-        if principal.player_id is not None and principal.player_id not in [
-            s["player_id"] for s in row.seats or []
-        ]:
-            raise NotFound(f"No settlement for match {match_id!r}.")
-        settlement = _existing(session, match_id)
-        if settlement is None:
-            raise NotFound(f"Match {match_id} is not settled (yet).")
-        return settlement
+    row = session.get(MatchRow, match_id)
+    if row is None or row.operator_id != principal.operator_id:
+        raise NotFound(f"No match {match_id!r}.")
+    if principal.player_id is not None and principal.player_id not in [
+        s["player_id"] for s in row.seats or []
+    ]:
+        raise NotFound(f"No settlement for match {match_id!r}.")
+    settlement = _existing(session, match_id)
+    if settlement is None:
+        raise NotFound(f"Match {match_id} is not settled (yet).")
+    return settlement
 
 
 def list_settlements(
@@ -198,17 +185,16 @@ def list_settlements(
     from service.usecases.auth import require_operator
 
     operator_id = require_operator(principal)
-    with session.begin():
-        stmt = select(Settlement).where(Settlement.operator_id == operator_id)
-        return page_of(
-            session,
-            stmt,
-            Settlement.id,
-            Settlement,
-            limit,
-            starting_after,
-            ending_before,
-        )
+    stmt = select(Settlement).where(Settlement.operator_id == operator_id)
+    return page_of(
+        session,
+        stmt,
+        Settlement.id,
+        Settlement,
+        limit,
+        starting_after,
+        ending_before,
+    )
 
 
 #: Finished or void matches without a settlement, oldest first. ``settled_at`` is written with
@@ -236,5 +222,4 @@ def unsettled_finished_matches(
     stmt = UNSETTLED
     if finished_before is not None:
         stmt = stmt.where(MatchRow.finished_at <= finished_before)
-    with session.begin():
-        return list(session.scalars(stmt, {"limit": limit}))
+    return list(session.scalars(stmt, {"limit": limit}))

@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db import transaction
 from service.db.match_models import GameTable, MatchRow, Seat
 from service.errors import (
     AlreadySeated,
@@ -32,7 +31,7 @@ from service.formats import Format, InvalidSettings, MatchSettings
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.rules import fair
-from service.usecases import play, wallets
+from service.usecases import play, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
 
@@ -107,33 +106,31 @@ def create_table(
         fill_deadline=now + timedelta(seconds=settings.clock.fill_timeout_seconds),
         created_at=now,
     )
-    with transaction(session):
-        session.add(table)
-        session.flush()
-        session.add(
-            MatchRow(
-                id=table.match_id,
-                table_id=table.id,
-                operator_id=operator_id,
-                status="waiting",
-                version=0,
-                state=None,
-                format=table.format,
-                currency=currency,
-                private=private,
-                seats=None,
-                commitment=None,
-                updated_at=now,
-            )
+    session.add(table)
+    session.flush()
+    session.add(
+        MatchRow(
+            id=table.match_id,
+            table_id=table.id,
+            operator_id=operator_id,
+            status="waiting",
+            version=0,
+            state=None,
+            format=table.format,
+            currency=currency,
+            private=private,
+            seats=None,
+            commitment=None,
+            updated_at=now,
         )
-        session.flush()
-        return _view(session, table, True)
+    )
+    session.flush()
+    return _view(session, table, True)
 
 
 def get_table(session: Session, principal: Principal, table_id: str) -> TableView:
-    with transaction(session):
-        table = _table(session, principal, table_id, lock=False)
-        return _view(session, table, principal.is_operator)
+    table = _table(session, principal, table_id, lock=False)
+    return _view(session, table, principal.is_operator)
 
 
 def _table(session: Session, principal: Principal, table_id: str, *, lock: bool) -> GameTable:
@@ -167,24 +164,23 @@ def list_tables(
             raise ValidationFailed(message, errors=[FieldError("format", message)]) from None
     if currency is not None:
         exponent(currency)
-    with transaction(session):
-        stmt = select(GameTable).where(GameTable.operator_id == principal.operator_id)
-        if not (include_closed and principal.is_operator):
-            stmt = stmt.where(GameTable.status == "open", GameTable.private.is_(False))
-        if format is not None:
-            stmt = stmt.where(GameTable.format == format)
-        if currency is not None:
-            stmt = stmt.where(GameTable.currency == currency)
-        # A table is in a stake range when its stake (or buy-in range) overlaps it.
-        if min_stake is not None:
-            stmt = stmt.where(GameTable.max_buyin >= min_stake)
-        if max_stake is not None:
-            stmt = stmt.where(GameTable.min_buyin <= max_stake)
-        if free_seats is not None:
-            stmt = stmt.where(GameTable.seats_taken <= 2 - free_seats)
-        page = page_of(session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before)
-        views = [_view(session, t, principal.is_operator) for t in page.data]
-        return Page(views, page.has_more, page.next_cursor)
+    stmt = select(GameTable).where(GameTable.operator_id == principal.operator_id)
+    if not (include_closed and principal.is_operator):
+        stmt = stmt.where(GameTable.status == "open", GameTable.private.is_(False))
+    if format is not None:
+        stmt = stmt.where(GameTable.format == format)
+    if currency is not None:
+        stmt = stmt.where(GameTable.currency == currency)
+    # A table is in a stake range when its stake (or buy-in range) overlaps it.
+    if min_stake is not None:
+        stmt = stmt.where(GameTable.max_buyin >= min_stake)
+    if max_stake is not None:
+        stmt = stmt.where(GameTable.min_buyin <= max_stake)
+    if free_seats is not None:
+        stmt = stmt.where(GameTable.seats_taken <= 2 - free_seats)
+    page = page_of(session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before)
+    views = [_view(session, t, principal.is_operator) for t in page.data]
+    return Page(views, page.has_more, page.next_cursor)
 
 
 def join_table(
@@ -202,63 +198,60 @@ def join_table(
     if principal.player_id is None:
         raise Forbidden("Joining a table needs the player's own token.")
     player_id = principal.player_id
-    with transaction(session):
-        table = _table(session, principal, table_id, lock=True)
-        player = authorize_player(session, principal, player_id)
-        seats = play._seats(session, table.id)
-        if any(s.player_id == player_id for s in seats):
-            raise AlreadySeated(f"Player {player_id} already sits at table {table_id}.")
-        if table.status != "open" or len(seats) >= 2:
-            raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
-        if table.private and not (
-            invite_code
-            and table.invite_code
-            and secrets.compare_digest(invite_code, table.invite_code)
-        ):
-            raise Forbidden("A private table needs its invite code.")
-        if player.self_excluded_until is not None and player.self_excluded_until > now:
-            raise SelfExcluded(
-                f"Player {player_id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
-            )
-        settings = MatchSettings.from_dict(table.settings)
-        try:
-            escrow = settings.escrow_for(buyin)
-        except InvalidSettings as exc:
-            raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
-        if client_seed is not None:
-            _check_client_seed(client_seed)
-        txn = wallets.post_hold(
-            session,
-            table.operator_id,
-            player,
-            table.match_id,
-            table.currency,
-            escrow,
-            # Each seat's hold has a ledger key of its own: repeats of the request are
-            # answered by the HTTP idempotency layer, and a player who left may sit again.
-            f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}",
-            now,
+    table = _table(session, principal, table_id, lock=True)
+    player = authorize_player(session, principal, player_id)
+    seats = play._seats(session, table.id)
+    if any(s.player_id == player_id for s in seats):
+        raise AlreadySeated(f"Player {player_id} already sits at table {table_id}.")
+    if table.status != "open" or len(seats) >= 2:
+        raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
+    if table.private and not (
+        invite_code and table.invite_code and secrets.compare_digest(invite_code, table.invite_code)
+    ):
+        raise Forbidden("A private table needs its invite code.")
+    if player.self_excluded_until is not None and player.self_excluded_until > now:
+        raise SelfExcluded(
+            f"Player {player_id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
         )
-        taken = {s.seat_no for s in seats}
-        seat = Seat(
-            table_id=table.id,
-            seat_no=0 if 0 not in taken else 1,
-            player_id=player_id,
-            escrow=escrow,
-            hold_transaction_id=txn.id,
-            client_seed=client_seed or fair.new_client_seed(),
-            joined_at=now,
-        )
-        session.add(seat)
-        table.seats_taken = len(seats) + 1
-        session.flush()
-        if table.seats_taken == 2:
-            table.status = "playing"
-            match = session.get(MatchRow, table.match_id, with_for_update=True)
-            assert match is not None
-            play.start_match(session, table, match, now)
-        session.flush()
-        return _view(session, table, False)
+    settings = MatchSettings.from_dict(table.settings)
+    try:
+        escrow = settings.escrow_for(buyin)
+    except InvalidSettings as exc:
+        raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
+    if client_seed is not None:
+        _check_client_seed(client_seed)
+    txn = wallets.hold(
+        session,
+        table.operator_id,
+        player.id,
+        table.match_id,
+        table.currency,
+        escrow,
+        # Each seat's hold has a ledger key of its own: repeats of the request are
+        # answered by the HTTP idempotency layer, and a player who left may sit again.
+        f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}",
+        now,
+    ).transaction
+    taken = {s.seat_no for s in seats}
+    seat = Seat(
+        table_id=table.id,
+        seat_no=0 if 0 not in taken else 1,
+        player_id=player_id,
+        escrow=escrow,
+        hold_transaction_id=txn.id,
+        client_seed=client_seed or fair.new_client_seed(),
+        joined_at=now,
+    )
+    session.add(seat)
+    table.seats_taken = len(seats) + 1
+    session.flush()
+    if table.seats_taken == 2:
+        table.status = "playing"
+        match = session.get(MatchRow, table.match_id, with_for_update=True)
+        assert match is not None
+        play.start_match(session, table, match, now)
+    session.flush()
+    return _view(session, table, False)
 
 
 def _check_client_seed(seed: str) -> None:
@@ -271,57 +264,65 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
     """Give up a seat before the match starts; the escrow goes back to available funds."""
     if principal.player_id is None:
         raise Forbidden("Leaving a table needs the player's own token.")
-    with transaction(session):
-        table = _table(session, principal, table_id, lock=True)
-        seat = session.scalars(
-            select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)
-        ).one_or_none()
-        if seat is None:
-            raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
-        if table.status != "open":
-            raise TableNotOpen(f"Table {table_id} is {table.status}: the match has started.")
-        _refund(session, table, seat, now)
-        session.delete(seat)
-        table.seats_taken -= 1
-        session.flush()
-        return _view(session, table, False)
+    table = _table(session, principal, table_id, lock=True)
+    seat = session.scalars(
+        select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)
+    ).one_or_none()
+    if seat is None:
+        raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
+    if table.status != "open":
+        raise TableNotOpen(f"Table {table_id} is {table.status}: the match has started.")
+    _refund(session, table, seat, now)
+    session.delete(seat)
+    table.seats_taken -= 1
+    session.flush()
+    return _view(session, table, False)
 
 
 def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
     """Release a seat's escrow. The ledger key names the seat's own hold, so each seat is
     refunded at most once however it ends (leaving, or the table being cancelled), and a
     later seat of the same player at the same table is a different one."""
-    player = authorize_player(session, Principal(table.operator_id), seat.player_id)
     key = f"release:{seat.hold_transaction_id}"
-    wallets.post_release(
-        session, table.operator_id, player, table.match_id, table.currency, seat.escrow, key, now
+    wallets.release(
+        session,
+        table.operator_id,
+        seat.player_id,
+        table.match_id,
+        table.currency,
+        seat.escrow,
+        key,
+        now,
     )
 
 
 def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
     """Cancel open tables past their fill deadline and refund every seat (RULES.md 9.6);
-    each table in its own transaction. Returns how many were cancelled."""
-    with transaction(session):
-        due = list(
+    each table in a unit of work of its own. Returns how many were cancelled."""
+    due = unit_of_work.run(
+        session,
+        lambda: list(
             session.scalars(
                 select(GameTable.id)
                 .where(GameTable.status == "open", GameTable.fill_deadline <= now)
                 .limit(limit)
             )
-        )
-    cancelled = 0
-    for table_id in due:
-        with transaction(session):
-            table = session.get(GameTable, table_id, with_for_update=True)
-            if table is None or table.status != "open" or table.fill_deadline > now:
-                continue
-            for seat in play._seats(session, table.id):
-                _refund(session, table, seat, now)
-            table.status = "cancelled"
-            match = session.get(MatchRow, table.match_id, with_for_update=True)
-            assert match is not None
-            match.status = "cancelled"
-            match.updated_at = now
-            match.finished_at = now
-            cancelled += 1
-    return cancelled
+        ),
+    )
+    return sum(unit_of_work.run(session, _cancel, session, table_id, now) for table_id in due)
+
+
+def _cancel(session: Session, table_id: str, now: datetime) -> bool:
+    """Cancel one table still open past its deadline, under its row lock; whether it was."""
+    table = session.get(GameTable, table_id, with_for_update=True)
+    if table is None or table.status != "open" or table.fill_deadline > now:
+        return False
+    for seat in play._seats(session, table.id):
+        _refund(session, table, seat, now)
+    table.status = "cancelled"
+    match = session.get(MatchRow, table.match_id, with_for_update=True)
+    assert match is not None
+    match.status = "cancelled"
+    match.updated_at = now
+    match.finished_at = now
+    return True

@@ -3,9 +3,10 @@
 Deposits and withdrawals come from the operator's cashier (the operator's clearing account is
 the other side). Holds, releases and captures are what tables and settlement call: a hold moves
 a stake into the player's escrow for one match, a release returns it, a capture pays escrowed
-stakes out to players and the house fee. Each call is one database transaction, and each takes
-an idempotency key: the same key with the same arguments returns the first result and moves
-nothing; with other arguments it is refused.
+stakes out to players and the house fee. Each runs inside the caller's unit of work
+(:mod:`service.usecases.unit_of_work`: a seat and its hold, a settlement and its capture
+commit together), and each takes an idempotency key: the same key with the same arguments
+returns the first result and moves nothing; with other arguments it is refused.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, literal_column, select
-from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from service.db import ATTEMPTS, in_shared_transaction, retryable
 from service.db.driver import execute
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.errors import NotFound, ValidationFailed
@@ -96,26 +95,24 @@ def _wallet(session: Session, player: Player, currency: str) -> WalletView:
 
 def get_wallet(session: Session, principal: Principal, player_id: str, currency: str) -> WalletView:
     exponent(currency)
-    with session.begin():
-        player = authorize_player(session, principal, player_id)
-        return _wallet(session, player, currency)
+    player = authorize_player(session, principal, player_id)
+    return _wallet(session, player, currency)
 
 
 def list_wallets(session: Session, principal: Principal, player_id: str) -> list[WalletView]:
     """The player's wallets, one per currency that has ever held money, by currency."""
-    with session.begin():
-        player = authorize_player(session, principal, player_id)
-        currencies = session.scalars(
-            select(LedgerAccount.currency)
-            .where(
-                LedgerAccount.player_id == player_id,
-                LedgerAccount.kind.in_(_PLAYER_KINDS),
-                LedgerAccount.entry_count > 0,  # not one created for a movement that failed
-            )
-            .distinct()
-            .order_by(LedgerAccount.currency)
-        ).all()
-        return [_wallet(session, player, currency) for currency in currencies]
+    player = authorize_player(session, principal, player_id)
+    currencies = session.scalars(
+        select(LedgerAccount.currency)
+        .where(
+            LedgerAccount.player_id == player_id,
+            LedgerAccount.kind.in_(_PLAYER_KINDS),
+            LedgerAccount.entry_count > 0,  # not one created for a movement that failed
+        )
+        .distinct()
+        .order_by(LedgerAccount.currency)
+    ).all()
+    return [_wallet(session, player, currency) for currency in currencies]
 
 
 def _move(
@@ -157,53 +154,6 @@ def _move(
         external_reference=external_reference,
     )
     return txn, False
-
-
-def _player_once(session: Session, principal: Principal, player_id: str) -> Callable[[], Player]:
-    """The authorised player, looked up once per call (the ORM keeps only weak references)."""
-    found: list[Player] = []
-
-    def player() -> Player:
-        if not found:
-            found.append(authorize_player(session, principal, player_id))
-        return found[0]
-
-    return player
-
-
-def _run_once(
-    session: Session,
-    operator_id: str,
-    key: str,
-    fingerprint: str,
-    work: Callable[[], tuple[LedgerTransaction, bool]],
-    player: Callable[[], Player],
-    currency: str,
-) -> Movement:
-    """Run ``work`` and read the wallet after it, in one transaction (the caller's, when the
-    HTTP idempotency wrapper opened one). If a twin with the same key won the race on the
-    unique key (the first movement of new accounts), answer with the twin's transaction.
-    In a transaction of its own, a deadlock or serialization failure runs it again, as the
-    HTTP layer does with the caller's (movements lock committed accounts in id order, see
-    ``store.lock_accounts``, so this is a guard, not a path taken by design)."""
-    if in_shared_transaction(session):
-        txn, replayed = work()
-        return Movement(txn, _wallet(session, player(), currency), replayed)
-    for attempt in range(ATTEMPTS):
-        try:
-            with session.begin():
-                txn, replayed = work()
-                return Movement(txn, _wallet(session, player(), currency), replayed)
-        except IntegrityError:
-            with session.begin():
-                existing = store.find_transaction(session, operator_id, key, fingerprint)
-                if existing is None:
-                    raise
-                return Movement(existing, _wallet(session, player(), currency), True)
-        except OperationalError as error:  # rolled back whole: nothing was written
-            if not retryable(error) or attempt == ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def deposit(
@@ -279,51 +229,47 @@ def _cashier(
     checked against self-exclusion and the deposit limits under the account locks."""
     operator_id = require_operator(principal)
     journal = _CASHIER_JOURNALS[kind](operator_id, player_id, currency, amount)
-    fingerprint = store.fingerprint(kind, player_id, currency, amount, external_reference)
-    player = _player_once(session, principal, player_id)
+    owner = authorize_player(session, principal, player_id)
 
-    def work() -> tuple[LedgerTransaction, bool]:
-        owner = player()
+    def limits(locked: dict[AccountRef, LockedAccount]) -> None:
+        available = locked[AccountRef.player_available(operator_id, player_id, currency)]
+        check_deposit_allowed(session, owner, available, amount, now, currency)
 
-        def limits(locked: dict[AccountRef, LockedAccount]) -> None:
-            available = locked[AccountRef.player_available(operator_id, player_id, currency)]
-            check_deposit_allowed(session, owner, available, amount, now, currency)
-
-        return _move(
-            session,
-            operator_id=operator_id,
-            player=owner,
-            journal=journal,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            currency=currency,
-            amount=amount,
-            now=now,
-            external_reference=external_reference,
-            before_post=limits if kind == "deposit" else None,
-        )
-
-    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
+    txn, replayed = _move(
+        session,
+        operator_id=operator_id,
+        player=owner,
+        journal=journal,
+        idempotency_key=idempotency_key,
+        fingerprint=store.fingerprint(kind, player_id, currency, amount, external_reference),
+        currency=currency,
+        amount=amount,
+        now=now,
+        external_reference=external_reference,
+        before_post=limits if kind == "deposit" else None,
+    )
+    return Movement(txn, _wallet(session, owner, currency), replayed)
 
 
 _ESCROW_JOURNALS = {"hold": ledger.hold, "release": ledger.release}
 
 
-def _escrow_move(
+def _escrow(
     session: Session,
     kind: str,
     operator_id: str,
-    player: Player,
+    player_id: str,
     match_ref: str,
     currency: str,
     amount: int,
     idempotency_key: str,
     now: datetime,
-) -> tuple[LedgerTransaction, bool]:
-    """A hold (available -> escrow for ``match_ref``) or release (back), inside the caller's
-    open transaction, once per idempotency key."""
+) -> Movement:
+    """A hold (available -> escrow for ``match_ref``) or a release (back), once per
+    idempotency key, with the wallet after it."""
+    player = authorize_player(session, Principal(operator_id), player_id)
     journal = _ESCROW_JOURNALS[kind](operator_id, player.id, match_ref, currency, amount)
-    return _move(
+    txn, replayed = _move(
         session,
         operator_id=operator_id,
         player=player,
@@ -335,86 +281,7 @@ def _escrow_move(
         now=now,
         match_ref=match_ref,
     )
-
-
-def _escrow_once(
-    session: Session,
-    kind: str,
-    operator_id: str,
-    player_id: str,
-    match_ref: str,
-    currency: str,
-    amount: int,
-    idempotency_key: str,
-    now: datetime,
-) -> Movement:
-    """:func:`_escrow_move` in a transaction of its own, answering with the wallet after it."""
-    principal = Principal(operator_id)
-    fingerprint = store.fingerprint(kind, player_id, match_ref, currency, amount)
-
-    player = _player_once(session, principal, player_id)
-
-    def work() -> tuple[LedgerTransaction, bool]:
-        return _escrow_move(
-            session,
-            kind,
-            operator_id,
-            player(),
-            match_ref,
-            currency,
-            amount,
-            idempotency_key,
-            now,
-        )
-
-    return _run_once(session, operator_id, idempotency_key, fingerprint, work, player, currency)
-
-
-def post_hold(
-    session: Session,
-    operator_id: str,
-    player: Player,
-    match_ref: str,
-    currency: str,
-    amount: int,
-    idempotency_key: str,
-    now: datetime,
-) -> LedgerTransaction:
-    """:func:`hold` inside the caller's open transaction (a seat and its stake commit
-    together). Idempotent per key like every movement.
-
-    :raises InsufficientFunds: when the available balance is smaller than ``amount``.
-    """
-    return _escrow_move(
-        session, "hold", operator_id, player, match_ref, currency, amount, idempotency_key, now
-    )[0]
-
-
-def post_release(
-    session: Session,
-    operator_id: str,
-    player: Player,
-    match_ref: str,
-    currency: str,
-    amount: int,
-    idempotency_key: str,
-    now: datetime,
-) -> LedgerTransaction:
-    """:func:`release` inside the caller's open transaction.
-
-    :raises InsufficientFunds: when less than ``amount`` is held for that match.
-    """
-    return _escrow_move(
-        session,
-        "release",
-        operator_id,
-        player,
-        match_ref,
-        currency,
-        amount,
-        idempotency_key,
-        now,
-    )[0]
+    return Movement(txn, _wallet(session, player, currency), replayed)
 
 
 def hold(
@@ -431,16 +298,8 @@ def hold(
 
     :raises InsufficientFunds: when the available balance is smaller than ``amount``.
     """
-    return _escrow_once(
-        session,
-        "hold",
-        operator_id,
-        player_id,
-        match_ref,
-        currency,
-        amount,
-        idempotency_key,
-        now,
+    return _escrow(
+        session, "hold", operator_id, player_id, match_ref, currency, amount, idempotency_key, now
     )
 
 
@@ -458,7 +317,7 @@ def release(
 
     :raises InsufficientFunds: when less than ``amount`` is held for that match.
     """
-    return _escrow_once(
+    return _escrow(
         session,
         "release",
         operator_id,
@@ -471,7 +330,7 @@ def release(
     )
 
 
-def post_capture(
+def capture(
     session: Session,
     operator_id: str,
     match_ref: str,
@@ -482,9 +341,12 @@ def post_capture(
     idempotency_key: str,
     now: datetime,
 ) -> LedgerTransaction:
-    """:func:`capture` inside the caller's open transaction (a settlement row and its ledger
-    transaction commit together). Zero amounts are left out of the journal.
+    """Settle a match: take ``taken`` from each player's escrow, pay ``paid`` to players'
+    available funds and ``fee`` to the house. ``sum(taken) == sum(paid) + fee``; zero amounts
+    are left out of the journal.
 
+    :raises NotFound: when a player is not the operator's.
+    :raises InsufficientFunds: when a player's escrow holds less than is taken.
     :raises ValidationFailed: when the amounts do not add up.
     """
     taken = {p: a for p, a in taken.items() if a}
@@ -493,6 +355,9 @@ def post_capture(
         raise ValidationFailed(
             f"Capture takes {sum(taken.values())} but pays {sum(paid.values())} + fee {fee}."
         )
+    principal = Principal(operator_id)
+    for player_id in sorted(set(taken) | set(paid)):
+        authorize_player(session, principal, player_id)
     journal = ledger.capture(operator_id, match_ref, currency, dict(taken), dict(paid), fee)
     fingerprint = store.fingerprint(
         "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
@@ -510,60 +375,6 @@ def post_capture(
         match_ref=match_ref,
     )
     return txn
-
-
-def capture(
-    session: Session,
-    operator_id: str,
-    match_ref: str,
-    currency: str,
-    taken: Mapping[str, int],
-    paid: Mapping[str, int],
-    fee: int,
-    idempotency_key: str,
-    now: datetime,
-) -> LedgerTransaction:
-    """Settle a match: take ``taken`` from each player's escrow, pay ``paid`` to players'
-    available funds and ``fee`` to the house. ``sum(taken) == sum(paid) + fee``.
-
-    :raises InsufficientFunds: when a player's escrow holds less than is taken.
-    :raises ValidationFailed: when the amounts do not add up.
-    """
-    if sum(taken.values()) != sum(paid.values()) + fee:
-        raise ValidationFailed(
-            f"Capture takes {sum(taken.values())} but pays {sum(paid.values())} + fee {fee}."
-        )
-    principal = Principal(operator_id)
-    journal = ledger.capture(operator_id, match_ref, currency, dict(taken), dict(paid), fee)
-    fingerprint = store.fingerprint(
-        "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
-    )
-
-    def work() -> tuple[LedgerTransaction, bool]:
-        for player_id in sorted(set(taken) | set(paid)):
-            authorize_player(session, principal, player_id)
-        return _move(
-            session,
-            operator_id=operator_id,
-            player=None,
-            journal=journal,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-            currency=currency,
-            amount=sum(taken.values()),
-            now=now,
-            match_ref=match_ref,
-        )
-
-    try:
-        with session.begin():
-            return work()[0]
-    except IntegrityError:
-        with session.begin():
-            existing = store.find_transaction(session, operator_id, idempotency_key, fingerprint)
-            if existing is None:
-                raise
-            return existing
 
 
 @dataclass(frozen=True)
@@ -587,68 +398,63 @@ def list_entries(
     """The player's ledger entries (available and escrow accounts), newest first."""
     if currency is not None:
         exponent(currency)
-    with session.begin():
-        player = authorize_player(session, principal, player_id)
-        stmt = (
-            select(LedgerEntry)
-            .join(LedgerAccount, LedgerEntry.account_id == LedgerAccount.id)
-            .where(
-                LedgerAccount.player_id == player_id,
-                LedgerAccount.kind.in_(_PLAYER_KINDS),  # not the operator's clearing
+    player = authorize_player(session, principal, player_id)
+    stmt = (
+        select(LedgerEntry)
+        .join(LedgerAccount, LedgerEntry.account_id == LedgerAccount.id)
+        .where(
+            LedgerAccount.player_id == player_id,
+            LedgerAccount.kind.in_(_PLAYER_KINDS),  # not the operator's clearing
+        )
+    )
+    if currency is not None:
+        stmt = stmt.where(LedgerAccount.currency == currency)
+    page = page_of(
+        session, stmt, LedgerEntry.seq, LedgerEntry, limit, starting_after, ending_before
+    )
+    accounts = {
+        a.id: a
+        for a in session.scalars(select(LedgerAccount).where(LedgerAccount.player_id == player_id))
+    }
+    txns = {
+        t.id: t
+        for t in session.scalars(
+            select(LedgerTransaction).where(
+                LedgerTransaction.id.in_({e.transaction_id for e in page.data})
             )
         )
-        if currency is not None:
-            stmt = stmt.where(LedgerAccount.currency == currency)
-        page = page_of(
-            session, stmt, LedgerEntry.seq, LedgerEntry, limit, starting_after, ending_before
+    }
+    rates: dict[str, Rate | None] = {}
+    views = []
+    for entry in page.data:
+        if entry.currency not in rates:
+            rates[entry.currency] = display_rate(session, player, entry.currency)
+        txn = txns[entry.transaction_id]
+        views.append(
+            EntryView(
+                entry,
+                accounts[entry.account_id].kind,
+                txn.match_ref,
+                txn.external_reference,
+                rates[entry.currency],
+            )
         )
-        accounts = {
-            a.id: a
-            for a in session.scalars(
-                select(LedgerAccount).where(LedgerAccount.player_id == player_id)
-            )
-        }
-        txns = {
-            t.id: t
-            for t in session.scalars(
-                select(LedgerTransaction).where(
-                    LedgerTransaction.id.in_({e.transaction_id for e in page.data})
-                )
-            )
-        }
-        rates: dict[str, Rate | None] = {}
-        views = []
-        for entry in page.data:
-            if entry.currency not in rates:
-                rates[entry.currency] = display_rate(session, player, entry.currency)
-            txn = txns[entry.transaction_id]
-            views.append(
-                EntryView(
-                    entry,
-                    accounts[entry.account_id].kind,
-                    txn.match_ref,
-                    txn.external_reference,
-                    rates[entry.currency],
-                )
-            )
-        return Page(views, page.has_more, page.next_cursor)
+    return Page(views, page.has_more, page.next_cursor)
 
 
 def get_transaction(
     session: Session, principal: Principal, transaction_id: str
 ) -> LedgerTransaction:
     operator_id = require_operator(principal)
-    with session.begin():
-        txn = session.get(LedgerTransaction, transaction_id)
-        if txn is None or txn.operator_id != operator_id:
-            raise NotFound(f"No transaction {transaction_id!r}.")
-        return txn
+    txn = session.get(LedgerTransaction, transaction_id)
+    if txn is None or txn.operator_id != operator_id:
+        raise NotFound(f"No transaction {transaction_id!r}.")
+    return txn
 
 
 def entries_of(session: Session, transaction_id: str) -> Sequence[LedgerEntry]:
-    with session.begin():
-        return session.scalars(
-            select(LedgerEntry)
-            .where(LedgerEntry.transaction_id == transaction_id)
-            .order_by(LedgerEntry.seq)
-        ).all()
+    return session.scalars(
+        select(LedgerEntry)
+        .where(LedgerEntry.transaction_id == transaction_id)
+        .order_by(LedgerEntry.seq)
+    ).all()

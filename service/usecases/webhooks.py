@@ -17,14 +17,10 @@ Every function takes ``now``; tests drive the retry schedule by passing later ti
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import re
-import socket
-import ssl
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,8 +35,10 @@ from service.db.match_models import OutboxEvent
 from service.db.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from service.errors import FieldError, NotFound, ValidationFailed, WebhookEndpointDisabled
 from service.ids import new_id, ulid
+from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
+from service.webhook_http import TIMEOUT_SECONDS, Post, Response
 from service.webhook_targets import PrivateTarget, check
 from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
 
@@ -54,12 +52,10 @@ EVENT_TYPES = ("match.started", "hand.ended", "match.finished", "settlement.comp
 RETRY_DELAYS: tuple[int, ...] = tuple(min(30 * 2**n, 3 * 3600) for n in range(16))
 MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
 
-TIMEOUT_SECONDS = 10.0  # a 2xx must arrive within this budget (connect, send and answer)
 LEASE = timedelta(seconds=60)  # longer than any attempt; a crashed worker's claim expires
 REQUEUE_AFTER = timedelta(minutes=2)  # the sweep re-queues a due delivery no sooner
 MAX_GRACE = timedelta(days=7)
 DEFAULT_GRACE = timedelta(hours=24)
-MAX_RESPONSE_BYTES = 64 * 1024
 
 
 def _delivery_id() -> str:
@@ -196,8 +192,7 @@ def create_endpoint(
         updated_at=now,
         deleted_at=None,
     )
-    with session.begin():
-        session.add(endpoint)
+    session.add(endpoint)
     assert endpoint.secret is not None
     return IssuedEndpoint(endpoint, endpoint.secret)
 
@@ -214,8 +209,7 @@ def _endpoint(
 
 def get_endpoint(session: Session, principal: Principal, endpoint_id: str) -> WebhookEndpoint:
     """:raises NotFound: when unknown, deleted or another operator's."""
-    with session.begin():
-        return _endpoint(session, principal, endpoint_id)
+    return _endpoint(session, principal, endpoint_id)
 
 
 def list_endpoints(
@@ -227,19 +221,18 @@ def list_endpoints(
 ) -> Page[WebhookEndpoint]:
     """The operator's endpoints (deleted ones left out), newest first."""
     operator_id = require_operator(principal)
-    with session.begin():
-        stmt = select(WebhookEndpoint).where(
-            WebhookEndpoint.operator_id == operator_id, WebhookEndpoint.deleted_at.is_(None)
-        )
-        return page_of(
-            session,
-            stmt,
-            WebhookEndpoint.id,
-            WebhookEndpoint,
-            limit,
-            starting_after,
-            ending_before,
-        )
+    stmt = select(WebhookEndpoint).where(
+        WebhookEndpoint.operator_id == operator_id, WebhookEndpoint.deleted_at.is_(None)
+    )
+    return page_of(
+        session,
+        stmt,
+        WebhookEndpoint.id,
+        WebhookEndpoint,
+        limit,
+        starting_after,
+        ending_before,
+    )
 
 
 _UNSET: Any = object()
@@ -273,12 +266,11 @@ def update_endpoint(
         changes["description"] = description
     if enabled is not _UNSET:
         changes["enabled"] = enabled
-    with session.begin():
-        endpoint = _endpoint(session, principal, endpoint_id, lock=True)
-        for name, value in changes.items():
-            setattr(endpoint, name, value)
-        endpoint.updated_at = now
-        return endpoint
+    endpoint = _endpoint(session, principal, endpoint_id, lock=True)
+    for name, value in changes.items():
+        setattr(endpoint, name, value)
+    endpoint.updated_at = now
+    return endpoint
 
 
 def delete_endpoint(
@@ -289,22 +281,21 @@ def delete_endpoint(
 
     :raises NotFound: when unknown, already deleted or another operator's.
     """
-    with session.begin():
-        endpoint = _endpoint(session, principal, endpoint_id, lock=True)
-        endpoint.deleted_at = now
-        endpoint.updated_at = now
-        endpoint.enabled = False
-        endpoint.secret = None
-        endpoint.previous_secret = None
-        endpoint.previous_secret_expires_at = None
-        pending = session.scalars(
-            select(WebhookDelivery).where(
-                WebhookDelivery.endpoint_id == endpoint.id, WebhookDelivery.status == "pending"
-            )
+    endpoint = _endpoint(session, principal, endpoint_id, lock=True)
+    endpoint.deleted_at = now
+    endpoint.updated_at = now
+    endpoint.enabled = False
+    endpoint.secret = None
+    endpoint.previous_secret = None
+    endpoint.previous_secret_expires_at = None
+    pending = session.scalars(
+        select(WebhookDelivery).where(
+            WebhookDelivery.endpoint_id == endpoint.id, WebhookDelivery.status == "pending"
         )
-        for delivery in pending:
-            _cancel(delivery, "endpoint deleted")
-        return endpoint
+    )
+    for delivery in pending:
+        _cancel(delivery, "endpoint deleted")
+    return endpoint
 
 
 def rotate_secret(
@@ -326,18 +317,17 @@ def rotate_secret(
             f"Bad grace period {grace.total_seconds():.0f} s: {message}",
             errors=[FieldError("grace_period_seconds", message)],
         )
-    with session.begin():
-        endpoint = _endpoint(session, principal, endpoint_id, lock=True)
-        if grace > timedelta(0):
-            endpoint.previous_secret = endpoint.secret
-            endpoint.previous_secret_expires_at = now + grace
-        else:
-            endpoint.previous_secret = None
-            endpoint.previous_secret_expires_at = None
-        secret = new_secret()
-        endpoint.secret = secret
-        endpoint.updated_at = now
-        return IssuedEndpoint(endpoint, secret)
+    endpoint = _endpoint(session, principal, endpoint_id, lock=True)
+    if grace > timedelta(0):
+        endpoint.previous_secret = endpoint.secret
+        endpoint.previous_secret_expires_at = now + grace
+    else:
+        endpoint.previous_secret = None
+        endpoint.previous_secret_expires_at = None
+    secret = new_secret()
+    endpoint.secret = secret
+    endpoint.updated_at = now
+    return IssuedEndpoint(endpoint, secret)
 
 
 def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
@@ -378,46 +368,45 @@ def fan_out(session: Session, event_id: str, now: datetime) -> list[str]:
 
     An unknown event id gives ``[]`` (nothing to deliver).
     """
-    with session.begin():
-        # The event's row lock serialises fan-outs of one event (SQLite: BEGIN IMMEDIATE).
-        event = session.get(OutboxEvent, event_id, with_for_update=True)
-        if event is None:
-            return []
-        endpoints = session.scalars(
-            select(WebhookEndpoint).where(
-                WebhookEndpoint.operator_id == event.operator_id,
-                WebhookEndpoint.enabled.is_(True),
-                WebhookEndpoint.deleted_at.is_(None),
-                WebhookEndpoint.created_at <= event.created_at,
-            )
-        ).all()
-        existing = {
-            d.endpoint_id: d
-            for d in session.scalars(
-                select(WebhookDelivery).where(WebhookDelivery.event_id == event_id)
-            )
-        }
-        for endpoint in endpoints:
-            if endpoint.id in existing or not wants(endpoint, event.type):
-                continue
-            delivery = WebhookDelivery(
-                id=_delivery_id(),
-                operator_id=event.operator_id,
-                endpoint_id=endpoint.id,
-                event_id=event.id,
-                event_type=event.type,
-                status="pending",
-                attempts=0,
-                next_attempt_at=now,
-                redelivery_requested=False,
-                created_at=now,
-            )
-            session.add(delivery)
-            existing[endpoint.id] = delivery
-        fresh = [d for d in existing.values() if d.status == "pending" and d.attempts == 0]
-        for delivery in fresh:
-            delivery.queued_at = now
-        return sorted(d.id for d in fresh)
+    # The event's row lock serialises fan-outs of one event (SQLite: BEGIN IMMEDIATE).
+    event = session.get(OutboxEvent, event_id, with_for_update=True)
+    if event is None:
+        return []
+    endpoints = session.scalars(
+        select(WebhookEndpoint).where(
+            WebhookEndpoint.operator_id == event.operator_id,
+            WebhookEndpoint.enabled.is_(True),
+            WebhookEndpoint.deleted_at.is_(None),
+            WebhookEndpoint.created_at <= event.created_at,
+        )
+    ).all()
+    existing = {
+        d.endpoint_id: d
+        for d in session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.event_id == event_id)
+        )
+    }
+    for endpoint in endpoints:
+        if endpoint.id in existing or not wants(endpoint, event.type):
+            continue
+        delivery = WebhookDelivery(
+            id=_delivery_id(),
+            operator_id=event.operator_id,
+            endpoint_id=endpoint.id,
+            event_id=event.id,
+            event_type=event.type,
+            status="pending",
+            attempts=0,
+            next_attempt_at=now,
+            redelivery_requested=False,
+            created_at=now,
+        )
+        session.add(delivery)
+        existing[endpoint.id] = delivery
+    fresh = [d for d in existing.values() if d.status == "pending" and d.attempts == 0]
+    for delivery in fresh:
+        delivery.queued_at = now
+    return sorted(d.id for d in fresh)
 
 
 #: How far back the sweep looks for events whose fan-out was lost.
@@ -434,52 +423,50 @@ def unfanned_events(session: Session, now: datetime, limit: int = 100) -> list[s
         listed == "null",  # JSON null: every type
         listed.contains(literal('"') + OutboxEvent.type + literal('"')),
     )
-    with session.begin():
-        return list(
-            session.scalars(
-                select(OutboxEvent.id)
-                .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
-                .where(
-                    OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
-                    OutboxEvent.published_at <= now - REQUEUE_AFTER,
-                    WebhookEndpoint.enabled.is_(True),
-                    WebhookEndpoint.deleted_at.is_(None),
-                    WebhookEndpoint.created_at <= OutboxEvent.created_at,
-                    wanted,
-                    ~exists().where(
-                        WebhookDelivery.event_id == OutboxEvent.id,
-                        WebhookDelivery.endpoint_id == WebhookEndpoint.id,
-                    ),
-                )
-                .group_by(OutboxEvent.id, OutboxEvent.created_at)
-                .order_by(OutboxEvent.created_at)
-                .limit(limit)
+    return list(
+        session.scalars(
+            select(OutboxEvent.id)
+            .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
+            .where(
+                OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
+                OutboxEvent.published_at <= now - REQUEUE_AFTER,
+                WebhookEndpoint.enabled.is_(True),
+                WebhookEndpoint.deleted_at.is_(None),
+                WebhookEndpoint.created_at <= OutboxEvent.created_at,
+                wanted,
+                ~exists().where(
+                    WebhookDelivery.event_id == OutboxEvent.id,
+                    WebhookDelivery.endpoint_id == WebhookEndpoint.id,
+                ),
             )
+            .group_by(OutboxEvent.id, OutboxEvent.created_at)
+            .order_by(OutboxEvent.created_at)
+            .limit(limit)
         )
+    )
 
 
 def due_deliveries(session: Session, now: datetime, limit: int = 500) -> list[str]:
     """Pending deliveries that are due, not in flight and not queued in the last
     :data:`REQUEUE_AFTER`; stamped as queued now (for the sweep to queue)."""
-    with session.begin():
-        stmt = (
-            select(WebhookDelivery)
-            .where(
-                WebhookDelivery.status == "pending",
-                WebhookDelivery.next_attempt_at <= now,
-                (WebhookDelivery.locked_until.is_(None)) | (WebhookDelivery.locked_until <= now),
-                (WebhookDelivery.queued_at.is_(None))
-                | (WebhookDelivery.queued_at <= now - REQUEUE_AFTER),
-            )
-            .order_by(WebhookDelivery.next_attempt_at)
-            .limit(limit)
+    stmt = (
+        select(WebhookDelivery)
+        .where(
+            WebhookDelivery.status == "pending",
+            WebhookDelivery.next_attempt_at <= now,
+            (WebhookDelivery.locked_until.is_(None)) | (WebhookDelivery.locked_until <= now),
+            (WebhookDelivery.queued_at.is_(None))
+            | (WebhookDelivery.queued_at <= now - REQUEUE_AFTER),
         )
-        if is_postgres(session):
-            stmt = stmt.with_for_update(skip_locked=True)
-        due = list(session.scalars(stmt))
-        for delivery in due:
-            delivery.queued_at = now
-        return [d.id for d in due]
+        .order_by(WebhookDelivery.next_attempt_at)
+        .limit(limit)
+    )
+    if is_postgres(session):
+        stmt = stmt.with_for_update(skip_locked=True)
+    due = list(session.scalars(stmt))
+    for delivery in due:
+        delivery.queued_at = now
+    return [d.id for d in due]
 
 
 # --- Delivery -----------------------------------------------------------------------------
@@ -496,139 +483,6 @@ def envelope(event: OutboxEvent) -> bytes:
         "data": event.data,
     }
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-@dataclass(frozen=True)
-class Response:
-    """What one HTTP attempt got: a status code, or an error (connection, timeout)."""
-
-    status_code: int | None
-    error: str | None
-    duration_ms: int
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.error is None and self.status_code is not None and (200 <= self.status_code < 300)
-        )
-
-
-Post = Callable[[str, bytes, dict[str, str], float], Response]
-
-
-class PrivateAddress(OSError):
-    """Raised when a webhook URL's host resolves to an address that is not public."""
-
-
-def resolve(host: str, port: int, allow_private: bool) -> str:
-    """The address to connect to for ``host``: the first it resolves to.
-
-    :raises PrivateAddress: when ``allow_private`` is false and the host or any address it
-        resolves to is not public (:mod:`service.webhook_targets`: the service's own network,
-        a cloud metadata endpoint; server-side request forgery).
-    :raises OSError: when the host does not resolve.
-    """
-    addresses = [
-        str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    ]
-    if not addresses:
-        raise OSError(f"{host!r} resolves to no address")
-    try:
-        check(host, addresses, allow_private=allow_private)
-    except PrivateTarget as exc:
-        raise PrivateAddress(str(exc)) from None
-    return addresses[0]
-
-
-class _PinnedHTTP(http.client.HTTPConnection):
-    """Connects to an address already resolved and vetted (no second DNS answer)."""
-
-    def __init__(self, host: str, port: int | None, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-def tls_context() -> ssl.SSLContext:
-    """How deliveries verify HTTPS receivers: the system's trusted authorities, host names
-    checked."""
-    return ssl.create_default_context()
-
-
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """Like :class:`_PinnedHTTP`, with TLS verified against the URL's host name."""
-
-    def __init__(self, host: str, port: int | None, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-        self.tls = tls_context()
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
-
-
-def http_sender(allow_private: bool = False) -> Post:
-    """A :data:`Post` over HTTP(S); ``allow_private`` lets it reach loopback and private
-    addresses (development and tests only)."""
-
-    def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
-        return http_post(url, body, headers, timeout, allow_private=allow_private)
-
-    return post
-
-
-def http_post(
-    url: str,
-    body: bytes,
-    headers: dict[str, str],
-    timeout: float,
-    *,
-    allow_private: bool = False,
-) -> Response:
-    """POST ``body`` to ``url``; never raises. Redirects are not followed (a 3xx is a
-    failure), the whole exchange must finish within ``timeout`` seconds, and hosts that
-    resolve to non-public addresses are refused unless ``allow_private``."""
-    started = time.monotonic()
-
-    def elapsed_ms() -> int:
-        return int((time.monotonic() - started) * 1000)
-
-    def remaining() -> float:
-        left = timeout - (time.monotonic() - started)
-        if left <= 0:
-            raise TimeoutError("timed out")
-        return left
-
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    connection: http.client.HTTPConnection
-    try:
-        https = parts.scheme == "https"
-        host = parts.hostname or ""
-        address = resolve(host, parts.port or (443 if https else 80), allow_private)
-        pinned = _PinnedHTTPS if https else _PinnedHTTP
-        connection = pinned(host, parts.port, address, remaining())
-        try:
-            connection.request("POST", path, body=body, headers=headers)
-            if connection.sock is not None:
-                connection.sock.settimeout(remaining())
-            answer = connection.getresponse()
-            if connection.sock is not None:
-                connection.sock.settimeout(remaining())
-            answer.read(MAX_RESPONSE_BYTES)  # drained, not kept
-        finally:
-            connection.close()
-    except TimeoutError:
-        return Response(None, f"timed out after {timeout:g} s", elapsed_ms())
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        return Response(None, f"{type(exc).__name__}: {exc}"[:500], elapsed_ms())
-    duration = elapsed_ms()
-    if duration > timeout * 1000:
-        return Response(answer.status, f"answered after {timeout:g} s", duration)
-    return Response(answer.status, None, duration)
 
 
 @dataclass(frozen=True)
@@ -666,109 +520,107 @@ def _cancel(delivery: WebhookDelivery, reason: str) -> None:
 
 def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
     """Take the next attempt of a delivery (under its row lock), or say why not."""
-    with session.begin():
-        delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
-        if delivery is None:
-            return Outcome(delivery_id, False, "missing", "no such delivery")
-        if delivery.status != "pending":
-            return Outcome(delivery_id, False, delivery.status, f"already {delivery.status}")
-        if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
-            return Outcome(
-                delivery_id,
-                False,
-                "pending",
-                "not due yet",
-                next_attempt_at=delivery.next_attempt_at,
-            )
-        if delivery.locked_until is not None and delivery.locked_until > now:
-            return Outcome(delivery_id, False, "pending", "an attempt is in flight")
-        endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
-        event = session.get(OutboxEvent, delivery.event_id)
-        assert endpoint is not None and event is not None  # foreign keys
-        secrets = signing_secrets(endpoint, now)
-        if endpoint.deleted_at is not None or not endpoint.enabled or not secrets:
-            _cancel(
-                delivery, "endpoint disabled" if endpoint.deleted_at is None else "endpoint deleted"
-            )
-            return Outcome(delivery_id, False, "cancelled", delivery.last_error or "")
-        delivery.attempts += 1
-        delivery.locked_until = now + LEASE
-        delivery.queued_at = None  # its task is running; after the lease the sweep may queue
-        manual = delivery.redelivery_requested
-        delivery.redelivery_requested = False
-        body = envelope(event)
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "gin-service-webhooks/1",
-            SIGNATURE_HEADER: signature_header(secrets, int(now.timestamp()), body),
-            "Gin-Event-Id": event.id,
-            "Gin-Event-Type": event.type,
-            "Gin-Delivery-Id": delivery.id,
-            "Gin-Delivery-Attempt": str(delivery.attempts),
-        }
-        return Claim(
-            delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body, headers
+    delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
+    if delivery is None:
+        return Outcome(delivery_id, False, "missing", "no such delivery")
+    if delivery.status != "pending":
+        return Outcome(delivery_id, False, delivery.status, f"already {delivery.status}")
+    if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
+        return Outcome(
+            delivery_id,
+            False,
+            "pending",
+            "not due yet",
+            next_attempt_at=delivery.next_attempt_at,
         )
+    if delivery.locked_until is not None and delivery.locked_until > now:
+        return Outcome(delivery_id, False, "pending", "an attempt is in flight")
+    endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
+    event = session.get(OutboxEvent, delivery.event_id)
+    assert endpoint is not None and event is not None  # foreign keys
+    secrets = signing_secrets(endpoint, now)
+    if endpoint.deleted_at is not None or not endpoint.enabled or not secrets:
+        _cancel(
+            delivery, "endpoint disabled" if endpoint.deleted_at is None else "endpoint deleted"
+        )
+        return Outcome(delivery_id, False, "cancelled", delivery.last_error or "")
+    delivery.attempts += 1
+    delivery.locked_until = now + LEASE
+    delivery.queued_at = None  # its task is running; after the lease the sweep may queue
+    manual = delivery.redelivery_requested
+    delivery.redelivery_requested = False
+    body = envelope(event)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "gin-service-webhooks/1",
+        SIGNATURE_HEADER: signature_header(secrets, int(now.timestamp()), body),
+        "Gin-Event-Id": event.id,
+        "Gin-Event-Type": event.type,
+        "Gin-Delivery-Id": delivery.id,
+        "Gin-Delivery-Attempt": str(delivery.attempts),
+    }
+    return Claim(delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body, headers)
 
 
 def record(session: Session, taken: Claim, response: Response, now: datetime) -> Outcome:
     """Log the attempt and apply its outcome: delivered on a 2xx, else the next retry (or
     ``failed`` when the schedule is exhausted). A late answer for a claim that another
     worker has since superseded is logged, and only a success changes the delivery."""
-    with session.begin():
-        delivery = session.get(WebhookDelivery, taken.delivery_id, with_for_update=True)
-        assert delivery is not None
-        current = delivery.attempts == taken.number
-        if delivery.status == "pending" and response.ok:
-            delivery.status = "delivered"
-            delivery.delivered_at = now
+    delivery = session.get(WebhookDelivery, taken.delivery_id, with_for_update=True)
+    assert delivery is not None
+    current = delivery.attempts == taken.number
+    if delivery.status == "pending" and response.ok:
+        delivery.status = "delivered"
+        delivery.delivered_at = now
+        delivery.next_attempt_at = None
+        delivery.locked_until = None
+    elif delivery.status == "pending" and current:
+        delay = retry_delay(taken.number)
+        if delay is None:
+            delivery.status = "failed"
             delivery.next_attempt_at = None
-            delivery.locked_until = None
-        elif delivery.status == "pending" and current:
-            delay = retry_delay(taken.number)
-            if delay is None:
-                delivery.status = "failed"
-                delivery.next_attempt_at = None
-            else:
-                delivery.next_attempt_at = now + delay
-        if current:
-            delivery.locked_until = None
-            delivery.queued_at = None
-            delivery.last_attempt_at = now
-            delivery.last_status_code = response.status_code
-            delivery.last_error = response.error or (
-                None if response.ok else f"HTTP {response.status_code}"
-            )
-        session.add(
-            WebhookAttempt(
-                delivery_id=delivery.id,
-                number=taken.number,
-                manual=taken.manual,
-                attempted_at=now,
-                status_code=response.status_code,
-                error=response.error or (None if response.ok else f"HTTP {response.status_code}"),
-                duration_ms=response.duration_ms,
-                next_attempt_at=delivery.next_attempt_at,
-            )
+        else:
+            delivery.next_attempt_at = now + delay
+    if current:
+        delivery.locked_until = None
+        delivery.queued_at = None
+        delivery.last_attempt_at = now
+        delivery.last_status_code = response.status_code
+        delivery.last_error = response.error or (
+            None if response.ok else f"HTTP {response.status_code}"
         )
-        return Outcome(
-            delivery.id,
-            True,
-            delivery.status,
-            attempt=taken.number,
+    session.add(
+        WebhookAttempt(
+            delivery_id=delivery.id,
+            number=taken.number,
+            manual=taken.manual,
+            attempted_at=now,
             status_code=response.status_code,
+            error=response.error or (None if response.ok else f"HTTP {response.status_code}"),
+            duration_ms=response.duration_ms,
             next_attempt_at=delivery.next_attempt_at,
         )
+    )
+    return Outcome(
+        delivery.id,
+        True,
+        delivery.status,
+        attempt=taken.number,
+        status_code=response.status_code,
+        next_attempt_at=delivery.next_attempt_at,
+    )
 
 
-def deliver(session: Session, delivery_id: str, now: datetime, post: Post | None = None) -> Outcome:
-    """Make the delivery's next attempt if it is due: claim, POST, record. Running it again
-    (a duplicate task), or while another attempt is in flight, sends nothing."""
-    taken = claim(session, delivery_id, now)
+def deliver(session: Session, delivery_id: str, now: datetime, post: Post) -> Outcome:
+    """Make the delivery's next attempt if it is due: claim, POST (``post``, the transport:
+    :func:`service.webhook_http.http_sender` in production), record, the claim and the
+    record each a unit of work and the POST outside both. Running it again (a duplicate
+    task), or while another attempt is in flight, sends nothing."""
+    taken = unit_of_work.run(session, lambda: claim(session, delivery_id, now))
     if isinstance(taken, Outcome):
         return taken
-    response = (post or http_post)(taken.url, taken.body, taken.headers, TIMEOUT_SECONDS)
-    outcome = record(session, taken, response, now)
+    response = post(taken.url, taken.body, taken.headers, TIMEOUT_SECONDS)
+    outcome = unit_of_work.run(session, lambda: record(session, taken, response, now))
     log.info(
         "webhook delivery %s to %s attempt %d: %s",
         outcome.delivery_id,
@@ -786,22 +638,21 @@ RETENTION = timedelta(days=30)
 def purge_finished(session: Session, now: datetime, batch: int = 1000) -> int:
     """Delete up to ``batch`` finished deliveries created before ``now - RETENTION``, with
     their attempts; how many were deleted. Pending ones are never touched."""
-    with session.begin():
-        old = list(
-            session.scalars(
-                select(WebhookDelivery.id)
-                .where(
-                    WebhookDelivery.status != "pending",
-                    WebhookDelivery.created_at < now - RETENTION,
-                )
-                .order_by(WebhookDelivery.created_at)
-                .limit(batch)
+    old = list(
+        session.scalars(
+            select(WebhookDelivery.id)
+            .where(
+                WebhookDelivery.status != "pending",
+                WebhookDelivery.created_at < now - RETENTION,
             )
+            .order_by(WebhookDelivery.created_at)
+            .limit(batch)
         )
-        if old:
-            session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(old)))
-            session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
-        return len(old)
+    )
+    if old:
+        session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(old)))
+        session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
+    return len(old)
 
 
 # --- The delivery log and redelivery ------------------------------------------------------
@@ -838,21 +689,20 @@ def list_deliveries(
 
     :raises NotFound: when the endpoint is unknown, deleted or another operator's.
     """
-    with session.begin():
-        endpoint = _endpoint(session, principal, endpoint_id)
-        stmt = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint.id)
-        if status is not None:
-            stmt = stmt.where(WebhookDelivery.status == status)
-        page = page_of(
-            session,
-            stmt,
-            WebhookDelivery.id,
-            WebhookDelivery,
-            limit,
-            starting_after,
-            ending_before,
-        )
-        return Page(_with_attempts(session, page.data), page.has_more, page.next_cursor)
+    endpoint = _endpoint(session, principal, endpoint_id)
+    stmt = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint.id)
+    if status is not None:
+        stmt = stmt.where(WebhookDelivery.status == status)
+    page = page_of(
+        session,
+        stmt,
+        WebhookDelivery.id,
+        WebhookDelivery,
+        limit,
+        starting_after,
+        ending_before,
+    )
+    return Page(_with_attempts(session, page.data), page.has_more, page.next_cursor)
 
 
 def _delivery(
@@ -867,8 +717,7 @@ def _delivery(
 
 def get_delivery(session: Session, principal: Principal, delivery_id: str) -> DeliveryView:
     """:raises NotFound: when unknown or another operator's."""
-    with session.begin():
-        return _with_attempts(session, [_delivery(session, principal, delivery_id)])[0]
+    return _with_attempts(session, [_delivery(session, principal, delivery_id)])[0]
 
 
 def redeliver(
@@ -881,17 +730,16 @@ def redeliver(
     :raises NotFound: when unknown or another operator's.
     :raises WebhookEndpointDisabled: when its endpoint is disabled or deleted.
     """
-    with session.begin():
-        delivery = _delivery(session, principal, delivery_id, lock=True)
-        endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
-        assert endpoint is not None
-        if endpoint.deleted_at is not None or not endpoint.enabled:
-            raise WebhookEndpointDisabled(
-                f"Webhook endpoint {endpoint.id} is disabled or deleted; enable it first."
-            )
-        delivery.status = "pending"
-        delivery.next_attempt_at = now
-        delivery.queued_at = now
-        delivery.redelivery_requested = True
-        delivery.delivered_at = None
-        return _with_attempts(session, [delivery])[0]
+    delivery = _delivery(session, principal, delivery_id, lock=True)
+    endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
+    assert endpoint is not None
+    if endpoint.deleted_at is not None or not endpoint.enabled:
+        raise WebhookEndpointDisabled(
+            f"Webhook endpoint {endpoint.id} is disabled or deleted; enable it first."
+        )
+    delivery.status = "pending"
+    delivery.next_attempt_at = now
+    delivery.queued_at = now
+    delivery.redelivery_requested = True
+    delivery.delivered_at = None
+    return _with_attempts(session, [delivery])[0]

@@ -12,7 +12,7 @@ from service.db import make_engine
 from service.db.match_models import Settlement
 from service.usecases import settlement
 from tests.api.play_clients import FORMATS, play_match, seated_match
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, in_unit, make_test_app, new_operator
 
 
 def finished_and_settled(
@@ -26,7 +26,7 @@ def finished_and_settled(
         assert play_match(clients, match_id)["status"] == "finished"
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        settlement.settle_match(session, match_id, utcnow())
+        in_unit(session, settlement.settle_match, match_id, utcnow())
     finally:
         session.close()
     return clients, match_id

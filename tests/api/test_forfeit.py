@@ -15,7 +15,7 @@ from service.db.match_models import MatchAction
 from service.rules import deadwood, fair
 from service.usecases import play, settlement
 from tests.api.play_clients import FORMATS, action_body, seated_match
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, in_unit
 
 
 def views(clients: list[ApiClient], match_id: str) -> dict[int, dict[str, Any]]:
@@ -124,7 +124,7 @@ def test_a_resignation_in_the_middle_of_hand_2_ends_and_reveals_that_hand(
                 .limit(1)
             ).one()
             assert (last.action, last.seat, last.hand_number) == ("RESIGN", 1, 2)
-        settlement.settle_match(session, match_id, utcnow())
+        in_unit(session, settlement.settle_match, match_id, utcnow())
     finally:
         session.close()
     audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
@@ -167,7 +167,7 @@ def test_a_timeout_that_forfeits_is_logged_and_its_hand_revealed(api: ApiClient,
         assert forfeit["action"] == "FORFEIT" and forfeit["seat"] == 1
         assert forfeit["reason"] == "timeout" and forfeit["automatic"] is True
         assert "at" in forfeit
-        settlement.settle_match(session, match_id, utcnow())
+        in_unit(session, settlement.settle_match, match_id, utcnow())
     finally:
         session.close()
     audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()

@@ -8,7 +8,7 @@ from typing import Any
 from service.clock import utcnow
 from service.usecases import limits, wallets
 from service.usecases.auth import Principal
-from tests.conftest import ApiClient, assert_problem, plan_of
+from tests.conftest import ApiClient, assert_problem, in_unit, plan_of
 
 
 def eur(amount: int) -> dict[str, Any]:
@@ -71,28 +71,30 @@ def test_raise_takes_effect_after_24_hours_and_windows_roll(app: Any, api: ApiCl
     principal = Principal(api.operator_id)  # type: ignore[attr-defined]
     session = app.extensions["gin"]["sessionmaker"]()
     start = utcnow()
-    limits.set_limits(session, principal, pid, "EUR", {"daily": 1000}, start)
-    limits.set_limits(session, principal, pid, "EUR", {"daily": 3000}, start)
-    wallets.deposit(session, principal, pid, "EUR", 1000, "a", start)
+    in_unit(session, limits.set_limits, principal, pid, "EUR", {"daily": 1000}, start)
+    in_unit(session, limits.set_limits, principal, pid, "EUR", {"daily": 3000}, start)
+    in_unit(session, wallets.deposit, principal, pid, "EUR", 1000, "a", start)
     later = start + timedelta(hours=25)
-    views = {v.period: v for v in limits.get_limits(session, principal, pid, "EUR", later)}
+    views = {v.period: v for v in in_unit(session, limits.get_limits, principal, pid, "EUR", later)}
     assert views["daily"].amount == 3000 and not views["daily"].pending
-    wallets.deposit(session, principal, pid, "EUR", 3000, "b", later)
+    in_unit(session, wallets.deposit, principal, pid, "EUR", 3000, "b", later)
     # the first deposit left the rolling 24 hours; the second fills the raised limit
     from service.errors import DepositLimitExceeded
 
     try:
-        wallets.deposit(session, principal, pid, "EUR", 1, "c", later)
+        in_unit(session, wallets.deposit, principal, pid, "EUR", 1, "c", later)
         raise AssertionError("limit not enforced")
     except DepositLimitExceeded:
         pass
     # lowering meanwhile cancels a pending raise
-    limits.set_limits(session, principal, pid, "EUR", {"weekly": 10_000}, later)
-    limits.set_limits(session, principal, pid, "EUR", {"weekly": 20_000}, later)
-    limits.set_limits(session, principal, pid, "EUR", {"weekly": 9000}, later)
+    in_unit(session, limits.set_limits, principal, pid, "EUR", {"weekly": 10_000}, later)
+    in_unit(session, limits.set_limits, principal, pid, "EUR", {"weekly": 20_000}, later)
+    in_unit(session, limits.set_limits, principal, pid, "EUR", {"weekly": 9000}, later)
     views = {
         v.period: v
-        for v in limits.get_limits(session, principal, pid, "EUR", later + timedelta(days=2))
+        for v in in_unit(
+            session, limits.get_limits, principal, pid, "EUR", later + timedelta(days=2)
+        )
     }
     assert views["weekly"].amount == 9000 and not views["weekly"].pending
     session.close()

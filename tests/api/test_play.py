@@ -539,7 +539,6 @@ def test_an_action_overtaken_between_its_read_and_its_write_is_409(
     version it was read at. Here the same action lands (through the locked path, as in a
     caller's transaction) right after the read: the first request then finds the version
     moved and answers 409, and the action is in the log once."""
-    from service.db import shared
     from service.usecases import play
     from service.usecases.auth import Principal
 
@@ -556,7 +555,7 @@ def test_an_action_overtaken_between_its_read_and_its_write_is_409(
         if not overtaken:
             other = app.extensions["gin"]["sessionmaker"]()
             try:
-                with shared(other):  # inside a shared transaction: the locked path
+                with other.begin():  # inside a unit of work: the locked path
                     moved = play.act(other, principal, wanted, "PASS", view["version"], utcnow())
                 overtaken.append(moved["version"])
             finally:

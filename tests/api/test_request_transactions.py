@@ -222,21 +222,76 @@ def test_argument_schemas_are_built_once_not_per_request(
     assert built == [1]
 
 
-def test_use_cases_join_only_a_transaction_opened_to_be_shared(app: Any) -> None:
+def test_a_unit_of_work_never_joins_a_transaction_left_open(app: Any) -> None:
     from sqlalchemy import text
     from sqlalchemy.exc import InvalidRequestError
 
-    from service.db import shared, transaction
+    from service.usecases import unit_of_work
 
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        with shared(session):
-            outer = session.get_transaction()
-            with transaction(session):
-                assert session.get_transaction() is outer  # joined, not committed here
         session.execute(text("SELECT 1"))  # an unrelated, autobegun transaction
-        with pytest.raises(InvalidRequestError), transaction(session):
-            pass  # refused as Session.begin refuses it: never silently left uncommitted
+        with pytest.raises(InvalidRequestError):
+            unit_of_work.run(session, lambda: None)  # never silently left uncommitted
+    finally:
+        session.close()
+
+
+class _DriverError(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(sqlstate)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize(
+    ("error", "runs"),
+    [
+        ("deadlock", 2),  # a deadlock victim is run again, and then commits
+        ("serialization", 2),
+        ("twin", 2),  # a unique key a twin took: run again, it sees the twin's row
+        ("other", 1),  # anything else is raised at once
+        ("always", 3),  # at most ATTEMPTS runs, then the error is raised
+    ],
+)
+def test_a_unit_of_work_reruns_what_the_database_asks_to_rerun(
+    app: Any, error: str, runs: int
+) -> None:
+    from sqlalchemy import func, select
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from service.clock import utcnow
+    from service.db.models import Operator
+    from service.usecases import unit_of_work
+    from service.usecases.operators import create_operator
+
+    errors = {
+        "deadlock": OperationalError("x", {}, _DriverError("40P01")),
+        "serialization": OperationalError("x", {}, _DriverError("40001")),
+        "twin": IntegrityError("x", {}, _DriverError("23505")),
+        "other": OperationalError("x", {}, _DriverError("57014")),
+        "always": OperationalError("x", {}, _DriverError("40P01")),
+    }
+    session = app.extensions["gin"]["sessionmaker"]()
+    name = f"rerun-{error}"
+    calls: list[int] = []
+
+    def work() -> str:
+        calls.append(1)
+        operator, _ = create_operator(session, name, utcnow())
+        if error == "always" or len(calls) == 1:
+            raise errors[error]  # after writing: the rollback must undo it
+        return operator.id
+
+    try:
+        if runs == 2:
+            assert unit_of_work.run(session, work).startswith("op_")
+        else:
+            with pytest.raises(type(errors[error])):
+                unit_of_work.run(session, work)
+        assert len(calls) == runs
+        with session.begin():
+            kept = session.scalar(select(func.count()).where(Operator.name == name))
+        assert kept == (1 if runs == 2 else 0)  # each failed run was rolled back whole
     finally:
         session.close()
 

@@ -13,13 +13,13 @@ from service.db.models import LedgerEntry, LedgerTransaction
 from service.ledger import store
 from service.usecases import settlement
 from tests.api.play_clients import FORMATS, play_match, seated_match, wallet
-from tests.conftest import ApiClient, plan_of
+from tests.conftest import ApiClient, in_unit, plan_of
 
 
 def settle(app: Any, match_id: str) -> Settlement:
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        return settlement.settle_match(session, match_id, utcnow())
+        return in_unit(session, settlement.settle_match, match_id, utcnow())
     finally:
         session.close()
 
@@ -65,7 +65,7 @@ def test_settlement_pays_out_the_statement_once(
         row = session.get(MatchRow, match_id)
         assert row is not None and row.settled_at == first.created_at
         session.rollback()  # the sweep's query owns its transaction
-        assert match_id not in settlement.unsettled_finished_matches(session, limit=10_000)
+        assert match_id not in in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
     finally:
         session.close()
 
@@ -127,8 +127,8 @@ def test_relay_publishes_finished_matches_once(api: ApiClient, app: Any) -> None
     sent: list[tuple[str, list[Any]]] = []
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        relay_events(session, lambda name, args: sent.append((name, args)), utcnow())
-        relay_events(session, lambda name, args: sent.append((name, args)), utcnow())
+        in_unit(session, relay_events, lambda name, args: sent.append((name, args)), utcnow())
+        in_unit(session, relay_events, lambda name, args: sent.append((name, args)), utcnow())
     finally:
         session.close()
     mine = [s for s in sent if s[1] == [table["match_id"]]]
@@ -146,7 +146,7 @@ def test_relay_keeps_events_when_the_broker_is_down(api: ApiClient, app: Any) ->
 
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        relay_events(session, down, utcnow())  # other events may publish; ours cannot
+        in_unit(session, relay_events, down, utcnow())  # other events may publish; ours cannot
         with session.begin():
             pending = session.scalars(
                 select(OutboxEvent).where(
@@ -156,7 +156,7 @@ def test_relay_keeps_events_when_the_broker_is_down(api: ApiClient, app: Any) ->
             ).one()
             assert pending.published_at is None and "unreachable" in (pending.last_error or "")
         sent: list[Any] = []
-        relay_events(session, lambda name, args: sent.append(args), utcnow())
+        in_unit(session, relay_events, lambda name, args: sent.append(args), utcnow())
         assert [table["match_id"]] in sent
     finally:
         session.close()
@@ -173,7 +173,7 @@ def test_the_sweep_finds_a_finished_match_without_settlement_by_its_index(
     assert play_match(clients, match_id)["status"] == "finished"
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        assert match_id in settlement.unsettled_finished_matches(session, limit=10_000)
+        assert match_id in in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
     finally:
         session.close()
     settle(app, match_id)

@@ -10,7 +10,7 @@ import pytest
 from service.clock import utcnow
 from service.usecases import webhooks
 from tests.api.play_clients import player_client, seated_match
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, in_unit
 
 URL = "https://ops.example/gin/webhooks"
 
@@ -239,7 +239,7 @@ def _finished_match_deliveries(app: Any, api: ApiClient, endpoint_id: str) -> li
             events = session.scalars(
                 select(OutboxEvent.id).where(OutboxEvent.subject_id == table["match_id"])
             ).all()
-        return [d for event in events for d in webhooks.fan_out(session, event, utcnow())]
+        return [d for event in events for d in in_unit(session, webhooks.fan_out, event, utcnow())]
     finally:
         session.close()
 

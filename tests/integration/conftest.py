@@ -11,7 +11,7 @@ import pytest
 from service.clock import utcnow
 from service.usecases import players, wallets
 from service.usecases.auth import Principal
-from tests.conftest import make_test_app, new_operator
+from tests.conftest import in_unit, make_test_app, new_operator
 
 
 @dataclass
@@ -31,10 +31,12 @@ def make_funded(app: Any, url: str, amount: int = 10_000) -> Funded:
     principal = Principal(operator_id)
     session = app.extensions["gin"]["sessionmaker"]()
     now = utcnow()
-    one = players.create_player(session, principal, "ext-1", "One", None, now)
-    two = players.create_player(session, principal, "ext-2", "Two", None, now)
+    one = in_unit(session, players.create_player, principal, "ext-1", "One", None, now)
+    two = in_unit(session, players.create_player, principal, "ext-2", "Two", None, now)
     for player in (one, two):
-        wallets.deposit(session, principal, player.id, "EUR", amount, f"seed-{player.id}", now)
+        in_unit(
+            session, wallets.deposit, principal, player.id, "EUR", amount, f"seed-{player.id}", now
+        )
     session.close()
     return Funded(url, app, operator_id, one.id, two.id)
 

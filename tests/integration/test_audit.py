@@ -22,7 +22,7 @@ from service.db.match_models import HandRow, Settlement
 from service.rules import fair
 from service.usecases import settlement
 from tests.api.play_clients import FORMATS, play_match, seated_match
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, in_unit, make_test_app, new_operator
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Books:
     def settle(self, match_id: str) -> Settlement:
         session = self.session()
         try:
-            return settlement.settle_match(session, match_id, utcnow())
+            return in_unit(session, settlement.settle_match, match_id, utcnow())
         finally:
             session.close()
 

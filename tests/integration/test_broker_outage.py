@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from service.clock import utcnow
-from tests.conftest import serving
+from tests.conftest import in_unit, serving
 from tests.integration.workers import (
     Broker,
     finished_matches,
@@ -52,7 +52,7 @@ def database(fresh_database_url: str) -> Iterator[tuple[Any, str]]:
 def lost_with_the_broker(session: Any) -> None:
     """Hand every unpublished event to a broker that loses it: the events are stamped
     published, as by a relay whose tasks were in Redis when it died, and no task exists."""
-    relay_events(session, lambda _name, _args: None, utcnow())
+    in_unit(session, relay_events, lambda _name, _args: None, utcnow())
 
 
 def settled_within(app: Any, match_ids: list[str], seconds: float) -> float:
@@ -76,7 +76,7 @@ def test_matches_missed_while_redis_was_down_are_settled_once_soon_after_it_retu
             broker = Broker(redis_url)
             with worker(url, broker):
                 first = finished_matches(app, 1)
-                relay_events(session, broker.send, utcnow())
+                in_unit(session, relay_events, broker.send, utcnow())
                 settled_within(app, first, STARTED)  # the worker is up and consuming
                 # Its catch-up done too: a worker that loses Redis with a task in hand before
                 # its first acknowledgement can exit on a kombu error, not what this tests.
@@ -85,7 +85,7 @@ def test_matches_missed_while_redis_was_down_are_settled_once_soon_after_it_retu
                 lost_with_the_broker(session)
                 stop()  # Redis is down while more matches end
                 held = finished_matches(app, 3)
-                relay_events(session, broker.send, utcnow())  # fails: their events stay
+                in_unit(session, relay_events, broker.send, utcnow())  # fails: their events stay
                 start()  # empty: the queue, its binding and the tasks it held are gone
                 took = settled_within(app, lost + held, PROMPTLY)
         assert settled_once(app, first + lost + held)
@@ -104,7 +104,7 @@ def test_a_restarted_worker_settles_what_its_killed_predecessor_lost(
             broker = Broker(redis_url)
             with worker(url, broker) as first_worker:
                 first = finished_matches(app, 1)
-                relay_events(session, broker.send, utcnow())
+                in_unit(session, relay_events, broker.send, utcnow())
                 settled_within(app, first, STARTED)
                 lost = finished_matches(app, 3)
                 lost_with_the_broker(session)  # as if taken by the worker, unacknowledged

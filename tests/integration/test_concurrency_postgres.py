@@ -32,7 +32,7 @@ from service.ledger.chain import GENESIS
 from service.ledger.postings import AccountRef
 from service.usecases import players, wallets
 from service.usecases.auth import Principal
-from tests.conftest import make_test_app, new_operator, throwaway_postgres
+from tests.conftest import in_unit, make_test_app, new_operator, throwaway_postgres
 from tests.integration.workers import send
 
 pytestmark = [
@@ -125,8 +125,9 @@ def test_twin_requests_from_16_clients_move_money_exactly_once(
             for op in plan:
                 barrier.wait(timeout=60)
                 try:
-                    moved = wallets.hold(
+                    moved = in_unit(
                         session,
+                        wallets.hold,
                         operator_id,
                         op.player,
                         "mch_hot",
@@ -251,8 +252,8 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
     app, _port, _url = server
     operator_id, _ = new_operator(app)
     maker = app.extensions["gin"]["sessionmaker"]
-    player = players.create_player(
-        maker(), Principal(operator_id), "apart", "Apart", None, utcnow()
+    player = in_unit(
+        maker(), players.create_player, Principal(operator_id), "apart", "Apart", None, utcnow()
     )
     escrow = AccountRef.player_escrow(operator_id, player.id, "mch_apart", "EUR")
     available = AccountRef.player_available(operator_id, player.id, "EUR")
@@ -294,8 +295,17 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
     session = maker()
     try:
         with pytest.raises(InsufficientFunds):
-            wallets.withdraw(session, Principal(operator_id), player.id, "USD", 5, "none", utcnow())
-        assert wallets.list_wallets(session, Principal(operator_id), player.id) == []
+            in_unit(
+                session,
+                wallets.withdraw,
+                Principal(operator_id),
+                player.id,
+                "USD",
+                5,
+                "none",
+                utcnow(),
+            )
+        assert in_unit(session, wallets.list_wallets, Principal(operator_id), player.id) == []
     finally:
         session.close()
 
@@ -347,10 +357,25 @@ def test_accounts_are_created_while_the_movement_holds_no_account_lock(
     operator_id, _ = new_operator(app)
     maker = app.extensions["gin"]["sessionmaker"]
     engine = app.extensions["gin"]["engine"]
-    player = players.create_player(
-        maker(), Principal(operator_id), "lockless", "Lockless", None, utcnow()
+    player = in_unit(
+        maker(),
+        players.create_player,
+        Principal(operator_id),
+        "lockless",
+        "Lockless",
+        None,
+        utcnow(),
     )
-    wallets.deposit(maker(), Principal(operator_id), player.id, "EUR", 500, "lockless", utcnow())
+    in_unit(
+        maker(),
+        wallets.deposit,
+        Principal(operator_id),
+        player.id,
+        "EUR",
+        500,
+        "lockless",
+        utcnow(),
+    )
     available = AccountRef.player_available(operator_id, player.id, "EUR")
     escrow = AccountRef.player_escrow(operator_id, player.id, "mch_lockless", "EUR")
     free_while_creating: list[bool] = []
@@ -371,8 +396,16 @@ def test_accounts_are_created_while_the_movement_holds_no_account_lock(
         create(session, refs, now)
 
     monkeypatch.setattr(store, "_create_accounts", create_and_look)
-    moved = wallets.hold(
-        maker(), operator_id, player.id, "mch_lockless", "EUR", 200, "lockless-hold", utcnow()
+    moved = in_unit(
+        maker(),
+        wallets.hold,
+        operator_id,
+        player.id,
+        "mch_lockless",
+        "EUR",
+        200,
+        "lockless-hold",
+        utcnow(),
     )
     assert free_while_creating == [True]
     assert (moved.wallet.available, moved.wallet.held) == (300, 200)
@@ -399,18 +432,17 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
     path) beside holds, all started at once on players with no accounts yet: every one
     creates or waits for its player's accounts, and none is a deadlock victim. Every error a
     layer would run again is recorded, and so is each batch call that failed."""
-    from service.api import context
-    from service.db import retryable
+    from service.usecases import unit_of_work
 
     victims: list[BaseException] = []
+    run_again = unit_of_work._run_again
 
-    def recorded(error: BaseException) -> bool:
-        if retryable(error):
+    def recorded(error: Any) -> bool:
+        if run_again(error):
             victims.append(error)
-        return retryable(error)
+        return run_again(error)
 
-    monkeypatch.setattr(wallets, "retryable", recorded)
-    monkeypatch.setattr(context, "retryable", recorded)
+    monkeypatch.setattr(unit_of_work, "_run_again", recorded)
     app, port, _url = server
     operator_id, token = new_operator(app)
     principal = Principal(operator_id)
@@ -425,8 +457,16 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
             key = f"{kind}-{player_id}-{n % len(kinds)}"  # FIRST_TOUCH_TWINS of each
             if kind.startswith("hold"):
                 try:
-                    wallets.hold(
-                        session, operator_id, player_id, f"mch_{kind}", "EUR", 1, key, utcnow()
+                    in_unit(
+                        session,
+                        wallets.hold,
+                        operator_id,
+                        player_id,
+                        f"mch_{kind}",
+                        "EUR",
+                        1,
+                        key,
+                        utcnow(),
                     )
                 except InsufficientFunds:
                     return  # before the deposits: refused, as it should be
@@ -455,7 +495,9 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
     kinds = ["deposit", "deposit", "withdrawal", "hold-a", "hold-a", "hold-b"]
     for round_ in range(FIRST_TOUCH_ROUNDS):
         new = [
-            players.create_player(maker(), principal, f"ft-{round_}-{i}", "New", None, utcnow()).id
+            in_unit(
+                maker(), players.create_player, principal, f"ft-{round_}-{i}", "New", None, utcnow()
+            ).id
             for i in range(FIRST_TOUCH_PLAYERS)
         ]
         barrier = threading.Barrier(len(kinds) * FIRST_TOUCH_TWINS * len(new))
@@ -470,7 +512,7 @@ def test_first_movements_of_new_players_at_once_are_never_deadlocked(
             thread.join(timeout=120)
         assert not errors, errors
         for player_id in new:
-            wallet = wallets.get_wallet(maker(), principal, player_id, "EUR")
+            wallet = in_unit(maker(), wallets.get_wallet, principal, player_id, "EUR")
             count = Counter(kind for player, kind, _key in moved if player == player_id)
             assert wallet.held == count["hold"], wallet
             assert wallet.balance == 100 * count["depo"] - count["with"], wallet

@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 from sqlalchemy.orm import Session
 
-from service.db import driver, first_alone, make_engine, shared
+from service.db import driver, first_alone, make_engine
 from service.db.models import UTCDateTime
 from tests.conftest import throwaway_postgres
 
@@ -73,11 +73,11 @@ def test_a_write_commits_by_itself_and_the_connection_returns_to_transactions(
     assert _count(engine) == before + 1
 
 
-def test_inside_a_shared_transaction_it_joins_it(engine: Engine) -> None:
+def test_inside_a_unit_of_work_it_runs_there(engine: Engine) -> None:
     before = _count(engine)
-    with Session(engine) as session, pytest.raises(LookupError), shared(session):
+    with Session(engine) as session, pytest.raises(LookupError), session.begin():
         first_alone(session, text("INSERT INTO notes (body) VALUES ('c') RETURNING id"), {})
-        raise LookupError("roll the shared transaction back")
+        raise LookupError("roll the unit of work back")
     assert _count(engine) == before
 
 

@@ -16,7 +16,7 @@ from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ledger import store
 from service.usecases import players, wallets
 from service.usecases.auth import Principal
-from tests.conftest import new_operator
+from tests.conftest import in_unit, new_operator
 
 PLAYERS = 2
 MATCHES = ("mch_A", "mch_B")
@@ -42,7 +42,7 @@ def test_wallet_operations_match_a_model(
     session = app.extensions["gin"]["sessionmaker"]()
     now = utcnow()
     ids = [
-        players.create_player(session, principal, f"p{i}", "P", None, now).id
+        in_unit(session, players.create_player, principal, f"p{i}", "P", None, now).id
         for i in range(PLAYERS)
     ]
     available: dict[str, int] = defaultdict(int)
@@ -62,16 +62,19 @@ def test_wallet_operations_match_a_model(
             request = (kind, player, match, amount)
         try:
             if kind == "deposit":
-                wallets.deposit(session, principal, player, "EUR", amount, key, now)
+                in_unit(session, wallets.deposit, principal, player, "EUR", amount, key, now)
             elif kind == "withdraw":
-                wallets.withdraw(session, principal, player, "EUR", amount, key, now)
+                in_unit(session, wallets.withdraw, principal, player, "EUR", amount, key, now)
             elif kind == "hold":
-                wallets.hold(session, operator_id, player, match, "EUR", amount, key, now)
+                in_unit(session, wallets.hold, operator_id, player, match, "EUR", amount, key, now)
             elif kind == "release":
-                wallets.release(session, operator_id, player, match, "EUR", amount, key, now)
+                in_unit(
+                    session, wallets.release, operator_id, player, match, "EUR", amount, key, now
+                )
             elif taken:
-                wallets.capture(
+                in_unit(
                     session,
+                    wallets.capture,
                     operator_id,
                     match,
                     "EUR",
@@ -111,7 +114,7 @@ def test_wallet_operations_match_a_model(
             fee += taken // 10
 
     for player in ids:
-        wallet = wallets.get_wallet(session, principal, player, "EUR")
+        wallet = in_unit(session, wallets.get_wallet, principal, player, "EUR")
         assert wallet.available == available[player] >= 0
         assert wallet.held == sum(v for (p, _m), v in escrow.items() if p == player)
     with session.begin():

@@ -18,7 +18,7 @@ from service.ledger import store
 from service.ledger.chain import GENESIS
 from service.usecases import wallets
 from service.usecases.auth import Principal
-from tests.conftest import ApiClient, nested_plans, new_operator, serving
+from tests.conftest import ApiClient, in_unit, nested_plans, new_operator, serving
 from tests.integration.conftest import Funded
 
 MATCH = "mch_TEST"
@@ -27,7 +27,7 @@ MATCH = "mch_TEST"
 def wallet(f: Funded, player_id: str) -> wallets.WalletView:
     session = f.session()
     try:
-        return wallets.get_wallet(session, Principal(f.operator_id), player_id, "EUR")
+        return in_unit(session, wallets.get_wallet, Principal(f.operator_id), player_id, "EUR")
     finally:
         session.close()
 
@@ -46,17 +46,26 @@ def test_hold_release_capture_move_money_between_available_and_escrow(
 ) -> None:
     f, s, now = shared_funded, shared_funded.session(), utcnow()
     one, two = f.player_id, f.other_player_id
-    wallets.hold(s, f.operator_id, one, MATCH, "EUR", 3000, "hold-1", now)
-    wallets.hold(s, f.operator_id, two, MATCH, "EUR", 3000, "hold-2", now)
+    in_unit(s, wallets.hold, f.operator_id, one, MATCH, "EUR", 3000, "hold-1", now)
+    in_unit(s, wallets.hold, f.operator_id, two, MATCH, "EUR", 3000, "hold-2", now)
     w = wallet(f, one)
     assert (w.available, w.held, w.balance) == (7000, 3000, 10_000)
 
-    released = wallets.release(s, f.operator_id, one, MATCH, "EUR", 1000, "release-1", now)
+    released = in_unit(s, wallets.release, f.operator_id, one, MATCH, "EUR", 1000, "release-1", now)
     assert (released.wallet.available, released.wallet.held) == (8000, 2000)
 
     # One wins: escrows (2000 + 3000) pay 4750 to one and 250 to the house.
-    txn = wallets.capture(
-        s, f.operator_id, MATCH, "EUR", {one: 2000, two: 3000}, {one: 4750}, 250, "capture-1", now
+    txn = in_unit(
+        s,
+        wallets.capture,
+        f.operator_id,
+        MATCH,
+        "EUR",
+        {one: 2000, two: 3000},
+        {one: 4750},
+        250,
+        "capture-1",
+        now,
     )
     assert txn.kind == "capture" and txn.match_ref == MATCH
     assert (wallet(f, one).available, wallet(f, one).held) == (12_750, 0)
@@ -75,12 +84,13 @@ def test_hold_release_capture_move_money_between_available_and_escrow(
 
 def test_escrow_cannot_release_or_capture_more_than_held(shared_funded: Funded) -> None:
     f, s, now = shared_funded, shared_funded.session(), utcnow()
-    wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 500, "h", now)
+    in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 500, "h", now)
     with pytest.raises(InsufficientFunds):
-        wallets.release(s, f.operator_id, f.player_id, MATCH, "EUR", 501, "r", now)
+        in_unit(s, wallets.release, f.operator_id, f.player_id, MATCH, "EUR", 501, "r", now)
     with pytest.raises(InsufficientFunds):
-        wallets.capture(
+        in_unit(
             s,
+            wallets.capture,
             f.operator_id,
             MATCH,
             "EUR",
@@ -91,8 +101,9 @@ def test_escrow_cannot_release_or_capture_more_than_held(shared_funded: Funded) 
             now,
         )
     with pytest.raises(ValidationFailed):
-        wallets.capture(
+        in_unit(
             s,
+            wallets.capture,
             f.operator_id,
             MATCH,
             "EUR",
@@ -109,28 +120,32 @@ def test_escrow_cannot_release_or_capture_more_than_held(shared_funded: Funded) 
 def test_withdrawal_beyond_available_is_refused_and_changes_nothing(shared_funded: Funded) -> None:
     f, s = shared_funded, shared_funded.session()
     with pytest.raises(InsufficientFunds, match="Available 10000 EUR, needed 10001 EUR"):
-        wallets.withdraw(s, Principal(f.operator_id), f.player_id, "EUR", 10_001, "w", utcnow())
+        in_unit(
+            s, wallets.withdraw, Principal(f.operator_id), f.player_id, "EUR", 10_001, "w", utcnow()
+        )
     with pytest.raises(InsufficientFunds):
-        wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 10_001, "h", utcnow())
+        in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 10_001, "h", utcnow())
     s.close()
     assert wallet(f, f.player_id).available == 10_000
     # The key was not consumed by the refusal: it can move money once funds suffice.
     s = f.session()
-    moved = wallets.withdraw(s, Principal(f.operator_id), f.player_id, "EUR", 10_000, "w", utcnow())
+    moved = in_unit(
+        s, wallets.withdraw, Principal(f.operator_id), f.player_id, "EUR", 10_000, "w", utcnow()
+    )
     assert moved.wallet.available == 0 and not moved.replayed
     s.close()
 
 
 def test_a_key_moves_money_once_and_refuses_other_arguments(shared_funded: Funded) -> None:
     f, s, now = shared_funded, shared_funded.session(), utcnow()
-    first = wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
-    again = wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
+    first = in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
+    again = in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
     assert again.replayed and again.transaction.id == first.transaction.id
     assert again.wallet.held == 100
     with pytest.raises(IdempotencyKeyReused):
-        wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 200, "k", now)
+        in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 200, "k", now)
     with pytest.raises(IdempotencyKeyReused):
-        wallets.release(s, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
+        in_unit(s, wallets.release, f.operator_id, f.player_id, MATCH, "EUR", 100, "k", now)
     with s.begin():
         count = s.scalar(
             select(LedgerTransaction.id)
@@ -148,16 +163,16 @@ def test_foreign_players_are_not_found(shared_funded: Funded, app: Any) -> None:
     stranger, _ = new_operator(app)
     s = shared_funded.session()
     with pytest.raises(NotFound):
-        wallets.hold(s, stranger, shared_funded.player_id, MATCH, "EUR", 1, "x", utcnow())
+        in_unit(s, wallets.hold, stranger, shared_funded.player_id, MATCH, "EUR", 1, "x", utcnow())
     with pytest.raises(NotFound):
-        wallets.get_wallet(s, Principal(stranger), shared_funded.player_id, "EUR")
+        in_unit(s, wallets.get_wallet, Principal(stranger), shared_funded.player_id, "EUR")
     s.close()
 
 
 def test_each_entry_records_balance_after_and_links_the_chain(shared_funded: Funded) -> None:
     f, s, now = shared_funded, shared_funded.session(), utcnow()
-    wallets.withdraw(s, Principal(f.operator_id), f.player_id, "EUR", 2500, "w1", now)
-    wallets.deposit(s, Principal(f.operator_id), f.player_id, "EUR", 700, "d1", now)
+    in_unit(s, wallets.withdraw, Principal(f.operator_id), f.player_id, "EUR", 2500, "w1", now)
+    in_unit(s, wallets.deposit, Principal(f.operator_id), f.player_id, "EUR", 700, "d1", now)
     with s.begin():
         entries = s.scalars(
             select(LedgerEntry)
@@ -371,22 +386,31 @@ def test_match_escrows_close_when_empty_and_reopen_when_they_hold_money(
 ) -> None:
     f, s, now = shared_funded, shared_funded.session(), utcnow()
     one, two = f.player_id, f.other_player_id
-    wallets.hold(s, f.operator_id, one, "mch_A", "EUR", 3000, "esc-1", now)
-    wallets.hold(s, f.operator_id, two, "mch_A", "EUR", 2000, "esc-2", now)
-    wallets.hold(s, f.operator_id, one, "mch_B", "EUR", 500, "esc-3", now)
+    in_unit(s, wallets.hold, f.operator_id, one, "mch_A", "EUR", 3000, "esc-1", now)
+    in_unit(s, wallets.hold, f.operator_id, two, "mch_A", "EUR", 2000, "esc-2", now)
+    in_unit(s, wallets.hold, f.operator_id, one, "mch_B", "EUR", 500, "esc-3", now)
     assert _escrows(f, one) == {"mch_A": (3000, False), "mch_B": (500, False)}
     assert wallet(f, one).held == 3500
 
-    wallets.release(s, f.operator_id, one, "mch_A", "EUR", 3000, "esc-4", now)
+    in_unit(s, wallets.release, f.operator_id, one, "mch_A", "EUR", 3000, "esc-4", now)
     assert _escrows(f, one) == {"mch_A": (0, True), "mch_B": (500, False)}
     assert (wallet(f, one).available, wallet(f, one).held) == (9500, 500)
 
-    wallets.hold(s, f.operator_id, one, "mch_A", "EUR", 1000, "esc-5", now)  # seated again
+    in_unit(s, wallets.hold, f.operator_id, one, "mch_A", "EUR", 1000, "esc-5", now)  # seated again
     assert _escrows(f, one)["mch_A"] == (1000, False)
     assert wallet(f, one).held == 1500
 
-    wallets.capture(
-        s, f.operator_id, "mch_A", "EUR", {one: 1000, two: 2000}, {two: 2900}, 100, "esc-6", now
+    in_unit(
+        s,
+        wallets.capture,
+        f.operator_id,
+        "mch_A",
+        "EUR",
+        {one: 1000, two: 2000},
+        {two: 2900},
+        100,
+        "esc-6",
+        now,
     )
     assert _escrows(f, one) == {"mch_A": (0, True), "mch_B": (500, False)}
     assert _escrows(f, two) == {"mch_A": (0, True)}
@@ -399,8 +423,10 @@ def test_match_escrows_close_when_empty_and_reopen_when_they_hold_money(
 def test_the_database_refuses_to_close_an_escrow_that_holds_money(funded: Funded) -> None:
     """The escrow holds money; the available account is empty, but is no match escrow."""
     s, now = funded.session(), utcnow()
-    wallets.hold(s, funded.operator_id, funded.player_id, "mch_A", "EUR", 3000, "h", now)
-    wallets.withdraw(s, Principal(funded.operator_id), funded.player_id, "EUR", 7000, "w", now)
+    in_unit(s, wallets.hold, funded.operator_id, funded.player_id, "mch_A", "EUR", 3000, "h", now)
+    in_unit(
+        s, wallets.withdraw, Principal(funded.operator_id), funded.player_id, "EUR", 7000, "w", now
+    )
     s.close()
     assert wallet(funded, funded.player_id).available == 0
     engine = make_engine(funded.url)
@@ -440,10 +466,17 @@ def _tamper(f: Funded, *statements: str) -> None:
 
 def _history(f: Funded) -> None:
     s, now = f.session(), utcnow()
-    wallets.withdraw(s, Principal(f.operator_id), f.player_id, "EUR", 1000, "t1", now)
-    wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 2000, "t2", now)
-    wallets.deposit(
-        s, Principal(f.operator_id), f.player_id, "EUR", 300, "t3", now + timedelta(seconds=1)
+    in_unit(s, wallets.withdraw, Principal(f.operator_id), f.player_id, "EUR", 1000, "t1", now)
+    in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 2000, "t2", now)
+    in_unit(
+        s,
+        wallets.deposit,
+        Principal(f.operator_id),
+        f.player_id,
+        "EUR",
+        300,
+        "t3",
+        now + timedelta(seconds=1),
     )
     s.close()
 
@@ -562,7 +595,7 @@ def test_a_deadlock_victim_is_run_again_in_its_own_transaction(
         return posted
 
     monkeypatch.setattr(store, "post", dies_once_after_posting)
-    moved = wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 700, "dl-hold", now)
+    moved = in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 700, "dl-hold", now)
     assert calls == ["dl-hold", "dl-hold"] and not moved.replayed
     assert (moved.wallet.available, moved.wallet.held) == (10_000 - 700, 700)  # once
     assert (wallet(f, f.player_id).available, wallet(f, f.player_id).held) == (9300, 700)
@@ -576,7 +609,7 @@ def test_a_deadlock_victim_is_run_again_in_its_own_transaction(
 
     monkeypatch.setattr(store, "post", dies_otherwise)
     with pytest.raises(OperationalError):
-        wallets.hold(s, f.operator_id, f.player_id, MATCH, "EUR", 1, "other", now)
+        in_unit(s, wallets.hold, f.operator_id, f.player_id, MATCH, "EUR", 1, "other", now)
     assert calls[2:] == ["other"]  # not run again
 
     def always_deadlocked(*args: Any, **kwargs: Any) -> Any:
@@ -585,7 +618,7 @@ def test_a_deadlock_victim_is_run_again_in_its_own_transaction(
 
     monkeypatch.setattr(store, "post", always_deadlocked)
     with pytest.raises(OperationalError):
-        wallets.deposit(s, Principal(f.operator_id), f.player_id, "EUR", 5, "dead", now)
+        in_unit(s, wallets.deposit, Principal(f.operator_id), f.player_id, "EUR", 5, "dead", now)
     assert calls[3:] == ["dead"] * 3  # given up after three attempts
     assert wallet(f, f.player_id).available == 9300
     s.close()

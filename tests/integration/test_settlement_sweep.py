@@ -11,7 +11,7 @@ import pytest
 from service.config import ConfigError, Settings
 from service.db.match_models import MatchRow
 from service.usecases import settlement
-from tests.conftest import plan_of, serving
+from tests.conftest import in_unit, plan_of, serving
 from tests.integration.workers import finished_matches
 from worker import celery_app, tasks
 
@@ -49,12 +49,14 @@ def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
         try:
             finished_at = session.get(MatchRow, match_id).finished_at
             session.rollback()
-            assert settlement.unsettled_finished_matches(session, finished_before=finished_at) == [
-                match_id
-            ]
+            assert in_unit(
+                session, settlement.unsettled_finished_matches, finished_before=finished_at
+            ) == [match_id]
             assert (
-                settlement.unsettled_finished_matches(
-                    session, finished_before=finished_at - timedelta(microseconds=1)
+                in_unit(
+                    session,
+                    settlement.unsettled_finished_matches,
+                    finished_before=finished_at - timedelta(microseconds=1),
                 )
                 == []
             )

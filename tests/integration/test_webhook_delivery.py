@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from service import webhook_http
 from service.clock import utcnow
 from service.db.match_models import OutboxEvent
 from service.db.webhook_models import WebhookAttempt, WebhookDelivery
@@ -29,10 +30,10 @@ from service.ids import new_id
 from service.usecases import webhooks
 from service.usecases.auth import Principal
 from service.webhooks_signing import verify_signature
-from tests.conftest import ApiClient, new_operator
+from tests.conftest import ApiClient, in_unit, new_operator
 
 WAIT = 10  # seconds: the longest any test waits for an event that should come at once
-LOCAL = webhooks.http_sender(allow_private=True)  # the receiver is on 127.0.0.1
+LOCAL = webhook_http.http_sender(allow_private=True)  # the receiver is on 127.0.0.1
 
 
 @dataclass
@@ -137,8 +138,9 @@ class World:
     def endpoint(self, receiver: Receiver, now: datetime, **kwargs: Any) -> str:
         session = self.session()
         try:
-            issued = webhooks.create_endpoint(
+            issued = in_unit(
                 session,
+                webhooks.create_endpoint,
                 Principal(self.operator_id),
                 receiver.url,
                 kwargs.pop("types", None),
@@ -174,7 +176,7 @@ class World:
     def fan_out(self, event_id: str, now: datetime) -> list[str]:
         session = self.session()
         try:
-            return webhooks.fan_out(session, event_id, now)
+            return in_unit(session, webhooks.fan_out, event_id, now)
         finally:
             session.close()
 
@@ -238,7 +240,7 @@ def test_a_finished_match_is_delivered_signed_to_a_real_receiver(
     sent: list[tuple[str, list[Any]]] = []
     session = world.session()
     try:
-        relay_events(session, lambda name, args: sent.append((name, args)), now)
+        in_unit(session, relay_events, lambda name, args: sent.append((name, args)), now)
     finally:
         session.close()
     session = world.session()
@@ -297,13 +299,17 @@ def test_a_500_is_retried_with_backoff_then_delivered(world: World, receiver: Re
     # Not due yet: neither an early task nor the sweep sends it.
     session = world.session()
     try:
-        assert delivery_id not in webhooks.due_deliveries(session, now + timedelta(seconds=29))
+        assert delivery_id not in in_unit(
+            session, webhooks.due_deliveries, now + timedelta(seconds=29)
+        )
         early = world.deliver(delivery_id, now + timedelta(seconds=29))
         assert not early.sent and early.reason == "not due yet"
         receiver.assert_quiet()
         later = at(receiver, now + timedelta(seconds=30))
-        assert delivery_id in webhooks.due_deliveries(session, later)
-        assert delivery_id not in webhooks.due_deliveries(session, later)  # queued just now
+        assert delivery_id in in_unit(session, webhooks.due_deliveries, later)
+        assert delivery_id not in in_unit(
+            session, webhooks.due_deliveries, later
+        )  # queued just now
     finally:
         session.close()
     done = world.deliver(delivery_id, later)
@@ -372,11 +378,13 @@ def test_a_claim_left_by_a_crashed_worker_expires(world: World, receiver: Receiv
     (delivery_id,) = world.fan_out(world.event(now), now)
     session = world.session()
     try:
-        taken = webhooks.claim(session, delivery_id, now)  # ... and the worker dies
+        taken = in_unit(session, webhooks.claim, delivery_id, now)  # ... and the worker dies
         assert isinstance(taken, webhooks.Claim)
-        assert delivery_id not in webhooks.due_deliveries(session, now + timedelta(seconds=59))
+        assert delivery_id not in in_unit(
+            session, webhooks.due_deliveries, now + timedelta(seconds=59)
+        )
         later = at(receiver, now + webhooks.LEASE)
-        assert delivery_id in webhooks.due_deliveries(session, later)
+        assert delivery_id in in_unit(session, webhooks.due_deliveries, later)
     finally:
         session.close()
     outcome = world.deliver(delivery_id, later)
@@ -411,8 +419,13 @@ def test_rotation_signs_with_both_secrets_during_the_grace_period(
     old = receiver.secrets.pop("current")
     session = world.session()
     try:
-        issued = webhooks.rotate_secret(
-            session, Principal(world.operator_id), endpoint_id, timedelta(hours=1), now
+        issued = in_unit(
+            session,
+            webhooks.rotate_secret,
+            Principal(world.operator_id),
+            endpoint_id,
+            timedelta(hours=1),
+            now,
         )
     finally:
         session.close()
@@ -479,7 +492,7 @@ def test_fan_out_respects_types_and_disabled_and_deleted_endpoints(
     # Deleting the endpoint cancels its pending delivery: nothing is sent.
     session = world.session()
     try:
-        webhooks.delete_endpoint(session, Principal(world.operator_id), wants_all, now)
+        in_unit(session, webhooks.delete_endpoint, Principal(world.operator_id), wants_all, now)
     finally:
         session.close()
     assert world.delivery(ids[0]).status == "cancelled"
@@ -495,8 +508,13 @@ def test_a_delivery_to_an_endpoint_disabled_later_is_cancelled(
     (delivery_id,) = world.fan_out(world.event(now), now)
     session = world.session()
     try:
-        webhooks.update_endpoint(
-            session, Principal(world.operator_id), endpoint_id, now, enabled=False
+        in_unit(
+            session,
+            webhooks.update_endpoint,
+            Principal(world.operator_id),
+            endpoint_id,
+            now,
+            enabled=False,
         )
     finally:
         session.close()
@@ -511,11 +529,15 @@ def test_sweep_finds_events_whose_fan_out_was_lost(world: World, receiver: Recei
     event_id = world.event(now)  # published, but its fan_out task never ran
     session = world.session()
     try:
-        assert event_id not in webhooks.unfanned_events(session, now)  # may still be queued
-        assert event_id in webhooks.unfanned_events(session, now + timedelta(minutes=3))
+        assert event_id not in in_unit(
+            session, webhooks.unfanned_events, now
+        )  # may still be queued
+        assert event_id in in_unit(session, webhooks.unfanned_events, now + timedelta(minutes=3))
         world.fan_out(event_id, now)
-        assert event_id not in webhooks.unfanned_events(session, now + timedelta(minutes=3))
-        assert event_id not in webhooks.unfanned_events(session, now + timedelta(hours=2))
+        assert event_id not in in_unit(
+            session, webhooks.unfanned_events, now + timedelta(minutes=3)
+        )
+        assert event_id not in in_unit(session, webhooks.unfanned_events, now + timedelta(hours=2))
     finally:
         session.close()
 
@@ -528,7 +550,7 @@ def test_sweep_recovers_only_events_an_endpoint_wants(world: World, receiver: Re
     wanted = world.event(now + timedelta(seconds=1), "settlement.completed")
     session = world.session()
     try:
-        found = webhooks.unfanned_events(session, now + timedelta(minutes=3), limit=50)
+        found = in_unit(session, webhooks.unfanned_events, now + timedelta(minutes=3), limit=50)
     finally:
         session.close()
     assert wanted in found and not set(unwanted) & set(found)
@@ -583,7 +605,7 @@ def test_private_addresses_are_refused_unless_allowed(world: World, receiver: Re
     (delivery_id,) = world.fan_out(world.event(now), now)
     session = world.session()
     try:
-        refused = webhooks.deliver(session, delivery_id, now)  # the default sender
+        refused = webhooks.deliver(session, delivery_id, now, webhook_http.http_post)
     finally:
         session.close()
     assert refused.status == "pending" and refused.status_code is None
@@ -591,10 +613,10 @@ def test_private_addresses_are_refused_unless_allowed(world: World, receiver: Re
     assert attempt.error is not None and "not a public address" in attempt.error
     receiver.assert_quiet()
     for host in ("127.0.0.1", "10.1.2.3", "169.254.169.254", "::1", "192.168.0.1"):
-        with pytest.raises(webhooks.PrivateAddress):
-            webhooks.resolve(host, 443, allow_private=False)
-    assert webhooks.resolve("127.0.0.1", 443, allow_private=True) == "127.0.0.1"
-    response = webhooks.http_post("http://localhost:1/x", b"{}", {}, 1.0)
+        with pytest.raises(webhook_http.PrivateAddress):
+            webhook_http.resolve(host, 443, allow_private=False)
+    assert webhook_http.resolve("127.0.0.1", 443, allow_private=True) == "127.0.0.1"
+    response = webhook_http.http_post("http://localhost:1/x", b"{}", {}, 1.0)
     assert response.error is not None and not response.ok
 
 
@@ -607,9 +629,9 @@ def test_finished_deliveries_are_purged_after_their_retention(
     world.deliver(delivered, now)
     session = world.session()
     try:
-        assert webhooks.purge_finished(session, now + timedelta(days=29)) == 0
+        assert in_unit(session, webhooks.purge_finished, now + timedelta(days=29)) == 0
         later = now + webhooks.RETENTION + timedelta(seconds=1)
-        while webhooks.purge_finished(session, later, batch=50):
+        while in_unit(session, webhooks.purge_finished, later, batch=50):
             pass  # (other tests' old deliveries may go too)
         with session.begin():
             assert session.get(WebhookDelivery, delivered) is None
@@ -664,6 +686,6 @@ def test_https_receivers_are_verified_against_their_host(
         assert attempt.error is not None and "CERTIFICATE_VERIFY_FAILED" in attempt.error
         receiver.assert_quiet()
         trusted = ssl.create_default_context(cafile=str(cert))
-        monkeypatch.setattr(webhooks, "tls_context", lambda: trusted)
+        monkeypatch.setattr(webhook_http, "tls_context", lambda: trusted)
         assert world.deliver(second, now).status == "delivered"
         assert receiver.take().verified == {"current": True}

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from service.clock import utcnow
 from service.db.match_models import Settlement
-from tests.conftest import make_test_app, throwaway_postgres
+from tests.conftest import in_unit, make_test_app, throwaway_postgres
 from tests.integration.workers import (
     Broker,
     finished_matches,
@@ -125,11 +125,13 @@ def test_broker_outage_while_matches_end(database: tuple[Any, str]) -> None:
         match_ids = finished_matches(app, 5)
         session = app.extensions["gin"]["sessionmaker"]()
         try:
-            relay_events(session, broker.send, utcnow())  # fails: the events stay unpublished
+            in_unit(
+                session, relay_events, broker.send, utcnow()
+            )  # fails: the events stay unpublished
             start()
             with worker(url, broker):
                 # The next sweep publishes what the outage held back.
-                relay_events(session, broker.send, utcnow())
+                in_unit(session, relay_events, broker.send, utcnow())
                 wait_until(lambda: settled_once(app, match_ids), 90, "every match settled")
         finally:
             session.close()
