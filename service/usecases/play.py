@@ -31,6 +31,7 @@ from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, Stale
 from service.formats import Match, MatchSettings, MatchStatus
 from service.formats.match import RESIGN
 from service.ids import new_id
+from service.match_view import match_view
 from service.rules import Action, RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
@@ -410,63 +411,9 @@ def get_view(session: Session, principal: Principal, match_id: str) -> dict[str,
 
 
 def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
-    """The view as JSON-ready data (timestamps as RFC 3339 strings); the API's ``MatchOut``
-    schema documents it. ``match``: the row's state already decoded (after a change)."""
-    row = ctx.row
-    view: dict[str, Any] = {
-        "id": row.id,
-        "object": "match",
-        "table_id": row.table_id,
-        "status": row.status,
-        "version": row.version,
-        "format": row.format,
-        "currency": row.currency,
-        "you": ctx.seat,
-        "seats": [
-            {
-                "seat": s["seat"],
-                "player_id": s["player_id"],
-                "display_name": s["display_name"],
-                "escrow": {"amount": s["escrow"], "currency": row.currency},
-            }
-            for s in row.seats or []
-        ],
-        "started_at": None if row.started_at is None else rfc3339(row.started_at),
-        "finished_at": None if row.finished_at is None else rfc3339(row.finished_at),
-        "deadline": None if row.deadline_at is None else rfc3339(row.deadline_at),
-        "hand_number": None,
-        "commitment": row.commitment,
-        "hand": None,
-        "scores": None,
-        "result": None,
-    }
-    if match is None:
-        match = ctx.match
-        if match is None:
-            return view
-    game = match.game()
-    view["scores"] = {
-        "hand_points": list(game.hand_points),
-        "boxes": list(game.boxes),
-        "target": match.target,
-        "hands_played": len(match.records),
-        "timeouts": list(match.timeouts),
-        "bank_ms": list(match.banks_ms),
-    }
-    view["hand_number"] = match.hand_number
-    if match.hand is not None:
-        view["dealer"] = match.hand.dealer
-        view["hand"] = match.hand.view(ctx.seat)
-    if match.records and not match.over:
-        view["previous_hand"] = match.records[-1].to_dict()
-    if match.over:
-        view["result"] = {
-            "winner": match.winner,
-            "forfeiter": match.forfeiter,
-            "forfeit_reason": match.forfeit_reason,
-            "void": match.status is MatchStatus.VOID,
-        }
-    return view
+    """The caller's view (:func:`service.match_view.match_view`); ``match``: the row's state
+    already decoded (after a change), else the row's."""
+    return match_view(ctx.row, ctx.seat, ctx.match if match is None else match)
 
 
 # --- acting ----------------------------------------------------------------------------
