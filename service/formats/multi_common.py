@@ -19,9 +19,9 @@ deal is dealt and until they have all ended, ``FINISHED`` at the target or on a 
 
 A forfeit (11.6.2) ends the match for everybody: every hand still in play is cut short
 (outcome ``forfeit``, no record, no points, its history revealable like any ended hand).
-At a table where the forfeiter does not sit, the hand is cut short in the name of the
-forfeiter's team-mate (partnership) or of the player to act there (three players, when the
-one sitting out forfeits), with the reason ``match_ended``.
+At a table where the forfeiter does not sit, the hand is cut short in nobody's name
+(:meth:`~service.rules.Hand.cut_short`: no seat in the log entry, no winner), with the reason
+``match_ended``.
 
 :class:`Standings` is the score as the money code needs it: per side (a seat, or a team)
 hand points, boxes and totals, and per money pair the margin in points, bonuses included,
@@ -369,11 +369,6 @@ class MultiMatch:
         """Move the match on after ``table``'s hand ended with a result (it is recorded)."""
         raise NotImplementedError
 
-    def _cut_short_seat(self, table: TableHand, forfeiter: int) -> tuple[int, str | None]:
-        """The hand seat in whose name ``table``'s hand is cut short, and a reason to log
-        instead of the forfeit's own (None: the forfeit's)."""
-        raise NotImplementedError
-
     def standings(self) -> Standings:
         raise NotImplementedError
 
@@ -545,14 +540,13 @@ class MultiMatch:
             raise IllegalAction("the match is already over", "MATCH_OVER")
         self._check_seat(seat)
         for table in self.tables:  # a hand dealt while its deal's other waits for a deck too
-            if table.live:
-                hand_seat, other_reason = self._cut_short_seat(table, seat)
-                table.hand.forfeit(
-                    hand_seat,
-                    other_reason or reason,
-                    at=at,
-                    automatic=reason == "timeout" and other_reason is None,
-                )
+            if not table.live:
+                continue
+            if seat in table.slot.seats:
+                hand_seat = table.slot.hand_seat(seat)
+                table.hand.forfeit(hand_seat, reason, at=at, automatic=reason == "timeout")
+            else:
+                table.hand.cut_short(MATCH_ENDED, at=at)
         self.forfeiter = seat
         self.forfeit_reason = reason
         self.status = MatchStatus.FINISHED

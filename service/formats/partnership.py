@@ -36,7 +36,6 @@ from typing import Any
 
 from service.formats.match import MatchStatus
 from service.formats.multi_common import (
-    MATCH_ENDED,
     HandSlot,
     MultiMatch,
     PairMargin,
@@ -236,13 +235,6 @@ class PartnershipMatch(MultiMatch):
         self.dealing_team = next_dealing_team(self.dealing_team, result)
         self.deal_number = number + 1
         self.status = MatchStatus.FINISHED if self.game().over else MatchStatus.AWAITING_DEAL
-
-    def _cut_short_seat(self, table: TableHand, forfeiter: int) -> tuple[int, str | None]:
-        seats = table.slot.seats
-        if forfeiter in seats:
-            return table.slot.hand_seat(forfeiter), None
-        mate = next(s for s in seats if team_of(s) == team_of(forfeiter))
-        return table.slot.hand_seat(mate), MATCH_ENDED
 
     def _state(self) -> dict[str, Any]:
         return {

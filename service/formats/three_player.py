@@ -31,7 +31,6 @@ from typing import Any
 
 from service.formats.match import MatchStatus
 from service.formats.multi_common import (
-    MATCH_ENDED,
     HandSlot,
     MultiMatch,
     PairMargin,
@@ -257,11 +256,6 @@ class ThreePlayerMatch(MultiMatch):
             self.status = MatchStatus.FINISHED
         else:
             self.status = MatchStatus.AWAITING_DEAL
-
-    def _cut_short_seat(self, table: TableHand, forfeiter: int) -> tuple[int, str | None]:
-        if forfeiter in table.slot.seats:
-            return table.slot.hand_seat(forfeiter), None
-        return table.hand.to_act, MATCH_ENDED
 
     def _state(self) -> dict[str, Any]:
         return {"first_seating": self.first_seating.to_dict(), "seating": self.seating.to_dict()}

@@ -76,7 +76,8 @@ FORFEIT_ACTION = "FORFEIT"  # the log entry that cuts a hand short (not a player
 @dataclass(frozen=True, slots=True)
 class HandOutcome:
     """How a hand ended: ``kind`` is knock, undercut, gin, big_gin, dead or forfeit (a player
-    forfeited the match during the hand: ``winner`` is the opponent, no points)."""
+    forfeited the match during the hand: ``winner`` is the opponent, no points; or the hand
+    was cut short in nobody's name, :meth:`Hand.cut_short`: no winner)."""
 
     kind: str
     winner: int | None
@@ -432,8 +433,31 @@ class Hand:
         self._end_forfeit(seat)
         return self
 
-    def _end_forfeit(self, seat: int) -> None:
-        self.outcome = HandOutcome(FORFEIT, 1 - seat, 0, None, None, None)
+    def cut_short(self, reason: str, *, at: str | None = None) -> Hand:
+        """End the hand in nobody's name because the match it belongs to ended elsewhere (a
+        player who is not dealt into this hand forfeited, 11.6.2): the log gets a ``FORFEIT``
+        entry with no seat (``seat`` None) and the outcome is ``forfeit`` with no winner, for
+        no points. Otherwise as :meth:`forfeit`.
+
+        :raises IllegalAction: when the hand is over.
+        """
+        if self.phase is Phase.ENDED:
+            raise IllegalAction("the hand is over", "HAND_OVER")
+        entry: dict[str, Any] = {
+            "seq": len(self.log) + 1,
+            "seat": None,
+            "action": FORFEIT_ACTION,
+            "reason": reason,
+        }
+        if at is not None:
+            entry["at"] = at
+        self.log.append(entry)
+        self._end_forfeit(None)
+        return self
+
+    def _end_forfeit(self, seat: int | None) -> None:
+        winner = None if seat is None else 1 - seat
+        self.outcome = HandOutcome(FORFEIT, winner, 0, None, None, None)
         self.phase = Phase.ENDED
 
     def next_dealer(self) -> int:
@@ -571,7 +595,8 @@ class Hand:
         last = self.log[-1] if self.log else {}
         action = last.get("action")
         if action == FORFEIT_ACTION:
-            self._end_forfeit(int(last["seat"]))
+            seat = last["seat"]
+            self._end_forfeit(None if seat is None else int(seat))
         elif action in ("KNOCK", "GIN", "BIG_GIN", "TAKE_DISCARD_AND_KNOCK"):
             seat = last["seat"]
             card = parse_cards([last["card"]])[0] if "card" in last else None

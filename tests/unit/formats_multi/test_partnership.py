@@ -286,8 +286,9 @@ def test_11_6_2_a_forfeit_ends_both_tables_and_counts_complete_deals_only() -> N
     assert own.slot.seats == (1, 2) and other.slot.seats == (0, 3)
     assert own.hand.log[-1]["seat"] == own.slot.hand_seat(2)
     assert own.hand.log[-1]["reason"] == "resign"
-    # The team-mate's table is cut short in the team-mate's name.
-    assert other.hand.log[-1]["seat"] == other.slot.hand_seat(0)
+    # The team-mate's table is cut short in nobody's name: no seat, no winner.
+    assert other.hand.log[-1]["seat"] is None
+    assert other.hand.outcome is not None and other.hand.outcome.winner is None
     assert other.hand.log[-1]["reason"] == "match_ended"
     assert len(match.cut_short) == 2 and match.hands_ended == 4
     s = match.standings()

@@ -220,6 +220,8 @@ def test_11_6_2_a_forfeit_ends_the_match_for_all_three() -> None:
     assert table.cut_short and not table.live and match.hands_ended == 2
     assert table.hand.log[-1]["action"] == "FORFEIT"
     assert table.hand.log[-1]["reason"] == "match_ended"
+    assert table.hand.log[-1]["seat"] is None and table.hand.outcome is not None
+    assert table.hand.outcome.winner is None  # cut short in nobody's name
     assert match.to_act == () and all(match.legal_actions(s) == [] for s in range(3))
     with pytest.raises(IllegalAction):
         match.apply(2, "PASS")

@@ -450,3 +450,25 @@ def test_a_forfeit_cuts_the_hand_short_and_reveals_it(steps: int) -> None:
     assert err.value.code == "HAND_OVER"
     with pytest.raises(RulesError):
         deal(LOW, JUNK, "QS").forfeit(2, "resign")
+
+
+def test_a_hand_cut_short_in_nobodys_name_has_no_winner() -> None:
+    # 11.6.2: the match ended at another table; nobody at this one forfeited.
+    hand = deal(LOW, JUNK, "QS")
+    hand.apply(hand.to_act, "PASS")
+    hand.cut_short("match_ended", at="2026-12-01T00:00:00Z")
+    assert hand.ended and hand.outcome == HandOutcome("forfeit", None, 0, None, None, None)
+    assert hand.log[-1] == {
+        "seq": 2,
+        "seat": None,
+        "action": "FORFEIT",
+        "reason": "match_ended",
+        "at": "2026-12-01T00:00:00Z",
+    }
+    assert hand.next_dealer() == hand.dealer  # no winner: nothing moves
+    assert hand.history()["outcome"]["winner"] is None
+    restored = Hand.from_dict(copy.deepcopy(hand.to_dict()))
+    assert restored == hand and restored.outcome == hand.outcome
+    with pytest.raises(RulesError) as err:
+        hand.cut_short("match_ended")
+    assert err.value.code == "HAND_OVER"
