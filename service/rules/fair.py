@@ -5,12 +5,17 @@ Before a hand the server draws ``server_seed`` (32 bytes from the OS CSPRNG) and
 
 * a byte stream: ``HMAC-SHA256(key=server_seed, msg=f"{client_seed_1}:{client_seed_2}:"
   f"{nonce}:{counter}")`` for counter = 0, 1, ..., each block giving 32 bytes, used in order;
+  at more than two players the client seeds of everyone dealt in, in ascending seat order,
+  joined by ``":"`` (11.6.4; :class:`ByteStream`);
 * an unbiased Fisher-Yates shuffle of the deck in display order (1.4): for i = 51 down to 1,
   draw j uniformly from 0..i by rejection sampling on single bytes (a byte b is used only
   when b < 256 - 256 % (i + 1), and then j = b % (i + 1); no modulo bias), and swap
   positions i and j.
 
 The result is the deck in deal order (position 1 first), as :meth:`Hand.deal` takes it.
+A later shuffle within the same hand (a Rummy SHUFFLE restock, 11.3.1) continues the same
+stream with the next counter values: it starts at the block after the last one the previous
+shuffle drew from (the unused bytes of that block are skipped); see :func:`shuffle`.
 After the hand the seed is revealed and :func:`verify` recomputes commitment and deck.
 The algorithm's name, :data:`ALGORITHM`, is recorded with every hand; a future change of
 algorithm gets a new name and old hands stay verifiable under theirs.
@@ -64,17 +69,93 @@ def _check_client_seed(seed: str) -> str:
     return seed
 
 
+class ByteStream:
+    """The HMAC-SHA256 byte stream of 10.2 for any number of client seeds (11.6.4: those of
+    the players dealt in, in ascending seat order, joined by ``":"``), from block ``counter``.
+
+    ``counter`` is always the counter of the next block to be drawn, so a later shuffle of the
+    same hand (a Rummy restock, 11.3.1) continues the stream with the next counter values:
+    ``ByteStream(..., counter=previous.counter)``. With two seeds this is exactly the stream
+    of :func:`byte_stream`.
+
+    :raises FairnessError: on a malformed server seed, no client seed or a malformed one.
+    """
+
+    __slots__ = ("_block", "_key", "_pos", "_prefix", "counter")
+
+    def __init__(
+        self, server_seed: str, client_seeds: Sequence[str], nonce: int, counter: int = 0
+    ) -> None:
+        if isinstance(client_seeds, str) or not client_seeds:
+            raise FairnessError(f"client seeds must be a list of seeds, not {client_seeds!r}")
+        self._key = _seed_bytes(server_seed)
+        joined = ":".join(_check_client_seed(seed) for seed in client_seeds)
+        self._prefix = f"{joined}:{nonce}:"
+        self.counter = counter
+        self._block = b""
+        self._pos = 0
+
+    def __iter__(self) -> ByteStream:
+        return self
+
+    def __next__(self) -> int:
+        if self._pos == len(self._block):
+            message = f"{self._prefix}{self.counter}".encode()
+            self._block = hmac.new(self._key, message, hashlib.sha256).digest()
+            self.counter += 1
+            self._pos = 0
+        byte = self._block[self._pos]
+        self._pos += 1
+        return byte
+
+
 def byte_stream(
     server_seed: str, client_seed_1: str, client_seed_2: str, nonce: int
 ) -> Iterator[int]:
-    """The endless HMAC-SHA256 byte stream of 10.2."""
-    key = _seed_bytes(server_seed)
-    prefix = f"{_check_client_seed(client_seed_1)}:{_check_client_seed(client_seed_2)}:{nonce}:"
-    counter = 0
-    while True:
-        block = hmac.new(key, f"{prefix}{counter}".encode(), hashlib.sha256).digest()
-        yield from block
-        counter += 1
+    """The endless HMAC-SHA256 byte stream of 10.2 for two client seeds."""
+    return ByteStream(server_seed, (client_seed_1, client_seed_2), nonce)
+
+
+def fisher_yates(cards: Sequence[Card], stream: Iterator[int]) -> tuple[Card, ...]:
+    """The unbiased Fisher-Yates shuffle of 10.2 of ``cards`` (in the order given), drawing
+    single bytes from ``stream`` with rejection sampling."""
+    order = list(cards)
+    for i in range(len(order) - 1, 0, -1):
+        n = i + 1
+        limit = 256 - 256 % n
+        b = next(stream)
+        while b >= limit:
+            b = next(stream)
+        j = b % n
+        order[i], order[j] = order[j], order[i]
+    return tuple(order)
+
+
+def _check_nonce(nonce: int, algorithm: str) -> None:
+    if algorithm != ALGORITHM:
+        raise FairnessError(f"unknown shuffle algorithm {algorithm!r}")
+    if not isinstance(nonce, int) or isinstance(nonce, bool) or nonce < 0:
+        raise FairnessError(f"nonce must be a non-negative integer, not {nonce!r}")
+
+
+def shuffle(
+    server_seed: str,
+    client_seeds: Sequence[str],
+    nonce: int,
+    cards: Sequence[Card] = DECK,
+    *,
+    counter: int = 0,
+    algorithm: str = ALGORITHM,
+) -> tuple[tuple[Card, ...], int]:
+    """``cards`` (the deck in display order by default) shuffled by the stream of
+    ``client_seeds`` from block ``counter``; returns the order and the counter the stream
+    continues at (the block after the last one drawn).
+
+    :raises FairnessError: on a malformed seed, a negative nonce or an unknown algorithm.
+    """
+    _check_nonce(nonce, algorithm)
+    stream = ByteStream(server_seed, client_seeds, nonce, counter)
+    return fisher_yates(cards, stream), stream.counter
 
 
 def shuffled_deck(
@@ -88,21 +169,8 @@ def shuffled_deck(
 
     :raises FairnessError: on a malformed seed, a negative nonce or an unknown algorithm.
     """
-    if algorithm != ALGORITHM:
-        raise FairnessError(f"unknown shuffle algorithm {algorithm!r}")
-    if not isinstance(nonce, int) or isinstance(nonce, bool) or nonce < 0:
-        raise FairnessError(f"nonce must be a non-negative integer, not {nonce!r}")
-    stream = byte_stream(server_seed, client_seed_1, client_seed_2, nonce)
-    deck = list(DECK)
-    for i in range(51, 0, -1):
-        n = i + 1
-        limit = 256 - 256 % n
-        b = next(stream)
-        while b >= limit:
-            b = next(stream)
-        j = b % n
-        deck[i], deck[j] = deck[j], deck[i]
-    return tuple(deck)
+    deck, _ = shuffle(server_seed, (client_seed_1, client_seed_2), nonce, algorithm=algorithm)
+    return deck
 
 
 def verify(

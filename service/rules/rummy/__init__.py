@@ -8,6 +8,8 @@ Nothing here imports Flask, SQLAlchemy or Celery. The stable public surface:
   :class:`RummyActionKind`, :class:`Phase`, :class:`TableMeld`, :class:`LayOff`
 * results: :class:`RummyOutcome`, :class:`Void`, :func:`next_dealer`
 * clocks: :func:`automatic_action` (what the server plays for a seat out of time)
+* fairness: :func:`fair_shuffle` (a hand's deal and SHUFFLE restocks from one fair stream,
+  a :class:`FairShuffle`)
 * errors: :class:`RulesError` (the engine's base) and the refusals of
   :mod:`service.rules.rummy.errors`, each with a stable ``code`` and its ``rule``
 """
@@ -39,6 +41,7 @@ from service.rules.rummy.errors import (
     TurnOverNotAllowed,
     UnknownAction,
 )
+from service.rules.rummy.fair import FairShuffle, fair_shuffle
 from service.rules.rummy.hand import (
     LayOff,
     Phase,
@@ -59,6 +62,7 @@ __all__ = [
     "CardNotInHand",
     "DiscardPileCardBarred",
     "DiscardPileEmpty",
+    "FairShuffle",
     "HandOver",
     "InvalidDeal",
     "InvalidLayOff",
@@ -91,5 +95,6 @@ __all__ = [
     "Void",
     "automatic_action",
     "deal_size",
+    "fair_shuffle",
     "next_dealer",
 ]

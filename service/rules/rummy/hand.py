@@ -23,7 +23,8 @@ is the full record once the hand has ended.
 
 The shuffle of a SHUFFLE restock (11.3.1) is injected: ``shuffler(cards)`` receives the
 discard pile bottom card first and returns the new stock top card first. Without one the
-operating system's random source shuffles; the service injects the fair shuffle's stream.
+operating system's random source shuffles; the service injects the fair shuffle
+(:func:`service.rules.rummy.fair.fair_shuffle`), whose restocks continue the deal's stream.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from service.rules.cards import Card, cards_to_mask, mask_to_cards, parse_cards
 from service.rules.errors import InvalidState, RulesError
@@ -65,6 +66,17 @@ from service.rules.rummy.rules import Restock, RummyRules, Scoring
 STATE_SCHEMA = 1
 FORFEIT_ACTION = "FORFEIT"  # the log entry of a forfeit (not a player's action)
 Shuffler = Callable[[list[Card]], Sequence[Card | str]]
+
+
+@runtime_checkable
+class ContinuingShuffler(Protocol):
+    """A shuffler whose restocks continue one stream (the fair shuffle,
+    :class:`service.rules.rummy.fair.FairShuffle`): before each restock the hand asks it for
+    the shuffler that follows restocks of the pile sizes its log records."""
+
+    def __call__(self, cards: list[Card], /) -> Sequence[Card | str]: ...
+
+    def at(self, earlier: Sequence[int]) -> Shuffler: ...
 
 
 class Phase(StrEnum):
@@ -461,8 +473,16 @@ class RummyHand:
         )
 
     def _shuffled(self, pile: tuple[Card, ...]) -> tuple[Card, ...]:
+        shuffler = self.shuffler
+        if isinstance(shuffler, ContinuingShuffler):  # the fair shuffle goes on (11.3.1)
+            earlier = [
+                len(entry["order"])
+                for entry in self.log
+                if entry.get("restock") == Restock.SHUFFLE.value
+            ]
+            shuffler = shuffler.at(earlier)
         try:
-            stock = parse_cards(self.shuffler(list(pile)))
+            stock = parse_cards(shuffler(list(pile)))
         except RulesError as exc:
             raise InvalidShuffle(
                 f"the shuffler returned something other than cards: {exc}"

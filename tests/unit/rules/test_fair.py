@@ -140,3 +140,58 @@ def test_no_position_bias() -> None:
 def test_the_bias_check_catches_a_modulo_biased_shuffle() -> None:
     total, _ = position_chi_square([modulo_biased_deck(n) for n in range(SHUFFLES)])
     assert total > chi_square_critical(51 * 51)
+
+
+def reference_shuffle(prefix: str, cards: list[str], counter: int) -> tuple[list[str], int]:
+    """10.2's Fisher-Yates over the stream ``HMAC(SEED, prefix + counter)`` from ``counter``,
+    written out plainly; returns the order and the counter after the last block used."""
+    key = bytes.fromhex(SEED)
+    pending: list[int] = []
+    order = list(cards)
+    for i in range(len(order) - 1, 0, -1):
+        n = i + 1
+        while True:
+            if not pending:
+                block = hmac.new(key, f"{prefix}{counter}".encode(), hashlib.sha256).digest()
+                pending.extend(block)
+                counter += 1
+            b = pending.pop(0)
+            if b < 256 - 256 % n:
+                break
+        j = b % n
+        order[i], order[j] = order[j], order[i]
+    return order, counter
+
+
+def test_10_2_two_seeds_give_the_same_stream_and_deck_as_before() -> None:
+    stream = fair.ByteStream(SEED, ("chi", "square"), 3)
+    old = fair.byte_stream(SEED, "chi", "square", 3)
+    assert [next(stream) for _ in range(100)] == [next(old) for _ in range(100)]
+    deck, _ = fair.shuffle(SEED, ("alice", "bob"), 1)
+    assert deck == fair.shuffled_deck(SEED, "alice", "bob", 1)
+    assert [str(c) for c in deck] == reference_deck(SEED, "alice", "bob", 1)
+
+
+def test_11_6_4_any_number_of_seeds_joined_by_colons() -> None:
+    seeds = ("s0", "s2", "s3", "s5")
+    deck, counter = fair.shuffle(SEED, seeds, 7)
+    expected, used = reference_shuffle("s0:s2:s3:s5:7:", [str(c) for c in DECK], 0)
+    assert [str(c) for c in deck] == expected and counter == used
+    assert sorted(deck, key=lambda c: c.index) == list(DECK)
+    assert fair.shuffle(SEED, ("s0", "s2", "s3"), 7)[0] != deck
+
+
+def test_11_3_1_a_later_shuffle_continues_the_stream_with_the_next_counter() -> None:
+    _, after_deal = fair.shuffle(SEED, ("a", "b", "c"), 2)
+    assert after_deal >= 2  # 51 draws and their rejections need more than one block
+    pile = list(DECK[:20])
+    order, after = fair.shuffle(SEED, ("a", "b", "c"), 2, pile, counter=after_deal)
+    expected, used = reference_shuffle("a:b:c:2:", [str(c) for c in pile], after_deal)
+    assert [str(c) for c in order] == expected and after == used > after_deal
+    assert order != fair.shuffle(SEED, ("a", "b", "c"), 2, pile)[0]  # not restarted at 0
+
+
+@pytest.mark.parametrize("seeds", [(), "ab", ("a", "b:c")])
+def test_11_6_4_bad_seed_lists_are_refused(seeds: tuple[str, ...]) -> None:
+    with pytest.raises(FairnessError):
+        fair.shuffle(SEED, seeds, 1)
