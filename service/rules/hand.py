@@ -415,10 +415,25 @@ class Hand:
 
         :raises IllegalAction: when the hand is over or the seat is unknown.
         """
+        if seat not in (0, 1) and self.phase is not Phase.ENDED:
+            raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
+        return self._end_forfeit_logged(seat, reason, at, automatic)
+
+    def cut_short(self, reason: str, *, at: str | None = None) -> Hand:
+        """End the hand in nobody's name because the match it belongs to ended elsewhere (a
+        player who is not dealt into this hand forfeited, 11.6.2): the log gets a ``FORFEIT``
+        entry with no seat (``seat`` None) and the outcome is ``forfeit`` with no winner, for
+        no points. Otherwise as :meth:`forfeit`.
+
+        :raises IllegalAction: when the hand is over.
+        """
+        return self._end_forfeit_logged(None, reason, at, False)
+
+    def _end_forfeit_logged(
+        self, seat: int | None, reason: str, at: str | None, automatic: bool
+    ) -> Hand:
         if self.phase is Phase.ENDED:
             raise IllegalAction("the hand is over", "HAND_OVER")
-        if seat not in (0, 1):
-            raise IllegalAction(f"no such seat: {seat!r}", "NO_SUCH_SEAT")
         entry: dict[str, Any] = {
             "seq": len(self.log) + 1,
             "seat": seat,
@@ -431,28 +446,6 @@ class Hand:
             entry["automatic"] = True
         self.log.append(entry)
         self._end_forfeit(seat)
-        return self
-
-    def cut_short(self, reason: str, *, at: str | None = None) -> Hand:
-        """End the hand in nobody's name because the match it belongs to ended elsewhere (a
-        player who is not dealt into this hand forfeited, 11.6.2): the log gets a ``FORFEIT``
-        entry with no seat (``seat`` None) and the outcome is ``forfeit`` with no winner, for
-        no points. Otherwise as :meth:`forfeit`.
-
-        :raises IllegalAction: when the hand is over.
-        """
-        if self.phase is Phase.ENDED:
-            raise IllegalAction("the hand is over", "HAND_OVER")
-        entry: dict[str, Any] = {
-            "seq": len(self.log) + 1,
-            "seat": None,
-            "action": FORFEIT_ACTION,
-            "reason": reason,
-        }
-        if at is not None:
-            entry["at"] = at
-        self.log.append(entry)
-        self._end_forfeit(None)
         return self
 
     def _end_forfeit(self, seat: int | None) -> None:
