@@ -10,6 +10,11 @@ baseline and their median.
 Drops the database.
 
     .venv/bin/python bench/deposits.py [--concurrency 16] [--seconds 5] [--rounds 3] [--close]
+        [--commit-delay US [--commit-siblings N]]
+
+``--commit-delay`` sets PostgreSQL's group commit (``commit_delay``, microseconds, and
+``commit_siblings``) for the bench's own database (``ALTER DATABASE``, a superuser setting):
+run it beside a run without to see what group commit does on this machine.
 
 Needs PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else
 postgresql+psycopg://postgres@127.0.0.1:5432/postgres (the server, not the database, is used).
@@ -73,11 +78,14 @@ def main() -> int:
     parser.add_argument(
         "--close", action="store_true", help="a new connection per request instead of keep-alive"
     )
+    parser.add_argument("--commit-delay", type=int, default=0, help="microseconds (0: off)")
+    parser.add_argument("--commit-siblings", type=int, default=5)
     args = parser.parse_args()
     keep_alive = not args.close
 
     from service import create_app
     from service.clock import utcnow
+    from service.usecases import unit_of_work
     from service.usecases.auth import Principal
     from service.usecases.players import create_player
     from tests.conftest import new_operator, throwaway_postgres
@@ -85,12 +93,28 @@ def main() -> int:
     secret = secrets.token_hex(16)
     with throwaway_postgres(database_base_url()) as url:
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": secret})
+        if args.commit_delay:
+            with app.extensions["gin"]["engine"].begin() as connection:
+                name = connection.exec_driver_sql("SELECT current_database()").scalar()
+                for setting, value in (
+                    ("commit_delay", args.commit_delay),
+                    ("commit_siblings", args.commit_siblings),
+                ):
+                    connection.exec_driver_sql(f'ALTER DATABASE "{name}" SET {setting} = {value}')
+            print(
+                f"group commit: commit_delay {args.commit_delay} us, siblings {args.commit_siblings}"
+            )
         operator_id, key = new_operator(app, "Bench")
         session = app.extensions["gin"]["sessionmaker"]()
-        players = [
-            create_player(session, Principal(operator_id), f"bench-{i}", f"P{i}", None, utcnow()).id
-            for i in range(args.players)
-        ]
+        players = unit_of_work.run(
+            session,
+            lambda: [
+                create_player(
+                    session, Principal(operator_id), f"bench-{i}", f"P{i}", None, utcnow()
+                ).id
+                for i in range(args.players)
+            ],
+        )
         session.close()
         app.extensions["gin"]["engine"].dispose()
 

@@ -201,7 +201,7 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
     from service import create_app
     from service.clock import utcnow
     from service.formats import MatchSettings
-    from service.usecases import players, tables, wallets
+    from service.usecases import players, tables, unit_of_work, wallets
     from service.usecases.auth import Principal, mint_player_token
     from tests.conftest import new_operator
 
@@ -214,7 +214,8 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
     )
     out = []
     now = utcnow()
-    for i in range(matches):
+
+    def seated(i: int) -> tuple[str, list[str]]:
         view = tables.create_table(
             session,
             operator,
@@ -242,7 +243,10 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
                 now=now,
             )
             tokens.append(token)
-        out.append((view.table.match_id, tokens))
+        return view.table.match_id, tokens
+
+    for i in range(matches):
+        out.append(unit_of_work.run(session, seated, i))
     session.close()
     app.extensions["gin"]["engine"].dispose()
     return out

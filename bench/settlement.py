@@ -42,7 +42,7 @@ def main() -> int:
     from service.clock import utcnow
     from service.db.match_models import MatchRow, Settlement
     from service.formats import MatchSettings
-    from service.usecases import play, players, tables, wallets
+    from service.usecases import play, players, tables, unit_of_work, wallets
     from service.usecases.auth import Principal
     from tests.conftest import new_operator, throwaway_postgres
     from tests.integration.workers import Broker, wait_until, worker
@@ -110,7 +110,9 @@ def main() -> int:
             return view.table.match_id
 
         session = Session()
-        backlog = [finished_match(session, i) for i in range(args.matches)]
+        backlog = [
+            unit_of_work.run(session, finished_match, session, i) for i in range(args.matches)
+        ]
         with session.begin():  # these go straight to the queue below, not through the relay
             from service.db.match_models import OutboxEvent
 
