@@ -102,7 +102,8 @@ def main() -> int:
                 ):
                     connection.exec_driver_sql(f'ALTER DATABASE "{name}" SET {setting} = {value}')
             print(
-                f"group commit: commit_delay {args.commit_delay} us, siblings {args.commit_siblings}"
+                f"group commit: commit_delay {args.commit_delay} us,"
+                f" siblings {args.commit_siblings}"
             )
         operator_id, key = new_operator(app, "Bench")
         session = app.extensions["gin"]["sessionmaker"]()
