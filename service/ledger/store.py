@@ -147,7 +147,9 @@ _LOCK_ALL, _LOCK = _locking(postgres=False)
 
 #: How long the separate creation waits for a twin's creation of the same account before
 #: giving up and creating it inside the caller's transaction instead.
-CREATE_LOCK_TIMEOUT_MS = 5000
+CREATE_LOCK_TIMEOUT_MS = 1000
+#: ``session.info`` key: the transaction that has created accounts inside itself.
+_CREATED_INSIDE = "gin.accounts_created_inside"
 
 
 def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) -> None:
@@ -186,17 +188,23 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
     statement: Any
     if bind.dialect.name == "postgresql":
         statement = postgresql.insert(table).on_conflict_do_nothing(index_elements=["key"])
-        try:
-            with bind.engine.begin() as apart:
-                apart.execute(text(f"SET LOCAL lock_timeout = {CREATE_LOCK_TIMEOUT_MS}"))
-                apart.execute(statement, rows)
-            return
-        except (DBAPIError, PoolTimeout) as error:  # no connection free: in the transaction
-            if isinstance(error, DBAPIError) and error.connection_invalidated:
-                raise
-            log.warning(
-                "accounts not created apart; creating them in the transaction", exc_info=True
-            )
+        if session.info.get(_CREATED_INSIDE) is not session.get_transaction():
+            try:
+                with bind.engine.begin() as apart:
+                    apart.execute(text(f"SET LOCAL lock_timeout = {CREATE_LOCK_TIMEOUT_MS}"))
+                    apart.execute(statement, rows)
+                return
+            except (DBAPIError, PoolTimeout) as error:  # no connection free: inside
+                if isinstance(error, DBAPIError) and error.connection_invalidated:
+                    raise
+                log.warning(
+                    "accounts not created apart (%s); creating them in the transaction",
+                    type(getattr(error, "orig", error)).__name__,
+                )
+        # From now on this transaction creates its accounts itself: created apart, one of
+        # them could wait for a row this transaction inserted and has not committed (an
+        # account of a player it created), which it never commits while it waits.
+        session.info[_CREATED_INSIDE] = session.get_transaction()
     else:
         statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["key"])
     session.execute(statement, rows)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -334,6 +335,14 @@ def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
             locked = store.lock_accounts(session, [available], utcnow())
             assert locked[available].entry_count == 0
             assert "accounts not created apart" in caplog.text
+            # A later movement of the same transaction (a seat's hold after the deposit)
+            # creates its accounts inside too, at once: created apart, they would wait for
+            # the uncommitted account above until the lock timeout.
+            escrow = AccountRef.player_escrow(operator_id, player.id, "mch_uncommitted", "EUR")
+            started = time.monotonic()
+            locked = store.lock_accounts(session, [available, escrow], utcnow())
+            assert time.monotonic() - started < store.CREATE_LOCK_TIMEOUT_MS / 2000
+            assert set(locked) == {available, escrow}
         with session.begin():
             assert (
                 session.scalar(
