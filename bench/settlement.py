@@ -148,8 +148,9 @@ def main() -> int:
                 until = time.perf_counter() + args.seconds
                 next_at = time.perf_counter()
                 while time.perf_counter() < until:
-                    finished.append(finished_match(session, len(backlog) + len(finished)))
-                    relay_events(session, broker.send, utcnow())
+                    n = len(backlog) + len(finished)
+                    finished.append(unit_of_work.run(session, finished_match, session, n))
+                    unit_of_work.run(session, relay_events, session, broker.send, utcnow())
                     next_at += interval
                     time.sleep(max(0.0, next_at - time.perf_counter()))
                 wait_until(
