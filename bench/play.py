@@ -211,12 +211,12 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
             return work(*args)
 
     from service.usecases.auth import Principal, mint_player_token
-    from tests.conftest import new_operator
+    from service.usecases.operators import create_operator
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ["SECRET_KEY"]})
-    operator_id, _key = new_operator(app, "Bench")
-    operator = Principal(operator_id)
     session = app.extensions["gin"]["sessionmaker"]()
+    operator_id = in_unit(session, lambda: create_operator(session, "Bench", utcnow())[0].id)
+    operator = Principal(operator_id)
     settings = MatchSettings.from_dict(
         {"format": "match_play", "stake": 100, "target": 100, "clock": {"turn_seconds": 600}}
     )
