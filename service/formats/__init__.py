@@ -14,6 +14,13 @@ from service.formats.match import HandRecord, Match, MatchStatus
 from service.formats.multi_common import HandSlot, PairMargin, Standings, TableRecord
 from service.formats.partnership import PartnershipMatch
 from service.formats.payout import SettlementError, Statement, settle, settle_match
+from service.formats.rummy_match import (
+    RummyMatch,
+    RummyMatchSettings,
+    RummyRecord,
+    RummySlot,
+    RummyStandings,
+)
 from service.formats.settings import (
     CapMode,
     FeeBase,
@@ -40,6 +47,11 @@ __all__ = [
     "OnTimeout",
     "PairMargin",
     "PartnershipMatch",
+    "RummyMatch",
+    "RummyMatchSettings",
+    "RummyRecord",
+    "RummySlot",
+    "RummyStandings",
     "Seating",
     "SettlementError",
     "Standings",
