@@ -51,6 +51,17 @@ MULTI_FORMATS = (Format.MATCH_PLAY, Format.CLASSIC)
 MATCH_ENDED = "match_ended"
 
 
+def seat_in_hand(seats: Sequence[int], number: int, seat: int) -> int:
+    """The hand's own seat of match seat ``seat``, in hand ``number`` dealt to ``seats``
+    (ascending): a match seat's place among the seats dealt in.
+
+    :raises IllegalAction: when ``seat`` is not dealt into that hand.
+    """
+    if seat not in seats:
+        raise IllegalAction(f"seat {seat!r} is not dealt into hand {number}", "NOT_DEALT_IN")
+    return list(seats).index(seat)
+
+
 @dataclass(frozen=True, slots=True)
 class HandSlot:
     """A hand of the match: its ``number`` (from 1, the fairness nonce), the two ``seats``
@@ -74,11 +85,7 @@ class HandSlot:
 
         :raises IllegalAction: when ``seat`` is not dealt into this hand.
         """
-        if seat not in self.seats:
-            raise IllegalAction(
-                f"seat {seat!r} is not dealt into hand {self.number}", "NOT_DEALT_IN"
-            )
-        return self.seats.index(seat)
+        return seat_in_hand(self.seats, self.number, seat)
 
     def client_seeds(self, seeds_by_seat: Sequence[str]) -> tuple[str, str]:
         """The client seeds of the seats dealt in, in ascending seat order (11.6.4): what the

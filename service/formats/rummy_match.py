@@ -50,6 +50,7 @@ from typing import Any
 from service.formats.clock import ClockSettings, OnTimeout
 from service.formats.errors import InvalidSettings
 from service.formats.match import MatchStatus
+from service.formats.multi_common import seat_in_hand
 from service.formats.payout_multi.statement import MoneyFormat
 from service.rules.cards import Card
 from service.rules.errors import IllegalAction, InvalidState, RulesError
@@ -135,11 +136,7 @@ class RummySlot:
 
         :raises IllegalAction: when ``seat`` is not dealt into this hand.
         """
-        if seat not in self.seats:
-            raise IllegalAction(
-                f"seat {seat!r} is not dealt into hand {self.number}", "NOT_DEALT_IN"
-            )
-        return self.seats.index(seat)
+        return seat_in_hand(self.seats, self.number, seat)
 
     def client_seeds(self, seeds_by_seat: Sequence[str]) -> tuple[str, ...]:
         """The client seeds of the seats dealt in, in ascending seat order (11.6.4)."""
