@@ -52,6 +52,18 @@ class ClockSettings:
                     f"clock.{name}", f"must be an integer >= {low}, not {value!r}"
                 )
 
+    def bank_after(self, bank_ms: int, turn_started_ms: int | None, now_ms: int) -> int:
+        """A seat's time bank after its turn, begun at ``turn_started_ms``, ended at
+        ``now_ms``: the time over the turn allowance comes off the bank, never below 0."""
+        if turn_started_ms is None:
+            return bank_ms
+        over = now_ms - turn_started_ms - self.turn_seconds * 1000
+        return max(0, bank_ms - over) if over > 0 else bank_ms
+
+    def deadline_ms(self, turn_started_ms: int, bank_ms: int) -> int:
+        """When a turn begun at ``turn_started_ms`` runs out: its allowance plus the bank."""
+        return turn_started_ms + self.turn_seconds * 1000 + bank_ms
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "turn_seconds": self.turn_seconds,

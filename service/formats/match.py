@@ -209,10 +209,8 @@ class Match:
     def _charge_clock(self, seat: int, now_ms: int | None) -> None:
         if now_ms is None:
             return
-        if self.turn_started_ms is not None:
-            over = now_ms - self.turn_started_ms - self.settings.clock.turn_seconds * 1000
-            if over > 0:
-                self.banks_ms[seat] = max(0, self.banks_ms[seat] - over)
+        clock = self.settings.clock
+        self.banks_ms[seat] = clock.bank_after(self.banks_ms[seat], self.turn_started_ms, now_ms)
         self.turn_started_ms = now_ms
 
     def deadline_ms(self) -> int | None:
@@ -221,8 +219,9 @@ class Match:
             return None
         if self.turn_started_ms is None:
             return None
-        turn = self.settings.clock.turn_seconds * 1000
-        return self.turn_started_ms + turn + self.banks_ms[self.hand.to_act]
+        return self.settings.clock.deadline_ms(
+            self.turn_started_ms, self.banks_ms[self.hand.to_act]
+        )
 
     def timeout(self, now_ms: int, *, at: str | None = None) -> str | None:
         """Act for the player whose time is spent (9.2): the automatic action, counted as a

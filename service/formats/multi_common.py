@@ -494,18 +494,15 @@ class MultiMatch:
     def _charge_clock(self, table: TableHand, seat: int, now_ms: int | None) -> None:
         if now_ms is None:
             return
-        started = table.turn_started_ms
-        if started is not None:
-            over = now_ms - started - self.settings.clock.turn_seconds * 1000
-            if over > 0:
-                self.banks_ms[seat] = max(0, self.banks_ms[seat] - over)
+        clock = self.settings.clock
+        self.banks_ms[seat] = clock.bank_after(self.banks_ms[seat], table.turn_started_ms, now_ms)
         table.turn_started_ms = now_ms
 
     def _deadline(self, table: TableHand) -> int | None:
         seat = table.to_act
         if seat is None or table.turn_started_ms is None:
             return None
-        return table.turn_started_ms + self.settings.clock.turn_seconds * 1000 + self.banks_ms[seat]
+        return self.settings.clock.deadline_ms(table.turn_started_ms, self.banks_ms[seat])
 
     def deadline_ms(self) -> int | None:
         """The earliest time a player to act runs out of time, or None."""

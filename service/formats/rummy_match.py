@@ -519,20 +519,15 @@ class RummyMatch:
     def _charge_clock(self, seat: int, now_ms: int | None) -> None:
         if now_ms is None:
             return
-        started = self.turn_started_ms
-        if started is not None:
-            over = now_ms - started - self.settings.clock.turn_seconds * 1000
-            if over > 0:
-                self.banks_ms[seat] = max(0, self.banks_ms[seat] - over)
+        clock = self.settings.clock
+        self.banks_ms[seat] = clock.bank_after(self.banks_ms[seat], self.turn_started_ms, now_ms)
         self.turn_started_ms = now_ms
 
     def deadline_ms(self) -> int | None:
         """When the seat to act runs out of time (turn allowance plus its bank), or None."""
         if not self.to_act or self.turn_started_ms is None:
             return None
-        seat = self.to_act[0]
-        turn = self.settings.clock.turn_seconds * 1000
-        return self.turn_started_ms + turn + self.banks_ms[seat]
+        return self.settings.clock.deadline_ms(self.turn_started_ms, self.banks_ms[self.to_act[0]])
 
     def timeout(self, now_ms: int, *, at: str | None = None) -> str | None:
         """Act for the seat to act if its time is spent at ``now_ms`` (9.2, 11.6.1): one
