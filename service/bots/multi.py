@@ -1,0 +1,223 @@
+"""Practice bots for the games of more than two seats and for Rummy (pure: no Flask,
+SQLAlchemy or Celery).
+
+:func:`decide_multi` and :func:`random_multi` take the view one player sees of a match and
+return one of its ``legal_actions``, dispatching on the view's ``kind``:
+
+``three_player`` / ``partnership``  (:meth:`MultiMatch.view`) Gin at three or four seats:
+    every hand is an ordinary two-player hand at the player's own table, whose view is the
+    two-player :meth:`~service.rules.Hand.view`, so the two-player bots of
+    :mod:`service.bots.strategy` decide on it unchanged. The action is returned as its text
+    (``"DISCARD 8C"``, ``"KNOCK 7D"``), what :meth:`MultiMatch.apply` takes.
+``rummy``  (:meth:`RummyMatch.view`; a bare :meth:`RummyHand.view`, ``game`` ``rummy``, is
+    read alike) basic Rummy for 2-6: the action is returned as listed, the fields of
+    :meth:`RummyAction.to_dict` (``{"action": "LAY_OFF", "cards": ["8H", "9H"], "meld": 2}``),
+    what :meth:`RummyMatch.apply` takes.
+
+A two-player Gin hand view (no ``kind``) is handed to :mod:`service.bots.strategy` as it is.
+
+The Rummy bot is greedy: it draws the discard only when that card completes a meld in its
+hand (else from the stock, or it turns the pile over), melds whenever it can (the longest
+meld first), then lays off whenever it can (the largest group first), and ends its turn by
+discarding its highest unmatched card, never the card just taken from the discard pile.
+
+:func:`action_text` is the text form the HTTP API takes (``POST /v1/matches/{id}/actions``
+with ``{"action": "<text>"}``) of any of these actions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.bots.strategy import Bot, random_action
+from service.rules.actions import Action, coerce_action
+from service.rules.cards import DECK, Card, cards_to_mask, mask_to_cards
+from service.rules.errors import RulesError
+from service.rules.rummy.actions import RummyAction, RummyActionKind
+from service.rules.rummy.melds import lay_offs_onto, melds_in
+from service.rules.rummy.rules import AceMode, RummyRules
+
+#: The view kinds of the Gin matches of more than two seats (``MultiMatch.KIND``).
+GIN_KINDS = frozenset({"three_player", "partnership"})
+RUMMY = "rummy"
+
+#: The Rummy action kinds that Gin does not have, and the fields only Rummy actions carry.
+_RUMMY_ONLY = frozenset({RummyActionKind.MELD, RummyActionKind.LAY_OFF, RummyActionKind.TURN_OVER})
+
+LegalAction = Mapping[str, Any]
+
+
+# --- dispatch ----------------------------------------------------------------------------
+
+
+def decide_multi(view: Mapping[str, Any], *, eager: bool = False) -> dict[str, Any] | str:
+    """The sensible bot's action for the player whose ``view`` this is: one of the view's
+    legal actions, as text for multi-seat Gin, as listed (fields) for Rummy and two-player
+    Gin. ``eager`` (Gin): knock as soon as any knock is legal; the Rummy bot lays down at
+    once anyway, so it takes no such option.
+
+    :raises ValueError: when the view lists no legal action (not this player's turn, or
+        sitting out) or is of no known kind.
+    """
+    kind = _kind(view)
+    if kind in GIN_KINDS:
+        return action_text(Bot(eager).decide(_own_table(view)))
+    if kind == RUMMY:
+        return greedy_rummy(_rummy_hand(view))
+    return Bot(eager).decide(view)
+
+
+def random_multi(view: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | str:
+    """Baseline: a uniformly random legal action, in the form :func:`decide_multi` gives.
+
+    :raises ValueError: as :func:`decide_multi`.
+    """
+    kind = _kind(view)
+    if kind in GIN_KINDS:
+        return action_text(random_action(_own_table(view), rng))
+    hand = _rummy_hand(view) if kind == RUMMY else view
+    legal: Sequence[LegalAction] = hand.get("legal_actions") or []
+    if not legal:
+        raise ValueError("no legal action: it is not this player's turn")
+    return dict(legal[int(rng.random() * len(legal))])
+
+
+def action_text(action: str | Mapping[str, Any] | Action | RummyAction) -> str:
+    """The text form of an action (what the HTTP API's ``{"action": ...}`` takes): a Gin or
+    Rummy action, its fields as listed in a view, or its text (returned normalised)."""
+    if isinstance(action, RummyAction | Action):
+        return str(action)
+    if isinstance(action, str):
+        try:
+            return str(coerce_action(action))
+        except RulesError:  # not a Gin action: Rummy's parser says what is wrong, if anything
+            return str(RummyAction.parse(action))
+    kind = str(action.get("action", "")).upper()
+    if kind in _RUMMY_ONLY or "cards" in action or "meld" in action:
+        return str(RummyAction.from_dict(action))
+    return str(coerce_action(action))
+
+
+def _kind(view: Mapping[str, Any]) -> str | None:
+    kind = view.get("kind")
+    if kind is None and view.get("game") == RUMMY:
+        return RUMMY
+    if kind is None and "phase" in view:
+        return None  # a two-player Gin hand
+    if kind in GIN_KINDS or kind == RUMMY:
+        return str(kind)
+    raise ValueError(f"not a view the bots know: kind {kind!r}")
+
+
+def _own_table(view: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The player's own hand view at its table in a multi-seat Gin match view."""
+    for table in view.get("tables") or []:
+        if table.get("hand_seat") is not None:
+            hand: Mapping[str, Any] = table["hand"]
+            if hand.get("legal_actions"):
+                return hand
+    raise ValueError("no legal action: it is not this player's turn")
+
+
+def _rummy_hand(view: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The player's own :meth:`RummyHand.view` in a Rummy match view (or the view itself)."""
+    if view.get("kind") != RUMMY:
+        return view
+    part = view.get("hand")
+    if part is None or part.get("hand_seat") is None:
+        raise ValueError("no legal action: the player is not dealt into a hand")
+    hand: Mapping[str, Any] = part["hand"]
+    return hand
+
+
+# --- the greedy Rummy player -------------------------------------------------------------
+
+
+def _card(code: str) -> Card:
+    return DECK[cards_to_mask([code]).bit_length() - 1]
+
+
+def _listed(legal: Sequence[LegalAction], kind: str) -> list[LegalAction]:
+    return [a for a in legal if a["action"] == kind]
+
+
+def greedy_rummy(hand_view: Mapping[str, Any]) -> dict[str, Any]:
+    """The greedy Rummy bot's action for a player's :meth:`RummyHand.view`, as listed.
+
+    :raises ValueError: when the view lists no legal action.
+    """
+    legal: Sequence[LegalAction] = hand_view.get("legal_actions") or []
+    if not legal:
+        raise ValueError("no legal action: it is not this player's turn")
+    rules = RummyRules.from_dict(hand_view["rules"])
+    ace_mode = AceMode(rules.ace_mode)
+    hand = cards_to_mask(hand_view["hand"])
+
+    def value(card: Card) -> int:
+        return rules.card_value(card.rank, card.points)
+
+    def weight(action: LegalAction) -> tuple[int, int]:
+        cards = [_card(c) for c in action.get("cards", ())]
+        return len(cards), sum(value(c) for c in cards)
+
+    if hand_view["phase"] == "DRAW":
+        pile = hand_view["discard_pile"]
+        if pile and _listed(legal, "DRAW_DISCARD"):
+            top = _card(pile[-1])
+            if any(meld & top.bit for meld in melds_in(hand | top.bit, ace_mode)):
+                return dict(_listed(legal, "DRAW_DISCARD")[0])
+        for kind in ("DRAW_STOCK", "TURN_OVER", "DRAW_DISCARD"):
+            if _listed(legal, kind):
+                return dict(_listed(legal, kind)[0])
+        return dict(legal[0])  # pragma: no cover - a draw phase always lists a draw
+    for kind in ("MELD", "LAY_OFF"):
+        lay_downs = _listed(legal, kind)
+        if lay_downs:
+            best: LegalAction = max(lay_downs, key=lambda a: (weight(a), action_text(a)))
+            return dict(best)
+    taken = hand_view.get("taken_from_discard")
+    discards = [a for a in _listed(legal, "DISCARD") if a["card"] != taken]
+    if not discards:  # pragma: no cover - the engine always leaves a legal discard
+        raise ValueError("no legal discard")
+    matched = _matched(hand, hand_view["table_melds"], ace_mode)
+
+    def keep(action: LegalAction) -> tuple[int, int, int, int, int]:
+        card = _card(action["card"])
+        return (
+            1 if matched & card.bit else 0,
+            _partners(card, hand),
+            -value(card),
+            -card.rank,
+            -card.suit_index,
+        )
+
+    throw: LegalAction = min(discards, key=keep)
+    return dict(throw)
+
+
+def _matched(hand: int, table_melds: Sequence[Mapping[str, Any]], ace_mode: AceMode) -> int:
+    """The cards of ``hand`` in a meld it holds or that could be laid off onto the table
+    (melds and lay-offs the rules refuse now, such as going out without a discard, leave
+    their cards matched all the same)."""
+    mask = 0
+    for meld in melds_in(hand, ace_mode):
+        mask |= meld
+    for table_meld in table_melds:
+        cards = mask_to_cards(cards_to_mask(table_meld["cards"]))
+        for group in lay_offs_onto(cards, hand, ace_mode):
+            mask |= group
+    return mask
+
+
+def _partners(card: Card, hand: int) -> int:
+    """How many other cards of ``hand`` are half a meld with ``card``: of its rank, or of its
+    suit within two ranks (a tie-break: among equal discards, keep the connected cards)."""
+    count = 0
+    for other in mask_to_cards(hand & ~card.bit):
+        if other.rank == card.rank or (
+            other.suit_index == card.suit_index and abs(other.rank - card.rank) <= 2
+        ):
+            count += 1
+    return count
