@@ -27,6 +27,7 @@ from service.api.schemas import (
 )
 from service.formats import FeeBase, Format
 from service.formats.match import PLAYER_ACTIONS
+from service.formats.settings import GAME_FORMATS, GameKind
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
@@ -188,7 +189,7 @@ class TableIn(Schema):
     name = fields.String(load_default="", validate=validate.Length(max=100))
     format = fields.String(
         required=True,
-        validate=validate.OneOf([f.value for f in Format]),
+        validate=validate.OneOf([f.value for f in GAME_FORMATS[GameKind.GIN]]),
     )
     currency = fields.String(
         required=True,

@@ -516,13 +516,9 @@ class MultiMatch:
         counted as a timeout, and a forfeit after ``max_timeouts`` (or at once under
         ``FORFEIT``). Returns ``"auto:<action>"`` or ``"forfeit"``; None when nobody's time
         is spent at ``now_ms`` (nothing changes)."""
-        if self.status is not MatchStatus.PLAYING:
+        table = self._due_table(now_ms)
+        if table is None:
             return None
-        due = [(d, t) for t in self.tables if (d := self._deadline(t)) is not None]
-        due = [(d, t) for d, t in due if d <= now_ms]
-        if not due:
-            return None
-        _, table = min(due, key=lambda item: (item[0], item[1].slot.number))
         seat = table.to_act
         assert seat is not None
 
@@ -533,6 +529,21 @@ class MultiMatch:
 
         clock = self.settings.clock
         return play_timeout(self, clock, table.hand, seat, at=at, after_action=after_action)
+
+    def _due_table(self, now_ms: int) -> TableHand | None:
+        """The table whose player's time ran out first by ``now_ms``, or None."""
+        if self.status is not MatchStatus.PLAYING:
+            return None
+        due = [(d, t) for t in self.tables if (d := self._deadline(t)) is not None]
+        due = [(d, t) for d, t in due if d <= now_ms]
+        if not due:
+            return None
+        return min(due, key=lambda item: (item[0], item[1].slot.number))[1]
+
+    def due_seat(self, now_ms: int) -> int | None:
+        """The seat :meth:`timeout` acts for at ``now_ms``, or None."""
+        table = self._due_table(now_ms)
+        return None if table is None else table.to_act
 
     def forfeit(self, seat: int, reason: str = "resign", *, at: str | None = None) -> None:
         """``seat`` forfeits (11.6.2): the match ends for everybody at once, and every hand

@@ -623,12 +623,14 @@ class RummyMatch:
             "forfeit_reasons": list(self.forfeit_reasons),
             "banks_ms": list(self.banks_ms),
             "timeouts": list(self.timeouts),
+            "fair": _fair_of(None if self.hand is None else self.hand.shuffler),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], shuffler: Shuffler | None = None) -> RummyMatch:
         """Restore a state written by :meth:`to_dict`; ``shuffler`` is the current hand's
-        (its fair shuffle), as for :meth:`deal`.
+        (its fair shuffle), as for :meth:`deal`. Without one, the hand's fair shuffle kept in
+        the state (``fair``: it is secret like the deck) is restored.
 
         :raises InvalidState: when the data is malformed or inconsistent.
         """
@@ -640,6 +642,11 @@ class RummyMatch:
             match.dealer = int(data["dealer"])
             slot, hand = data["slot"], data["hand"]
             match.slot = None if slot is None else RummySlot.from_dict(slot)
+            kept = data.get("fair")
+            if shuffler is None and kept is not None:
+                shuffler = fair_shuffle(
+                    kept["server_seed"], tuple(kept["client_seeds"]), int(kept["nonce"])
+                )
             match.hand = None if hand is None else RummyHand.from_dict(hand, shuffler)
             started = data["turn_started_ms"]
             match.turn_started_ms = None if started is None else int(started)
@@ -688,3 +695,14 @@ class RummyMatch:
             f"<RummyMatch {self.settings.players}p {self.rules.match} {self.status.value}"
             f" hands={len(self.records)}>"
         )
+
+
+def _fair_of(shuffler: Shuffler | None) -> dict[str, Any] | None:
+    """A hand's fair shuffle as state (the SHUFFLE restocks of a restored hand need it)."""
+    if not isinstance(shuffler, FairShuffle):
+        return None
+    return {
+        "server_seed": shuffler.server_seed,
+        "client_seeds": list(shuffler.client_seeds),
+        "nonce": shuffler.nonce,
+    }

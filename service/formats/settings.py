@@ -1,8 +1,10 @@
-"""Table settings for the stake formats of two-player Gin (RULES.md 6, 3.2.6, Appendix A).
+"""Table settings for every game and stake format (RULES.md 6, 3.2.6, 11.4, Appendix A).
 
-A :class:`MatchSettings` value fixes everything a match needs besides the players: the format,
-the stake, the target, the house fee, the caps and the game :class:`~service.rules.Ruleset`.
-Amounts are integer minor units of the table's currency; nothing here knows currencies.
+A :class:`MatchSettings` value fixes everything a table's matches need besides the players:
+the game (:class:`GameKind`) and its number of seats, the format, the stake, the target, the
+house fee, the caps, the Gin :class:`~service.rules.Ruleset` or the
+:class:`~service.rules.rummy.RummyRules`, and the clock. Amounts are integer minor units of
+the table's currency; nothing here knows currencies.
 """
 
 from __future__ import annotations
@@ -14,6 +16,16 @@ from typing import Any
 from service.formats.clock import ClockSettings
 from service.formats.errors import InvalidSettings
 from service.rules import Game, RulesError, Ruleset
+from service.rules.rummy.rules import RummyRules
+
+
+class GameKind(StrEnum):
+    """The game a table plays (11.4)."""
+
+    GIN = "gin"  # two players
+    GIN_THREE = "gin_three"  # three-player Gin (4.1, 11.1)
+    GIN_PARTNERSHIP = "gin_partnership"  # four players in two teams (4.2, 11.2)
+    RUMMY = "rummy"  # basic Rummy for 2-6 (5, 11.3, 11.5)
 
 
 class Format(StrEnum):
@@ -21,6 +33,24 @@ class Format(StrEnum):
     MATCH_PLAY = "match_play"
     MONEY_PLAY = "money_play"
     CLASSIC = "classic"
+    RUMMY_PER_HAND = "rummy_per_hand"  # a continuous table, each hand settled (11.5.1)
+    RUMMY_TARGET = "rummy_target"  # fixed seats, TARGET(t) (11.5.2)
+    RUMMY_DEALS = "rummy_deals"  # fixed seats, DEALS(n) (11.5.2)
+
+
+#: The formats each game is played in (11.4), the first being the default.
+GAME_FORMATS: dict[GameKind, tuple[Format, ...]] = {
+    GameKind.GIN: (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY, Format.MONEY_PLAY, Format.CLASSIC),
+    GameKind.GIN_THREE: (Format.MATCH_PLAY, Format.CLASSIC),
+    GameKind.GIN_PARTNERSHIP: (Format.MATCH_PLAY, Format.CLASSIC),
+    GameKind.RUMMY: (Format.RUMMY_PER_HAND, Format.RUMMY_TARGET, Format.RUMMY_DEALS),
+}
+
+#: The seats of the fixed-size games; Rummy has 2 to ``rummy.max_players``.
+GAME_SEATS = {GameKind.GIN: 2, GameKind.GIN_THREE: 3, GameKind.GIN_PARTNERSHIP: 4}
+
+#: The stake formats played for a fixed equal stake; every other one takes a buy-in.
+FIXED_STAKE_FORMATS = (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY)
 
 
 class FeeBase(StrEnum):
@@ -95,8 +125,14 @@ class MatchSettings:
     * ``stake``: the fixed stake ``S`` of First To Knock and Match Play (each player's escrow).
     * ``stake_per_point``: ``r`` of Money Play and classic; each player escrows a buy-in within
       ``[min_buyin, max_buyin]``.
-    * ``target``: Match Play's ``match.target``, Money Play's ``money.target`` (50 or 100) or,
-      for classic, the ruleset's ``target`` (kept equal).
+    * ``target``: Match Play's ``match.target``, Money Play's ``money.target`` (50 or 100),
+      for classic the ruleset's ``target`` (kept equal), for ``rummy_target`` the points
+      target ``t`` and for ``rummy_deals`` the number of deals ``n`` (``rummy.match`` is
+      derived from the format and this, 11.5.2).
+    * ``game`` and ``seats``: 2 for Gin, 3 for three-player Gin, 4 for partnership Gin, 2 to
+      ``rummy.max_players`` for Rummy (on a ``rummy_per_hand`` table, the most players seated).
+    * ``min_balance``: ``rummy.min_balance`` of a per-hand table (11.5.1); 0 means
+      ``stake_per_point`` x 10.
     """
 
     format: Format
@@ -112,14 +148,28 @@ class MatchSettings:
     cap_mode: CapMode = CapMode.MIN_BOTH
     ruleset: Ruleset = field(default_factory=Ruleset)
     clock: ClockSettings = field(default_factory=ClockSettings)
+    game: GameKind = GameKind.GIN
+    seats: int = 2
+    rummy: RummyRules = field(default_factory=RummyRules)
+    min_balance: int = 0
 
     def __post_init__(self) -> None:
         try:
+            object.__setattr__(self, "game", GameKind(self.game))
+        except ValueError:
+            allowed = ", ".join(g.value for g in GameKind)
+            raise InvalidSettings("game", f"must be one of {allowed}, not {self.game!r}") from None
+        try:
             object.__setattr__(self, "format", Format(self.format))
         except ValueError:
-            allowed = ", ".join(f.value for f in Format)
+            allowed = ", ".join(f.value for f in GAME_FORMATS[self.game])
             msg = f"must be one of {allowed}, not {self.format!r}"
             raise InvalidSettings("format", msg) from None
+        if self.format not in GAME_FORMATS[self.game]:
+            allowed = ", ".join(f.value for f in GAME_FORMATS[self.game])
+            msg = f"{self.game.value} is played {allowed}, not {self.format.value}"
+            raise InvalidSettings("format", msg)
+        self._check_seats()
         for name, enum in (("ftk_winner_rule", FtkWinnerRule), ("cap_mode", CapMode)):
             try:
                 object.__setattr__(self, name, enum(getattr(self, name)))
@@ -132,10 +182,11 @@ class MatchSettings:
             "max_buyin",
             "ftk_max_dead_hands",
             "line_bonus",
+            "min_balance",
         ):
             _int(name, getattr(self, name))
         _int("target", self.target, 1)
-        if self.format in (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY):
+        if self.format in FIXED_STAKE_FORMATS:
             _int("stake", self.stake, 1)
         else:
             _int("stake_per_point", self.stake_per_point, 1)
@@ -147,6 +198,12 @@ class MatchSettings:
                 raise InvalidSettings(
                     "fee_base", "Money Play and classic take their fee from the transfer: WINNINGS"
                 )
+        if self.game is GameKind.RUMMY:
+            object.__setattr__(self, "rummy", _with_match(self.rummy, self.rummy_match))
+        elif self.min_balance:
+            raise InvalidSettings(
+                "min_balance", "only a rummy_per_hand table has a minimum balance"
+            )
         if self.format is Format.MONEY_PLAY and self.target not in (50, 100):
             raise InvalidSettings("target", f"Money Play targets 50 or 100, not {self.target}")
         if self.format is Format.CLASSIC and self.ruleset.target != self.target:
@@ -156,9 +213,41 @@ class MatchSettings:
         except RulesError as exc:
             raise InvalidSettings("ruleset", str(exc)) from None
 
+    def _check_seats(self) -> None:
+        _int("seats", self.seats, 2)
+        if not isinstance(self.rummy, RummyRules):
+            raise InvalidSettings("rummy", f"must be Rummy options, not {self.rummy!r}")
+        if self.game is GameKind.RUMMY:
+            limit = self.rummy.max_players
+            if self.seats > limit:
+                raise InvalidSettings("seats", f"Rummy seats 2-{limit} (rummy.max_players)")
+        elif self.seats != GAME_SEATS[self.game]:
+            raise InvalidSettings(
+                "seats", f"{self.game.value} has {GAME_SEATS[self.game]} seats, not {self.seats}"
+            )
+
     @property
     def uses_buyins(self) -> bool:
-        return self.format in (Format.MONEY_PLAY, Format.CLASSIC)
+        return self.format not in FIXED_STAKE_FORMATS
+
+    @property
+    def continuous(self) -> bool:
+        """Whether players come and go between hands, each hand settled (11.5.1)."""
+        return self.format is Format.RUMMY_PER_HAND
+
+    @property
+    def rummy_match(self) -> str:
+        """``rummy.match`` of a Rummy format: PER_HAND, TARGET(t) or DEALS(n)."""
+        if self.format is Format.RUMMY_TARGET:
+            return f"TARGET({self.target})"
+        if self.format is Format.RUMMY_DEALS:
+            return f"DEALS({self.target})"
+        return "PER_HAND"
+
+    @property
+    def balance_floor(self) -> int:
+        """The table balance below which a per-hand player must top up (11.5.1)."""
+        return self.min_balance or self.stake_per_point * 10
 
     def escrow_for(self, buyin: int | None = None) -> int:
         """What one player escrows on sitting down: the stake, or a buy-in in range.
@@ -191,7 +280,7 @@ class MatchSettings:
                     "minimum": value.minimum,
                     "maximum": value.maximum,
                 }
-            elif isinstance(value, ClockSettings):
+            elif isinstance(value, ClockSettings | RummyRules):
                 value = value.to_dict()
             elif isinstance(value, StrEnum):
                 value = value.value
@@ -218,6 +307,8 @@ class MatchSettings:
                 raise InvalidSettings("clock", f"unknown clock option: {exc}") from None
         if isinstance(kwargs.get("ruleset"), dict):
             kwargs["ruleset"] = Ruleset.from_dict(kwargs["ruleset"])
+        if isinstance(kwargs.get("rummy"), dict):
+            kwargs["rummy"] = RummyRules.from_dict(kwargs["rummy"])
         return cls(**kwargs)
 
 
@@ -225,3 +316,9 @@ def _with_target(ruleset: Ruleset, target: int) -> Ruleset:
     data = ruleset.to_dict()
     data["target"] = target
     return Ruleset.from_dict(data)
+
+
+def _with_match(rules: RummyRules, match: str) -> RummyRules:
+    data = rules.to_dict()
+    data["match"] = match
+    return RummyRules.from_dict(data)
