@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from service.clock import rfc3339
-from service.formats import Match, MatchStatus
+from service.formats import Match, MatchStatus, RummyMatch, games
+from service.formats.games import AnyMatch
 
 
 class MatchFields(Protocol):
@@ -28,7 +29,7 @@ class MatchFields(Protocol):
     finished_at: datetime | None
 
 
-def match_view(row: MatchFields, seat: int | None, match: Match | None) -> dict[str, Any]:
+def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> dict[str, Any]:
     """What ``seat`` (``None``: the operator or a spectator) sees of the match in ``row``,
     whose state is ``match`` (``None`` before it starts), as JSON-ready data (timestamps as
     RFC 3339 strings); the API's ``MatchOut`` schema documents it."""
@@ -61,6 +62,8 @@ def match_view(row: MatchFields, seat: int | None, match: Match | None) -> dict[
     }
     if match is None:
         return view
+    if not isinstance(match, Match):
+        return _multi_view(view, seat, match)
     game = match.game()
     view["scores"] = {
         "hand_points": list(game.hand_points),
@@ -84,3 +87,24 @@ def match_view(row: MatchFields, seat: int | None, match: Match | None) -> dict[
             "void": match.status is MatchStatus.VOID,
         }
     return view
+
+
+def _multi_view(
+    view: dict[str, Any], seat: int | None, match: games.MultiGin | RummyMatch
+) -> dict[str, Any]:
+    """A match of more than two seats or of Rummy (11.6.5): the envelope every match has,
+    with the game's own view (``play``: every table or the hand's public part, the standings,
+    who acts, the caller's own hand and legal actions) that shows nobody else's cards."""
+    view["game"] = games.game_of(match).value
+    view["play"] = match.view(seat)
+    view["hand_number"] = max((h["number"] for h in _dealt(view["play"])), default=None)
+    if match.over:
+        view["result"] = {**games.result(match), "void": match.status is MatchStatus.VOID}
+    return view
+
+
+def _dealt(play: dict[str, Any]) -> list[dict[str, Any]]:
+    if play.get("tables"):
+        return list(play["tables"])
+    hand = play.get("hand")
+    return [hand] if isinstance(hand, dict) and "number" in hand else []

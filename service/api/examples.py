@@ -150,6 +150,8 @@ _TABLE_OPEN: dict[str, Any] = {
     "id": "tbl_01M8QKHDVR8TZV586GPJ3RC35R",
     "object": "table",
     "name": "",
+    "game": "gin",
+    "seat_count": 2,
     "match_id": "mch_01M8QKHDVRPXSVHRM5DFJYRDQB",
     "format": "match_play",
     "currency": "EUR",

@@ -115,6 +115,10 @@ def action_text(body: dict[str, Any]) -> str:
     """An action's text form (``"DISCARD TD"``, ``"KNOCK 5C | 2H 3H 4H"``) from its
     :class:`ActionIn` fields."""
     text: str = body["action"]
+    if "meld" in body:
+        text += f" {body['meld']}"
+    for card in body.get("cards") or []:
+        text += f" {card}"
     if "card" in body:
         text += f" {body['card']}"
     for meld in body.get("melds") or []:

@@ -27,10 +27,11 @@ from service.api.schemas import (
 )
 from service.formats import FeeBase, Format
 from service.formats.match import PLAYER_ACTIONS
-from service.formats.settings import GAME_FORMATS, GameKind
+from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
+from service.rules.rummy.actions import RummyActionKind
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
 
@@ -114,6 +115,13 @@ class _RuleOptions(Schema):
 RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
 
 _FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
+#: The formats a table can be opened in: every game's, but the continuous Rummy table's.
+OPEN_FORMATS = [
+    f.value
+    for f in dict.fromkeys(f for formats in GAME_FORMATS.values() for f in formats)
+    if f is not Format.RUMMY_PER_HAND
+]
+_RUMMY_FORMATS = [Format.RUMMY_TARGET.value, Format.RUMMY_DEALS.value]
 #: Money Play and classic take a fee, if any, from the transfer (RULES.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
@@ -139,7 +147,10 @@ class TableIn(Schema):
         "Knock and Match Play need `stake` (at least 1); Money Play and classic need "
         "`stake_per_point` and a buy-in range (`min_buyin` at least 1, `max_buyin` not below "
         "`min_buyin`), and a fee, if any, taken from `WINNINGS`; Money Play targets 50 or "
-        f"100. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
+        "100. The `game` fixes its formats and seats: `gin` 2 seats, `gin_three` 3, "
+        "`gin_partnership` 4 (`match_play`, `classic`), `rummy` 2 to `rummy.max_players` "
+        "(`rummy_target`: `target` is the points target; `rummy_deals`: `target` is the number "
+        f"of deals). Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
         "allOf": [
             {
                 "oneOf": [
@@ -162,6 +173,43 @@ class TableIn(Schema):
                         "properties": {"format": {"const": Format.CLASSIC.value}, **_BUYINS},
                         "required": ["stake_per_point", "min_buyin", "max_buyin"],
                     },
+                    {
+                        "title": "Rummy to a target or a number of deals: a stake per point "
+                        "and a buy-in range",
+                        "properties": {"format": {"enum": _RUMMY_FORMATS}, **_BUYINS},
+                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
+                    },
+                ]
+            },
+            {
+                "oneOf": [
+                    {
+                        "title": f"{game.value}: {', '.join(f.value for f in formats)}",
+                        "properties": {
+                            "game": {"const": game.value},
+                            "format": {
+                                "enum": [f.value for f in formats if f.value in OPEN_FORMATS]
+                            },
+                            **(
+                                {"seat_count": {"const": GAME_SEATS[game]}}
+                                if game in GAME_SEATS
+                                else {}
+                            ),
+                        },
+                        "required": ["game"] if game in GAME_SEATS else ["game", "seat_count"],
+                    }
+                    for game, formats in GAME_FORMATS.items()
+                    if game is not GameKind.GIN
+                ]
+                + [
+                    {
+                        "title": "gin (the default): two players",
+                        "properties": {
+                            "game": {"const": GameKind.GIN.value},
+                            "format": {"enum": [f.value for f in GAME_FORMATS[GameKind.GIN]]},
+                            "seat_count": {"const": 2},
+                        },
+                    }
                 ]
             },
             {
@@ -187,10 +235,18 @@ class TableIn(Schema):
     }
 
     name = fields.String(load_default="", validate=validate.Length(max=100))
-    format = fields.String(
-        required=True,
-        validate=validate.OneOf([f.value for f in GAME_FORMATS[GameKind.GIN]]),
+    game = fields.String(
+        load_default=GameKind.GIN.value, validate=validate.OneOf([g.value for g in GameKind])
     )
+    seat_count = StrictInteger(
+        minimum=2,
+        maximum=6,
+        metadata={
+            "description": "How many players the match needs: 2, 3 or 4 for the Gin games "
+            "(may be left out), 2 to `rummy.max_players` for Rummy (required)."
+        },
+    )
+    format = fields.String(required=True, validate=validate.OneOf(OPEN_FORMATS))
     currency = fields.String(
         required=True,
         validate=validate.OneOf(sorted(EXPONENTS), error="Must be a supported currency code."),
@@ -227,6 +283,15 @@ class TableIn(Schema):
             '"gin.oklahoma": true}`; left out: the default.'
         },
     )
+    rummy = fields.Dict(
+        keys=fields.String(),
+        load_default=dict,
+        metadata={
+            "description": "Rummy options, each under its bare name or its `rummy.` key: "
+            '`{"restock": "SHUFFLE", "rummy.scoring": "PENALTY"}`; `match` follows from '
+            "`format` and `target`. Left out: the default."
+        },
+    )
     clock = fields.Nested(ClockIn, load_default=dict)
     practice = StrictBoolean(load_default=False, metadata={"description": "Play money (XPM) only."})
     private = StrictBoolean(
@@ -245,6 +310,8 @@ class TableOut(Schema):
     id = fields.String(required=True)
     object = fields.Constant("table")
     name = fields.String(required=True)
+    game = fields.String(required=True, metadata={"enum": [g.value for g in GameKind]})
+    seat_count = fields.Integer(required=True)
     match_id = fields.String(required=True)
     format = fields.String(required=True)
     currency = fields.String(required=True)
@@ -273,13 +340,12 @@ class TableList(ListEnvelope):
 
 
 class LobbyQuery(ListQuery):
-    format = fields.String(
-        validate=validate.OneOf(["first_to_knock", "match_play", "money_play", "classic"])
-    )
+    game = fields.String(validate=validate.OneOf([g.value for g in GameKind]))
+    format = fields.String(validate=validate.OneOf(OPEN_FORMATS))
     currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
     min_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
     max_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
-    free_seats = StrictInteger(minimum=1, maximum=2, from_text=True)
+    free_seats = StrictInteger(minimum=1, maximum=6, from_text=True)
     display_currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
     include_closed = fields.Boolean(
         load_default=False, metadata={"description": "Operator only: every table."}
@@ -395,7 +461,13 @@ class HandRecordOut(Schema):
 
 class ResultOut(Schema):
     winner = fields.Integer(allow_none=True)
+    winners = fields.List(
+        fields.Integer(), metadata={"description": "More than two seats: every winner."}
+    )
     forfeiter = fields.Integer(allow_none=True)
+    forfeiters = fields.List(
+        fields.Integer(), metadata={"description": "More than two seats: every forfeiter."}
+    )
     forfeit_reason = fields.String(allow_none=True)
     void = fields.Boolean(required=True)
 
@@ -408,8 +480,22 @@ class MatchOut(Schema):
         required=True, metadata={"enum": ["waiting", "playing", "finished", "void", "cancelled"]}
     )
     version = fields.Integer(required=True)
+    game = fields.String(
+        metadata={
+            "description": "Left out for two-player Gin.",
+            "enum": [g.value for g in GameKind],
+        }
+    )
     format = fields.String(required=True)
     currency = fields.String(required=True)
+    play = fields.Dict(
+        metadata={
+            "description": "Games other than two-player Gin: the game's own view (RULES.md "
+            "11.6.5): every table's public part, the caller's own hand and legal actions, "
+            "the hands that ended, the standings, who acts and the turn's deadline. Never "
+            "another player's cards, never a stock card."
+        }
+    )
     you = fields.Integer(
         allow_none=True, metadata={"description": "Your seat; null if you only watch."}
     )
@@ -437,7 +523,8 @@ class MatchQuery(Schema):
     timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
 
 
-ACTIONS = list(PLAYER_ACTIONS)
+#: Every game's action kinds: two-player and multi-player Gin, and Rummy (5.2-5.4).
+ACTIONS = list(dict.fromkeys([*PLAYER_ACTIONS, *(kind.value for kind in RummyActionKind)]))
 
 
 class ActionIn(Schema):
@@ -446,6 +533,16 @@ class ActionIn(Schema):
     melds = fields.List(
         fields.List(fields.String(validate=validate.Length(equal=2))),
         metadata={"description": "MANUAL knocker arrangement only."},
+    )
+    cards = fields.List(
+        fields.String(validate=validate.Length(equal=2)),
+        validate=validate.Length(min=1, max=13),
+        metadata={"description": "Rummy `MELD` and `LAY_OFF`: the cards laid down."},
+    )
+    meld = StrictInteger(
+        minimum=0,
+        maximum=51,
+        metadata={"description": "Rummy `LAY_OFF`: the table meld's index in the view."},
     )
     expected_version = StrictInteger(
         metadata={"description": "The version the action was decided on (or If-Match)."},
@@ -458,6 +555,13 @@ class ActionIn(Schema):
             raise ValidationError(f"{data['action']} needs a card.", field_name="card")
         if not needs and "card" in data:
             raise ValidationError(f"{data['action']} takes no card.", field_name="card")
+        lays = data["action"] in ("MELD", "LAY_OFF")
+        if lays and "cards" not in data:
+            raise ValidationError(f"{data['action']} needs its cards.", field_name="cards")
+        if not lays and "cards" in data:
+            raise ValidationError(f"{data['action']} takes no cards.", field_name="cards")
+        if (data["action"] == "LAY_OFF") != ("meld" in data):
+            raise ValidationError("LAY_OFF, and only it, names a meld.", field_name="meld")
 
 
 class FairnessOut(Schema):
@@ -466,6 +570,11 @@ class FairnessOut(Schema):
     server_seed = fields.String(required=True)
     client_seed_1 = fields.String(required=True)
     client_seed_2 = fields.String(required=True)
+    client_seeds = fields.List(
+        fields.String(),
+        metadata={"description": "Every dealt-in seat's client seed, ascending (11.6.4)."},
+    )
+    seats = fields.List(fields.Integer(), metadata={"description": "The seats dealt in."})
     nonce = fields.Integer(required=True)
 
 

@@ -125,11 +125,13 @@ def page(data: list[dict[str, Any]], has_more: bool, next_cursor: str | None) ->
 
 def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
     t = view.table
-    buyins = t.format in ("money_play", "classic")
+    buyins = t.format not in ("first_to_knock", "match_play")
     target = t.settings.get("target") if t.format != "first_to_knock" else None
     return {
         "id": t.id,
         "name": t.name,
+        "game": t.game,
+        "seat_count": t.seat_count,
         "match_id": t.match_id,
         "format": t.format,
         "currency": t.currency,
@@ -151,7 +153,7 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
             }
             for s in view.seats
         ],
-        "free_seats": 2 - len(view.seats),
+        "free_seats": t.seat_count - len(view.seats),
         "settings": t.settings,
         "fill_deadline": t.fill_deadline,
         "created_at": t.created_at,

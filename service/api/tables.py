@@ -57,7 +57,11 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     settings = tables.settings_from(
         {
             key: body[key]
-            for key in (
+            for key in body.keys()
+            & {
+                "game",
+                "seat_count",
+                "rummy",
                 "format",
                 "stake",
                 "stake_per_point",
@@ -71,7 +75,7 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
                 "cap_mode",
                 "ruleset",
                 "clock",
-            )
+            }
         }
     )
     view = tables.create_table(
@@ -99,6 +103,7 @@ def lobby(query: dict[str, Any]) -> dict[str, Any]:
     page = tables.list_tables(
         session,
         principal(),
+        game=query.get("game"),
         format=query.get("format"),
         currency=query.get("currency"),
         min_stake=query.get("min_stake"),

@@ -41,7 +41,8 @@ class GameTable(Base):
     __tablename__ = "game_tables"
     __table_args__ = (
         CheckConstraint("status IN ('open', 'playing', 'finished', 'cancelled')", name="status"),
-        CheckConstraint("seats_taken BETWEEN 0 AND 2", name="seats_taken"),
+        CheckConstraint("seats_taken BETWEEN 0 AND seat_count", name="seats_taken"),
+        CheckConstraint("seat_count BETWEEN 2 AND 6", name="seat_count"),
         Index(None, "status", "format", "currency"),
         Index(None, "operator_id", "created_at"),
     )
@@ -50,6 +51,9 @@ class GameTable(Base):
     operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
     match_id: Mapped[str] = mapped_column(String(40), unique=True)
     name: Mapped[str] = mapped_column(String(100))
+    game: Mapped[str] = mapped_column(String(20), default="gin", server_default="gin")
+    #: The seats a match needs to start (the most a per-hand Rummy table seats).
+    seat_count: Mapped[int] = mapped_column(Integer, default=2, server_default="2")
     format: Mapped[str] = mapped_column(String(20))
     currency: Mapped[str] = mapped_column(String(3))
     practice: Mapped[bool] = mapped_column(Boolean)
@@ -71,7 +75,7 @@ class Seat(Base):
     __tablename__ = "seats"
     __table_args__ = (
         UniqueConstraint("table_id", "player_id"),
-        CheckConstraint("seat_no IN (0, 1)", name="seat_no"),
+        CheckConstraint("seat_no BETWEEN 0 AND 5", name="seat_no"),
         CheckConstraint("escrow > 0", name="escrow_positive"),
     )
 
@@ -105,6 +109,7 @@ class MatchRow(Base):
     table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), unique=True)
     operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
     status: Mapped[str] = mapped_column(String(12))
+    game: Mapped[str] = mapped_column(String(20), default="gin", server_default="gin")
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Copied from the table and the seats when the match starts, so that reading or changing
@@ -137,6 +142,10 @@ class HandRow(Base):
     server_seed: Mapped[str] = mapped_column(String(64))  # secret until ended
     client_seed_1: Mapped[str] = mapped_column(String(256))
     client_seed_2: Mapped[str] = mapped_column(String(256))
+    #: The seats dealt in, ascending, and all their client seeds (11.6.4); the first two
+    #: client seeds are also ``client_seed_1``/``client_seed_2`` (a Rummy hand may have six).
+    seats: Mapped[list[int] | None] = mapped_column(JSON)
+    client_seeds: Mapped[list[str] | None] = mapped_column(JSON)
     nonce: Mapped[int] = mapped_column(Integer)
     dealer: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())

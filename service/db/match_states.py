@@ -12,7 +12,7 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from service.formats import Match
+from service.formats.games import AnyMatch
 
 #: How many matches' decoded states a process keeps per database, unless the app sets it
 #: (``MATCH_STATES_KEPT``); docs/performance.md gives a decoded state's size.
@@ -20,7 +20,7 @@ DECODED_STATES = 1024
 
 
 class DecodedStates:
-    """The decoded states of recently used matches: match id -> (version, :class:`Match`).
+    """The decoded states of recently used matches: match id -> (version, decoded match).
 
     A match's state is its row's largest column, and decoding it (JSON, then the engine's
     objects) was a large part of a request's CPU. A read names the version whose state this
@@ -37,19 +37,19 @@ class DecodedStates:
     ) -> None:
         self._size = size
         self._lock = threading.Lock()
-        self._items: OrderedDict[str, tuple[int, Match]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[int, AnyMatch]] = OrderedDict()
         #: Told of each read of a started match: ``True`` when its state was kept here,
         #: ``False`` when it was fetched (the API counts them: ``gin_match_state_reads``).
         self.on_read = on_read
 
-    def get(self, match_id: str) -> tuple[int, Match] | None:
+    def get(self, match_id: str) -> tuple[int, AnyMatch] | None:
         with self._lock:
             found = self._items.get(match_id)
             if found is not None:
                 self._items.move_to_end(match_id)
             return found
 
-    def put(self, match_id: str, version: int, match: Match) -> None:
+    def put(self, match_id: str, version: int, match: AnyMatch) -> None:
         if self._size <= 0:
             return
         with self._lock:

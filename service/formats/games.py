@@ -41,6 +41,7 @@ from service.formats.settings import Format, GameKind, MatchSettings
 from service.formats.three_player import Seating, ThreePlayerMatch
 from service.rules import Action, fair
 from service.rules.errors import InvalidState
+from service.rules.rummy.actions import RummyAction
 from service.rules.rummy.rules import Scoring
 
 AnyMatch = Match | ThreePlayerMatch | PartnershipMatch | RummyMatch
@@ -240,8 +241,18 @@ def ended_hand(match: AnyMatch, number: int) -> EndedHand:
     raise InvalidState(f"hand {number} has not just ended")
 
 
-def hands_ended(match: AnyMatch) -> int:
-    return match.hands_ended
+def hand_of(match: AnyMatch, seat: int) -> int | None:
+    """The number of the hand ``seat`` plays now, or None (sitting out, none being played)."""
+    if isinstance(match, Match):
+        return next(iter(live_hands(match)), None)
+    if isinstance(match, RummyMatch):
+        slot = match.slot
+        live = live_hands(match)
+        return (
+            slot.number if slot is not None and slot.number in live and seat in slot.seats else None
+        )
+    table = match.table_of(seat)
+    return table.slot.number if table is not None and not table.hand.ended else None
 
 
 def acting(match: AnyMatch) -> tuple[int, ...]:
@@ -260,8 +271,9 @@ def apply(match: AnyMatch, seat: int, action: str, *, at: str, now_ms: int) -> s
     :raises RulesError: when the rules refuse it (the match is unchanged).
     """
     if isinstance(match, RummyMatch):
-        match.apply(seat, action, at=at, now_ms=now_ms)
-        return str(match.hand.log[-1]["action"]) if match.hand and match.hand.log else action
+        move = RummyAction.parse(action)
+        match.apply(seat, move, at=at, now_ms=now_ms)
+        return str(move)
     parsed = Action.parse(action)
     match.apply(seat, parsed, at=at, now_ms=now_ms)
     return str(parsed)
@@ -299,17 +311,13 @@ def forfeit(match: AnyMatch, seat: int, reason: str, *, at: str, now_ms: int) ->
 
 
 def result(match: AnyMatch) -> dict[str, Any]:
-    """How a match that is over ended: winners, forfeiters, void."""
+    """How a match that is over ended: the winner and forfeiter (at more than two seats
+    also every winner and every forfeiter)."""
     if isinstance(match, Match):
-        winners = [] if match.winner is None else [match.winner]
-        forfeiters = [] if match.forfeiter is None else [match.forfeiter]
         return {
             "winner": match.winner,
-            "winners": winners,
             "forfeiter": match.forfeiter,
-            "forfeiters": forfeiters,
             "forfeit_reason": match.forfeit_reason,
-            "void": match.status is MatchStatus.VOID,
         }
     if isinstance(match, RummyMatch):
         winners = list(match.standings().winners)
@@ -321,7 +329,6 @@ def result(match: AnyMatch) -> dict[str, Any]:
             "forfeiter": forfeiters[0] if len(forfeiters) == 1 else None,
             "forfeiters": forfeiters,
             "forfeit_reason": reasons[0] if reasons else None,
-            "void": False,
         }
     standings = match.standings()
     winners = list(standings.pot_seats)
@@ -331,7 +338,6 @@ def result(match: AnyMatch) -> dict[str, Any]:
         "forfeiter": match.forfeiter,
         "forfeiters": [] if match.forfeiter is None else [match.forfeiter],
         "forfeit_reason": match.forfeit_reason,
-        "void": False,
     }
 
 
@@ -425,3 +431,71 @@ def _rummy_statement(
             forfeited=deciding.forfeited,
         )
     return rummy_match(dict(standings.net_points), r, escrow, fee, format=money)
+
+
+def restart(state: Mapping[str, Any]) -> AnyMatch:
+    """A new match with the same settings and first draw (dealer, seating or dealing team)
+    as the stored ``state``: where a replay of its log starts.
+
+    :raises InvalidState: when the state is malformed.
+    """
+    try:
+        kind = state.get("kind")
+        if kind is None:
+            return Match(MatchSettings.from_dict(state["settings"]), int(state["first_dealer"]))
+        if kind == RummyMatch.KIND:
+            return RummyMatch(RummyMatchSettings.from_dict(state["settings"]))
+        settings = MatchSettings.from_dict(state["settings"])
+        if kind == ThreePlayerMatch.KIND:
+            return ThreePlayerMatch(settings, Seating.from_dict(state["first_seating"]))
+        if kind == PartnershipMatch.KIND:
+            return PartnershipMatch(settings, int(state["first_dealing_team"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidState(f"malformed match state: {exc!r}") from None
+    raise InvalidState(f"unknown match kind {kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """One entry of a match's action log, as a replay reads it: who, what, when."""
+
+    seat: int | None
+    action: str
+    at_ms: int
+    at: str
+
+
+def replay_log(
+    start: AnyMatch,
+    server_seeds: Mapping[int, str],
+    seeds_by_seat: Sequence[str],
+    log: Sequence[Logged],
+) -> AnyMatch:
+    """The match ``start`` after every logged change, each hand dealt from its revealed
+    server seed: what the service must have stored if it played by the rules.
+
+    :raises RulesError: when an entry is one the rules refuse, a timeout that was not due
+        or for another seat, or a hand's seed is missing (the log does not replay).
+    """
+    match = start
+    for entry in log:
+        if entry.action == "START":
+            pass
+        elif entry.action == RESIGN:
+            if entry.seat is None:
+                raise InvalidState("a resignation names its seat")
+            forfeit(match, entry.seat, "resign", at=entry.at, now_ms=entry.at_ms)
+        elif entry.action.startswith("TIMEOUT "):
+            done = timeout(match, entry.at_ms, at=entry.at)
+            if done is None or done != (entry.seat, entry.action.removeprefix("TIMEOUT ")):
+                raise InvalidState(f"logged {entry.action!r} for seat {entry.seat}, not {done!r}")
+        else:
+            if entry.seat is None:
+                raise InvalidState(f"action {entry.action!r} names no seat")
+            apply(match, entry.seat, entry.action, at=entry.at, now_ms=entry.at_ms)
+        while (coming := pending_deal(match)) is not None:
+            seed = server_seeds.get(coming.number)
+            if seed is None:
+                raise InvalidState(f"hand {coming.number} has no revealed seed")
+            deal(match, seed, seeds_by_seat, entry.at_ms)
+    return match

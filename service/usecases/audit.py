@@ -43,7 +43,15 @@ from service.clock import rfc3339, utcnow
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, Seat, Settlement
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
 from service.errors import NotFound
-from service.formats import Match, MatchSettings, MatchStatus, OnTimeout, automatic_action, settle
+from service.formats import (
+    Match,
+    MatchSettings,
+    MatchStatus,
+    OnTimeout,
+    automatic_action,
+    games,
+    settle,
+)
 from service.formats.match import RESIGN, HandRecord
 from service.ledger import store
 from service.ledger.postings import AccountRef
@@ -52,6 +60,7 @@ from service.rules.actions import WITH_CARD
 from service.rules.hand import FORFEIT_ACTION
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
+from service.usecases.play import epoch_ms
 
 T = TypeVar("T")
 
@@ -608,6 +617,9 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     if settlement.currency != row.currency:
         found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
     table = session.get(GameTable, row.table_id)
+    if "kind" in row.state:  # three-player, partnership, Rummy
+        found += _audit_game(session, settlement, row, table)
+        return report
     settings = MatchSettings.from_dict(
         table.settings if table is not None else row.state["settings"]
     )
@@ -687,6 +699,61 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     return report
 
 
+def _audit_game(
+    session: Session, settlement: Settlement, row: MatchRow, table: GameTable | None
+) -> list[Discrepancy]:
+    """A match of more than two seats or of Rummy (10, 11.6.4): every hand's seed against its
+    commitment, the action log replayed from the revealed seeds onto the stored state, the
+    statement recomputed from the replay, and the capture against the statement."""
+    found: list[Discrepancy] = []
+    assert row.seats is not None and row.state is not None
+    if table is None:
+        return [Discrepancy("table", row.table_id, None, "the match's table is missing")]
+    settings = MatchSettings.from_dict(table.settings)
+    seats = list(
+        session.scalars(select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no))
+    )
+    seeds = [s.client_seed for s in seats]
+    escrow = [s.escrow for s in seats]
+    players = [s.player_id for s in seats]
+    if [s["client_seed"] for s in row.seats] != seeds or [s["escrow"] for s in row.seats] != escrow:
+        found.append(Discrepancy("match.seats", "the seats' seeds and escrow", row.seats))
+    server_seeds: dict[int, str] = {}
+    for hand in session.scalars(select(HandRow).where(HandRow.match_id == row.id)):
+        if fair.commitment(hand.server_seed) != hand.commitment:
+            found.append(
+                Discrepancy(f"hands[{hand.number}].commitment", hand.commitment, hand.server_seed)
+            )
+        if hand.seats is not None and hand.client_seeds != [seeds[s] for s in hand.seats]:
+            found.append(
+                Discrepancy(f"hands[{hand.number}].client_seeds", hand.seats, hand.client_seeds)
+            )
+        server_seeds[hand.number] = hand.server_seed
+    log = [
+        games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at))
+        for a in session.scalars(
+            select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
+        )
+    ]
+    try:
+        replayed = games.replay_log(games.restart(row.state), server_seeds, seeds, log)
+    except RulesError as exc:
+        return [*found, Discrepancy("match_actions", "a log the rules accept", None, str(exc))]
+    if replayed.to_dict() != row.state:
+        found.append(_first_difference("match.state", replayed.to_dict(), row.state))
+    stored = settlement.statement or {}
+    try:
+        recomputed = dict(games.statement(replayed, settings, escrow).data)
+    except RulesError as exc:
+        return [*found, Discrepancy("statement", "a statement", None, f"cannot settle: {exc}")]
+    recomputed["players"] = players
+    found += compare_statement(
+        {k: v for k, v in recomputed.items() if k != "display"}, stored, fee_column=settlement.fee
+    )
+    found += _audit_capture(session, settlement, row, players, escrow, stored)
+    return found
+
+
 def _audit_capture(
     session: Session,
     settlement: Settlement,
@@ -733,13 +800,15 @@ def _audit_capture(
     ):
         actual[key] += amount
     payouts, fee = stored.get("payouts"), stored.get("fee")
-    if isinstance(payouts, list) and len(payouts) == 2 and isinstance(fee, int):
+    if isinstance(payouts, list) and len(payouts) == len(escrow) and isinstance(fee, int):
         expected = expected_capture(
             row.operator_id, row.id, row.currency, players, escrow, payouts, fee
         )
         found += compare_capture(expected, dict(actual))
     else:
-        found.append(Discrepancy("statement.payouts", "two payouts and a fee", [payouts, fee]))
+        found.append(
+            Discrepancy("statement.payouts", "a payout per seat and a fee", [payouts, fee])
+        )
     for key, balance, total in session.execute(
         select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
         .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)

@@ -28,11 +28,12 @@ from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, O
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player, table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
-from service.formats import Match, MatchSettings, MatchStatus
+from service.formats import MatchSettings, MatchStatus, games
+from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.ids import new_id
 from service.match_view import match_view
-from service.rules import Action, RulesError, fair
+from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal
@@ -74,6 +75,7 @@ class MatchRecord:
     finished_at: datetime | None
     updated_at: datetime
     settled_at: datetime | None = None  # written by the settlement alone, never by play
+    game: str = "gin"
 
 
 AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Core one
@@ -168,64 +170,67 @@ def _seats(session: Session, table_id: str) -> list[Seat]:
     )
 
 
-def _deal(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> None:
-    """Deal the hand the match is waiting for, from a fresh committed seed (RULES.md 10)."""
-    number = match.hand_number
-    server_seed = fair.new_server_seed()
+def _deal(session: Session, row: AnyMatchRow, match: AnyMatch, now: datetime) -> None:
+    """Deal every hand the match is waiting for (a partnership deal has two), each from a
+    fresh committed seed (RULES.md 10, 11.6.4). The row's commitment is the last hand's."""
     assert row.seats is not None
-    c1, c2 = row.seats[0]["client_seed"], row.seats[1]["client_seed"]
-    deck = fair.shuffled_deck(server_seed, c1, c2, number)
-    match.deal(deck, now_ms=epoch_ms(now))
-    row.commitment = fair.commitment(server_seed)
-    session.add(
-        HandRow(
-            id=new_id("hnd"),
-            match_id=row.id,
-            number=number,
-            algorithm=fair.ALGORITHM,
-            commitment=row.commitment,
-            server_seed=server_seed,
-            client_seed_1=c1,
-            client_seed_2=c2,
-            nonce=number,
-            dealer=match.dealer,
-            started_at=now,
+    seeds = [s["client_seed"] for s in row.seats]
+    while games.pending_deal(match) is not None:
+        server_seed = fair.new_server_seed()
+        dealt = games.deal(match, server_seed, seeds, epoch_ms(now))
+        chosen = dealt.client_seeds(seeds)
+        row.commitment = fair.commitment(server_seed)
+        session.add(
+            HandRow(
+                id=new_id("hnd"),
+                match_id=row.id,
+                number=dealt.number,
+                algorithm=fair.ALGORITHM,
+                commitment=row.commitment,
+                server_seed=server_seed,
+                client_seed_1=chosen[0],
+                client_seed_2=chosen[1],
+                seats=list(dealt.seats),
+                client_seeds=list(chosen),
+                nonce=dealt.number,
+                dealer=dealt.dealer,
+                started_at=now,
+            )
         )
-    )
 
 
-def _finish_hand(session: Session, row: AnyMatchRow, match: Match, now: datetime) -> None:
-    """The hand that just ended (a hand cut short by a forfeit too, RULES.md 10.4): its
-    record and history on its row, which reveals its seed, and ``hand.ended``."""
-    hand = match.hand
-    record = match.ended_hand()
-    assert hand is not None and hand.ended and record is not None
+def _finish_hand(
+    session: Session, row: AnyMatchRow, match: AnyMatch, number: int, now: datetime
+) -> None:
+    """Hand ``number``, which just ended (a hand cut short by a forfeit too, RULES.md 10.4):
+    its record and history on its row, which reveals its seed, and ``hand.ended``."""
+    ended = games.ended_hand(match, number)
     hand_row = session.scalars(
-        select(HandRow).where(HandRow.match_id == row.id, HandRow.number == record.number)
+        select(HandRow).where(HandRow.match_id == row.id, HandRow.number == number)
     ).one()
     hand_row.ended_at = now
-    hand_row.outcome = record.kind
-    hand_row.winner_seat = record.winner
-    hand_row.points = record.points
-    hand_row.history = hand.history()
-    _event(session, row, "hand.ended", {"hand": record.to_dict()}, now)
+    hand_row.outcome = ended.outcome
+    hand_row.winner_seat = ended.winner
+    hand_row.points = ended.points
+    hand_row.history = ended.history
+    _event(session, row, "hand.ended", {"hand": ended.record}, now)
 
 
 def _record(
     session: Session,
     row: AnyMatchRow,
-    match: Match,
+    match: AnyMatch,
     *,
     actor: str,
     seat: int | None,
     action: str,
-    hands_before: int,
+    before: Before,
     now: datetime,
 ) -> None:
     """After ``match`` changed: hand records, the next deal, the end, the log, the version.
-    ``hands_before``: :attr:`Match.hands_ended` before the change."""
-    if match.hands_ended > hands_before:
-        _finish_hand(session, row, match, now)
+    ``before``: the match's hands before the change."""
+    for number in sorted(before.live - games.live_hands(match)):
+        _finish_hand(session, row, match, number, now)
     if match.status is MatchStatus.AWAITING_DEAL:
         _deal(session, row, match, now)
     if match.over:
@@ -237,9 +242,7 @@ def _record(
             "match.finished",
             {
                 "status": row.status,
-                "winner": match.winner,
-                "forfeiter": match.forfeiter,
-                "forfeit_reason": match.forfeit_reason,
+                **games.result(match),
                 "hands": [r.to_dict() for r in match.records],
                 "escrow": [s["escrow"] for s in row.seats or []],
                 "players": [s["player_id"] for s in row.seats or []],
@@ -251,7 +254,7 @@ def _record(
         table.status = "finished"
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
-    logged = _logged(row, hands_before + 1, actor, seat, action, now)
+    logged = _logged(row, before.hand_number, actor, seat, action, now)
     if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
         session.execute(_LOG_ACTION, logged)
         return
@@ -262,7 +265,25 @@ def _record(
     session.execute(_SAVE_AND_LOG, _saved(row) | logged).one()  # the row is locked: it is there
 
 
-def _advance(row: AnyMatchRow, match: Match, now: datetime) -> None:
+@dataclass(frozen=True)
+class Before:
+    """A match's hands before a change: the hands ended, those being played and the hand
+    the change is logged under (the actor's own hand, else the next one to deal)."""
+
+    ended: int
+    live: set[int]
+    hand_number: int
+
+    @classmethod
+    def of(cls, match: AnyMatch, seat: int | None = None) -> Before:
+        live = games.live_hands(match)
+        own = None if seat is None else games.hand_of(match, seat)
+        if own is None:
+            own = min(live) if live else match.hands_ended + 1
+        return cls(match.hands_ended, live, own)
+
+
+def _advance(row: AnyMatchRow, match: AnyMatch, now: datetime) -> None:
     """The row after ``match`` changed: next version, new state and deadline."""
     deadline = match.deadline_ms()
     row.deadline_at = None if deadline is None else from_epoch_ms(deadline)
@@ -323,11 +344,14 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
         }
         for s in seats
     ]
-    match = Match(MatchSettings.from_dict(table.settings), secrets.randbelow(2))
+    settings = MatchSettings.from_dict(table.settings)
+    match = games.new_match(settings, len(seats), secrets.randbelow)
+    row.game = table.game
     row.status = "playing"
     row.started_at = now
     _event(session, row, "match.started", {"players": [s.player_id for s in seats]}, now)
-    _record(session, row, match, actor=SYSTEM, seat=None, action="START", hands_before=0, now=now)
+    before = Before.of(match)
+    _record(session, row, match, actor=SYSTEM, seat=None, action="START", before=before, now=now)
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -337,14 +361,14 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
 class MatchContext:
     row: MatchRecord
     seat: int | None  # the caller's seat, or None for the operator / a spectator
-    decoded: Match | None = None  # the row's state, decoded (shared: never changed)
+    decoded: AnyMatch | None = None  # the row's state, decoded (shared: never changed)
     states: DecodedStates | None = None  # where a state decoded here is kept
 
     @property
-    def match(self) -> Match | None:
+    def match(self) -> AnyMatch | None:
         """The match as the row was read (``None`` before it started); not to be changed."""
         if self.decoded is None and self.row.state is not None:
-            self.decoded = Match.from_dict(self.row.state)
+            self.decoded = games.from_state(self.row.state)
             if self.states is not None:
                 self.states.put(self.row.id, self.row.version, self.decoded)
         return self.decoded
@@ -410,7 +434,7 @@ def get_view(session: Session, principal: Principal, match_id: str) -> dict[str,
     return _view(_read_context(session, principal, match_id))
 
 
-def _view(ctx: MatchContext, match: Match | None = None) -> dict[str, Any]:
+def _view(ctx: MatchContext, match: AnyMatch | None = None) -> dict[str, Any]:
     """The caller's view (:func:`service.match_view.match_view`); ``match``: the row's state
     already decoded (after a change), else the row's."""
     return match_view(ctx.row, ctx.seat, ctx.match if match is None else match)
@@ -437,7 +461,7 @@ def _live(row: AnyMatchRow) -> None:
         raise MatchNotLive(f"The match is {row.status}.")
 
 
-def _to_change(ctx: MatchContext) -> Match:
+def _to_change(ctx: MatchContext) -> AnyMatch:
     """A copy of a live match, to apply a change to (the read one may be shared)."""
     match = ctx.match
     if match is None:
@@ -485,15 +509,15 @@ def _act_locked(
 ) -> dict[str, Any]:
     """:func:`act` under the match row's lock, inside the caller's unit of work."""
     ctx = _context(session, principal, match_id, lock=True)
-    match, parsed, hands_before = _apply(ctx, action, expected_version, now)
+    match, logged, before = _apply(ctx, action, expected_version, now)
     _record(
         session,
         ctx.row,
         match,
         actor=principal.player_id or SYSTEM,
         seat=ctx.seat,
-        action=str(parsed),
-        hands_before=hands_before,
+        action=logged,
+        before=before,
         now=now,
     )
     return _view(ctx, match)
@@ -501,21 +525,21 @@ def _act_locked(
 
 def _apply(
     ctx: MatchContext, action: str, expected_version: int, now: datetime
-) -> tuple[Match, Action, int]:
-    """The seated caller's action applied to the row's match: (match, action, hands before)."""
+) -> tuple[AnyMatch, str, Before]:
+    """The seated caller's action applied to the row's match: (match, the action as logged,
+    the match's hands before it)."""
     row = ctx.row
     if ctx.seat is None:
         raise Forbidden("Only a seated player may act in this match.")
     _check_version(row, expected_version)
     _live(row)
     match = _to_change(ctx)
-    hands_before = match.hands_ended
+    before = Before.of(match, ctx.seat)
     try:
-        parsed = Action.parse(action)
-        match.apply(ctx.seat, parsed, at=rfc3339(now), now_ms=epoch_ms(now))
+        logged = games.apply(match, ctx.seat, action, at=rfc3339(now), now_ms=epoch_ms(now))
     except RulesError as exc:
         raise IllegalMove(str(exc), rule_code=exc.code) from None
-    return match, parsed, hands_before
+    return match, logged, before
 
 
 def _act_unlocked(
@@ -530,18 +554,17 @@ def _act_unlocked(
     lock, written by compare-and-set. ``None`` when the action ends a hand or the match (the
     locked path applies it again and writes the rest)."""
     ctx = _read_context(session, principal, match_id)
-    match, parsed, hands_before = _apply(ctx, action, expected_version, now)
+    match, text, before = _apply(ctx, action, expected_version, now)
     if (
-        match.hands_ended > hands_before
+        match.hands_ended > before.ended
+        or before.live - games.live_hands(match)
         or match.status is MatchStatus.AWAITING_DEAL
-        or (match.over)
+        or match.over
     ):
         return None
     row = ctx.row
     _advance(row, match, now)
-    logged = _logged(
-        row, hands_before + 1, principal.player_id or SYSTEM, ctx.seat, str(parsed), now
-    )
+    logged = _logged(row, before.hand_number, principal.player_id or SYSTEM, ctx.seat, text, now)
     params = _saved(row) | logged | {"expected_version": expected_version}
     if is_postgres(session):
         written = first_alone(session, _SAVE_AND_LOG_IF_CURRENT, params) is not None
@@ -581,8 +604,8 @@ def resign(
         _check_version(row, expected_version)
     _live(row)
     match = _to_change(ctx)
-    hands_before = match.hands_ended
-    match.forfeit(ctx.seat, "resign", at=rfc3339(now))
+    before = Before.of(match, ctx.seat)
+    games.forfeit(match, ctx.seat, "resign", at=rfc3339(now), now_ms=epoch_ms(now))
     _record(
         session,
         row,
@@ -590,7 +613,7 @@ def resign(
         actor=principal.player_id or SYSTEM,
         seat=ctx.seat,
         action=RESIGN,
-        hands_before=hands_before,
+        before=before,
         now=now,
     )
     return _view(ctx, match)
@@ -619,12 +642,13 @@ def _time_out(session: Session, match_id: str, now: datetime) -> bool:
     row = session.get(MatchRow, match_id, with_for_update=True)
     if row is None or row.status != "playing" or row.state is None:
         return False
-    match = Match.from_dict(row.state)
-    hands_before = match.hands_ended
-    seat = match.hand.to_act if match.hand is not None else None
-    outcome = match.timeout(epoch_ms(now), at=rfc3339(now))
-    if outcome is None:
+    match = games.from_state(row.state)
+    due = games.due_seat(match, epoch_ms(now))
+    before = Before.of(match, due)
+    timed_out = games.timeout(match, epoch_ms(now), at=rfc3339(now))
+    if timed_out is None:
         return False
+    seat, outcome = timed_out
     _record(
         session,
         row,
@@ -632,7 +656,7 @@ def _time_out(session: Session, match_id: str, now: datetime) -> bool:
         actor=SYSTEM,
         seat=seat,
         action=f"TIMEOUT {outcome}",
-        hands_before=hands_before,
+        before=before,
         now=now,
     )
     return True
@@ -667,6 +691,9 @@ def hand_history(
             "server_seed": hand_row.server_seed,
             "client_seed_1": hand_row.client_seed_1,
             "client_seed_2": hand_row.client_seed_2,
+            "client_seeds": hand_row.client_seeds
+            or [hand_row.client_seed_1, hand_row.client_seed_2],
+            "seats": hand_row.seats or [0, 1],
             "nonce": hand_row.nonce,
         },
         "history": hand_row.history,

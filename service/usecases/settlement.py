@@ -18,11 +18,10 @@ from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339
-from service.db.match_models import MatchRow, OutboxEvent, Settlement
+from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.db.models import Player
 from service.errors import MatchNotLive, NotFound
-from service.formats import Match
-from service.formats import settle_match as compute_statement
+from service.formats import MatchSettings, games
 from service.ids import new_id
 from service.usecases import wallets
 from service.usecases.auth import Principal
@@ -61,15 +60,18 @@ def _existing(session: Session, match_id: str) -> Settlement | None:
 
 def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     assert row.seats is not None and row.state is not None
-    match = Match.from_dict(row.state)
+    match = games.from_state(row.state)
+    table = session.get(GameTable, row.table_id)
+    assert table is not None
     seats = row.seats
-    escrow = (seats[0]["escrow"], seats[1]["escrow"])
-    statement = compute_statement(match, escrow)
+    escrow = [s["escrow"] for s in seats]
+    statement = games.statement(match, MatchSettings.from_dict(table.settings), escrow)
     players = [s["player_id"] for s in seats]
-    taken = {players[i]: escrow[i] for i in (0, 1)}
+    taken: dict[str, int] = {}
     paid: dict[str, int] = {}
-    for i in (0, 1):
-        paid[players[i]] = paid.get(players[i], 0) + statement.payouts[i]
+    for i, player_id in enumerate(players):
+        taken[player_id] = taken.get(player_id, 0) + escrow[i]
+        paid[player_id] = paid.get(player_id, 0) + statement.payouts[i]
     txn = wallets.capture(
         session,
         row.operator_id,
@@ -81,7 +83,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         f"settle:{row.id}",
         now,
     )
-    data = statement.to_dict()
+    data = dict(statement.data)
     data["players"] = players
     data["display"] = _display(session, row, statement.net, now)
     row.settled_at = now
@@ -122,7 +124,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
 
 
 def _display(
-    session: Session, row: MatchRow, net: tuple[int, int], now: datetime
+    session: Session, row: MatchRow, net: tuple[int, ...], now: datetime
 ) -> list[dict[str, Any] | None]:
     """Each player's net in their display currency, with the rate and its time (RULES 6.5),
     as recorded at settlement."""

@@ -28,9 +28,11 @@ from service.errors import (
     ValidationFailed,
 )
 from service.formats import Format, InvalidSettings, MatchSettings
+from service.formats.settings import GAME_SEATS, GameKind
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
-from service.rules import fair
+from service.rules import RulesError, fair
+from service.rules.rummy import RummyRules
 from service.usecases import play, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
@@ -55,10 +57,29 @@ def settings_from(data: dict[str, Any]) -> MatchSettings:
 
     :raises ValidationFailed: naming the offending field.
     """
+    data = dict(data)
+    game = data.get("game", "gin")
+    seats = data.pop("seat_count", None)
+    if seats is None:
+        seats = GAME_SEATS.get(GameKind(game)) if game in {g.value for g in GameKind} else 2
+        if seats is None:
+            message = "A Rummy table needs its seat_count (2 to rummy.max_players)."
+            raise ValidationFailed(message, errors=[FieldError("seat_count", message)])
+    data["seats"] = seats
+    options = data.get("rummy") or {}
+    if "match" in options or "rummy.match" in options:
+        message = "rummy.match follows from the format and the target; leave it out."
+        raise ValidationFailed(message, errors=[FieldError("rummy", message)])
+    try:
+        data["rummy"] = RummyRules.from_dict(options)
+    except RulesError as exc:
+        raise ValidationFailed(str(exc), errors=[FieldError("rummy", str(exc))]) from None
     try:
         return MatchSettings.from_dict(data)
     except InvalidSettings as exc:
-        raise ValidationFailed(str(exc), errors=[FieldError(exc.field, str(exc))]) from None
+        field = "seat_count" if exc.field == "seats" else exc.field  # the API's name
+        message = str(exc).replace("seats: ", "seat_count: ", 1) if field != exc.field else str(exc)
+        raise ValidationFailed(message, errors=[FieldError(field, message)]) from None
     except (TypeError, ValueError) as exc:  # RulesError (an invalid ruleset) is a ValueError
         raise ValidationFailed(str(exc), errors=[FieldError("ruleset", str(exc))]) from None
 
@@ -78,6 +99,9 @@ def create_table(
     (``PRACTICE_CURRENCY``), real tables never do."""
     operator_id = require_operator(principal)
     exponent(currency)
+    if settings.continuous:
+        message = "rummy_per_hand (continuous) tables are not offered yet."
+        raise ValidationFailed(message, errors=[FieldError("format", message)])
     if practice != (currency == PRACTICE_CURRENCY):
         field = "currency"
         message = (
@@ -91,6 +115,8 @@ def create_table(
         operator_id=operator_id,
         match_id=new_id("mch"),
         name=name,
+        game=settings.game.value,
+        seat_count=settings.seats,
         format=settings.format.value,
         currency=currency,
         practice=practice,
@@ -114,6 +140,7 @@ def create_table(
             table_id=table.id,
             operator_id=operator_id,
             status="waiting",
+            game=table.game,
             version=0,
             state=None,
             format=table.format,
@@ -144,6 +171,7 @@ def list_tables(
     session: Session,
     principal: Principal,
     *,
+    game: str | None = None,
     format: str | None,
     currency: str | None,
     min_stake: int | None,
@@ -167,6 +195,8 @@ def list_tables(
     stmt = select(GameTable).where(GameTable.operator_id == principal.operator_id)
     if not (include_closed and principal.is_operator):
         stmt = stmt.where(GameTable.status == "open", GameTable.private.is_(False))
+    if game is not None:
+        stmt = stmt.where(GameTable.game == game)
     if format is not None:
         stmt = stmt.where(GameTable.format == format)
     if currency is not None:
@@ -177,7 +207,7 @@ def list_tables(
     if max_stake is not None:
         stmt = stmt.where(GameTable.min_buyin <= max_stake)
     if free_seats is not None:
-        stmt = stmt.where(GameTable.seats_taken <= 2 - free_seats)
+        stmt = stmt.where(GameTable.seats_taken <= GameTable.seat_count - free_seats)
     page = page_of(session, stmt, GameTable.id, GameTable, limit, starting_after, ending_before)
     views = [_view(session, t, principal.is_operator) for t in page.data]
     return Page(views, page.has_more, page.next_cursor)
@@ -194,7 +224,7 @@ def join_table(
     now: datetime,
 ) -> TableView:
     """Take a free seat (player token): hold the stake or buy-in in the match's escrow, in
-    the same transaction; start the match when the second seat fills."""
+    the same transaction; start the match when the last seat fills."""
     if principal.player_id is None:
         raise Forbidden("Joining a table needs the player's own token.")
     player_id = principal.player_id
@@ -203,7 +233,7 @@ def join_table(
     seats = play._seats(session, table.id)
     if any(s.player_id == player_id for s in seats):
         raise AlreadySeated(f"Player {player_id} already sits at table {table_id}.")
-    if table.status != "open" or len(seats) >= 2:
+    if table.status != "open" or len(seats) >= table.seat_count:
         raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
     if table.private and not (
         invite_code and table.invite_code and secrets.compare_digest(invite_code, table.invite_code)
@@ -235,7 +265,7 @@ def join_table(
     taken = {s.seat_no for s in seats}
     seat = Seat(
         table_id=table.id,
-        seat_no=0 if 0 not in taken else 1,
+        seat_no=min(set(range(table.seat_count)) - taken),
         player_id=player_id,
         escrow=escrow,
         hold_transaction_id=txn.id,
@@ -245,7 +275,7 @@ def join_table(
     session.add(seat)
     table.seats_taken = len(seats) + 1
     session.flush()
-    if table.seats_taken == 2:
+    if table.seats_taken == table.seat_count:
         table.status = "playing"
         match = session.get(MatchRow, table.match_id, with_for_update=True)
         assert match is not None
