@@ -344,7 +344,8 @@ def result(match: AnyMatch) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Settled:
     """A match's settlement: what leaves escrow for each seat, the fee, and the statement
-    as JSON-ready data (``payouts`` and ``net`` as lists by seat)."""
+    as JSON-ready data (``escrow``, ``payouts`` and ``net`` as lists by seat, ``winner``,
+    ``forfeiter`` and ``void`` for every game)."""
 
     payouts: tuple[int, ...]
     net: tuple[int, ...]
@@ -370,7 +371,9 @@ def statement(match: AnyMatch, settings: MatchSettings, escrow: Sequence[int]) -
     data = multi.to_dict()
     payouts = tuple(multi.payouts[s] for s in range(len(escrow)))
     net = tuple(multi.net[s] for s in range(len(escrow)))
-    data["payouts"], data["net"] = list(payouts), list(net)
+    # The figures every statement has at its top, as lists by seat (the two-player shape).
+    data["escrow"], data["payouts"], data["net"] = list(escrow), list(payouts), list(net)
+    data |= result(match) | {"void": match.status is MatchStatus.VOID}
     return Settled(payouts, net, multi.fee, data)
 
 

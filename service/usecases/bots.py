@@ -26,6 +26,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from service.bots import Bot
+from service.bots.multi import action_text, decide_multi
 from service.db.bot_models import BotPlayer
 from service.db.match_models import GameTable, MatchRow
 from service.errors import (
@@ -85,7 +86,7 @@ def seat_bot(
     if not table.practice or table.currency != PRACTICE_CURRENCY:
         message = f"Bots only play at practice tables ({PRACTICE_CURRENCY}); {table_id} is not one."
         raise PracticeTableRequired(message, errors=[FieldError("table_id", message)])
-    if table.status != "open" or len(view.seats) >= 2:
+    if table.status != "open" or len(view.seats) >= table.seat_count:
         raise TableNotOpen(f"Table {table_id} is {table.status} and takes no more players.")
     settings = MatchSettings.from_dict(table.settings)
     if buyin is None and settings.uses_buyins:
@@ -167,10 +168,9 @@ def _play(
     view = play.get_view(session, principal, match_id)
     applied = 0
     for _ in range(MAX_ACTIONS_IN_A_ROW):
-        hand = view.get("hand")
-        if view["status"] != "playing" or not hand or not hand.get("legal_actions"):
+        action = _choice(view, bot)
+        if action is None:
             break
-        action = str(Action.from_dict(bot.decide(hand)))  # the listed legal action's text
         try:
             view = play.act(session, principal, match_id, action, view["version"], now)
         except (StaleVersion, MatchNotLive):
@@ -183,6 +183,21 @@ def _play(
         applied += 1
     unit_of_work.run(session, lambda: _seen(session, principal.player_id, view["version"]))
     return view, applied
+
+
+def _choice(view: dict[str, Any], bot: Bot) -> str | None:
+    """The bot's action's text in ``view`` (a listed legal action), or None: not its turn."""
+    if view["status"] != "playing":
+        return None
+    game = view.get("play")
+    if game is not None:  # three-player or partnership Gin, Rummy
+        if view["you"] not in game.get("to_act", ()) or not game.get("legal_actions"):
+            return None
+        return action_text(decide_multi(game, eager=bot.eager))
+    hand = view.get("hand")
+    if not hand or not hand.get("legal_actions"):
+        return None
+    return str(Action.from_dict(bot.decide(hand)))
 
 
 def _seen(session: Session, player_id: str | None, version: int) -> None:

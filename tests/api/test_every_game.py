@@ -164,6 +164,10 @@ def test_every_game_plays_settles_and_audits_over_http(
     for i in range(seats):
         assert after[i]["held"]["amount"] == 0
         assert after[i]["available"]["amount"] == before[i] - escrow[i] + statement["payouts"][i]
+    shown = api.get(f"/v1/matches/{match_id}/settlement").get_json()
+    assert [p["amount"] for p in shown["payouts"]] == statement["payouts"]
+    assert shown["players"] == [c.player_id for c in clients]  # type: ignore[attr-defined]
+    assert shown["statement"]["lines"], "every pairwise or per-loser line is listed"
     audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
     assert audit["ok"] is True, audit["discrepancies"]
 

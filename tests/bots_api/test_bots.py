@@ -178,3 +178,45 @@ def test_a_twin_run_with_a_stale_view_changes_nothing(
         assert play.current_version(session, principals[0], match_id) == version
     finally:
         session.close()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"game": "gin_three", "ruleset": {"target": 25}},
+        {"game": "gin_partnership", "ruleset": {"partnership_target": 25}},
+        {
+            "game": "rummy",
+            "seat_count": 5,
+            "format": "rummy_deals",
+            "target": 2,
+            "stake_per_point": 1,
+            "min_buyin": 50,
+            "max_buyin": 80,
+        },
+    ],
+    ids=["gin_three", "gin_partnership", "rummy"],
+)
+def test_bots_fill_and_play_every_game_to_a_settled_audited_end(
+    operator: GinClient, inline_worker: None, settings: dict[str, Any]
+) -> None:
+    from worker.bot_tasks import play_bot_turns
+    from worker.tasks import settle_match
+
+    table = practice_table(operator, **settings)
+    for i in range(table["seat_count"]):
+        seated = operator.seat_bot(table["id"], display_name=f"Robo {i}")
+    assert seated["table"]["status"] == "playing"
+    match_id = table["match_id"]
+    for _ in range(3000):
+        if operator.match(match_id)["status"] != "playing":
+            break
+        assert play_bot_turns() >= 1
+    else:
+        raise AssertionError("the bots did not finish the match")
+    settle_match(match_id)
+    settled = operator.settlement(match_id)
+    escrow = [s["escrow"]["amount"] for s in operator.table(table["id"])["seats"]]
+    assert sum(p["amount"] for p in settled["payouts"]) + settled["fee"]["amount"] == sum(escrow)
+    assert operator.audit_settlement(match_id)["ok"]
+    assert operator.audit_ledger()["ok"]
