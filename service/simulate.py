@@ -42,12 +42,21 @@ from typing import Any
 import httpx
 
 from service.bots import Bot
+from service.bots.multi import action_text, decide_multi
 from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView
 from service.config import child_environment, simulation_api_key
 
 FORMATS = ("first_to_knock", "match_play", "money_play", "classic")
+#: Every game, and the formats a simulation plays it in (every one a table can be opened in).
+GAMES: dict[str, tuple[str, ...]] = {
+    "gin": FORMATS,
+    "gin_three": ("match_play", "classic"),
+    "gin_partnership": ("match_play", "classic"),
+    "rummy": ("rummy_target", "rummy_deals"),
+}
+FIXED_STAKE = ("first_to_knock", "match_play")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -55,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 class MatchResult:
     index: int
     format: str
+    game: str = "gin"
     match_id: str = ""
     players: list[str] = field(default_factory=list)
     deposited: list[int] = field(default_factory=list)
@@ -67,22 +77,22 @@ class MatchResult:
     error: str | None = None
 
 
-def _table_body(fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """The table to open and what each bot escrows."""
     body: dict[str, Any] = {
+        "game": game,
         "format": fmt,
         "currency": args.currency,
-        "name": f"simulation {fmt}",
-        # Money Play and classic take their fee from the transfer (WINNINGS).
-        "fee": {
-            "bps": args.fee_bps,
-            "base": "WINNINGS" if fmt in ("money_play", "classic") else "POT",
-        },
+        "name": f"simulation {game} {fmt}",
+        # The stake-per-point formats take their fee from the transfer (WINNINGS).
+        "fee": {"bps": args.fee_bps, "base": "POT" if fmt in FIXED_STAKE else "WINNINGS"},
         # Generous clocks: the bots answer at once, the clock must never decide a match.
         "clock": {"turn_seconds": 120, "bank_seconds": 600, "fill_timeout_seconds": 600},
         "practice": args.currency == "XPM",
     }
-    if fmt in ("money_play", "classic"):
+    if game == "rummy":
+        body["seat_count"] = args.rummy_seats
+    if fmt not in FIXED_STAKE:
         per_point = max(1, args.stake // 100)
         buyin = per_point * 300
         body.update(stake_per_point=per_point, min_buyin=buyin, max_buyin=buyin)
@@ -92,14 +102,21 @@ def _table_body(fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int
         escrow = args.stake
     if fmt == "money_play":
         body["target"] = 50
+    elif fmt == "rummy_deals":
+        body["target"] = args.target or 3  # the number of deals
     elif fmt != "first_to_knock" and args.target:
         body["target"] = args.target
+        if game in ("gin_three", "gin_partnership"):  # they play to the game's own target
+            body["ruleset"] = {"target": args.target, "partnership_target": args.target}
     return body, escrow
 
 
-def play_one(operator: GinClient, index: int, fmt: str, args: argparse.Namespace) -> MatchResult:
-    """Open a table, seat two funded bot players and play the match to its settlement."""
-    result = MatchResult(index, fmt)
+def play_one(
+    operator: GinClient, index: int, game: str, fmt: str, args: argparse.Namespace
+) -> MatchResult:
+    """Open a table, seat funded bot players in every seat and play the match to its
+    settlement."""
+    result = MatchResult(index, fmt, game)
     try:
         _play_one(operator, result, args)
     except (ApiProblem, httpx.HTTPError, AssertionError, KeyError) as exc:
@@ -108,13 +125,13 @@ def play_one(operator: GinClient, index: int, fmt: str, args: argparse.Namespace
 
 
 def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace) -> None:
-    body, escrow = _table_body(result.format, args)
+    body, escrow = _table_body(result.game, result.format, args)
     table = operator.create_table(**body)
     result.match_id = table["match_id"]
-    buyin = escrow if result.format in ("money_play", "classic") else None
+    buyin = None if result.format in FIXED_STAKE else escrow
     clients = []
     run = secrets.token_hex(3)
-    for seat in range(2):
+    for seat in range(table["seat_count"]):
         player = operator.create_player(
             f"sim-{run}-{result.index}-{seat}", f"Bot {result.index}.{seat}"
         )
@@ -132,6 +149,9 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
     for _ in range(args.max_actions):
         if view["status"] != "playing":
             break
+        if "play" in view:  # three-player or partnership Gin, Rummy
+            view = _play_multi(clients, seat_of, result, view)
+            continue
         hand = view["hand"]
         assert hand is not None, "a playing match without a hand"
         mover = seat_of.index(hand["to_act"])
@@ -147,7 +167,7 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
         raise AssertionError(f"match {result.match_id} did not end in {args.max_actions} actions")
     ended = time.monotonic()
     scores = view["scores"] or {}
-    result.hands = int(scores.get("hands_played", 0))
+    result.hands = int(scores.get("hands_played", len(view.get("play", {}).get("hands", []))))
     deadline = ended + args.settle_timeout
     while True:
         try:
@@ -173,6 +193,22 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
     ):
         result.problems.append(f"{result.match_id}: settled players {settled['players']}")
     result.players = list(settled["players"])  # seat order, as the nets are
+
+
+def _play_multi(
+    clients: list[GinClient], seat_of: list[int | None], result: MatchResult, view: MatchView
+) -> MatchView:
+    """One action of a game of more than two seats or of Rummy: the first seat to act."""
+    to_act = view["play"]["to_act"]
+    if not to_act:  # between hands: read again
+        return clients[0].match(result.match_id)
+    mover = seat_of.index(to_act[0])
+    mine = clients[mover].match(result.match_id)
+    game = mine["play"]
+    if mine["status"] != "playing" or not game.get("legal_actions"):
+        return mine  # moved on meanwhile (a clock)
+    result.actions += 1
+    return clients[mover].act(result.match_id, action_text(decide_multi(game)), mine["version"])
 
 
 def check_books(
@@ -227,11 +263,16 @@ def _percentile(values: list[float], q: float) -> float:
 def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-    jobs = [(i, fmt) for fmt in args.formats for i in range(args.matches)]
+    plays = [
+        (game, fmt)
+        for game in args.games
+        for fmt in (args.formats if game == "gin" else GAMES[game])
+    ]
+    jobs = [(i, game, fmt) for game, fmt in plays for i in range(args.matches)]
     results: list[MatchResult] = []
     _phase(
-        f"playing {len(jobs)} matches ({args.matches} of {', '.join(args.formats)}), "
-        f"{args.parallel} at once"
+        f"playing {len(jobs)} matches ({args.matches} of each of "
+        f"{', '.join(f'{g} {f}' for g, f in plays)}), {args.parallel} at once"
     )
     started = time.monotonic()
     with (
@@ -246,7 +287,8 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         ) as bar,
     ):
         futures = [
-            pool.submit(play_one, operator, n, fmt, args) for n, (_i, fmt) in enumerate(jobs)
+            pool.submit(play_one, operator, n, game, fmt, args)
+            for n, (_i, game, fmt) in enumerate(jobs)
         ]
         for future in as_completed(futures):
             results.append(future.result())
@@ -255,7 +297,7 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
     results.sort(key=lambda r: r.index)
     done = [r for r in results if r.error is None]
     problems = [
-        f"match {r.index} ({r.format} {r.match_id}): {r.error}"
+        f"match {r.index} ({r.game} {r.format} {r.match_id}): {r.error}"
         for r in results
         if r.error is not None
     ]
@@ -270,6 +312,7 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         "matches": len(done),
         "failed": len(results) - len(done),
         "formats": list(args.formats),
+        "games": list(args.games),
         "hands": sum(r.hands for r in done),
         "actions": sum(r.actions for r in done),
         "seconds": round(elapsed, 3),
@@ -302,7 +345,8 @@ def _print_report(report: dict[str, Any]) -> None:
     nets = report["bots"]
     print(
         f"matches: {report['matches']} played ({report['failed']} failed) of "
-        f"{', '.join(report['formats'])}; {report['hands']} hands, {report['actions']} "
+        f"{', '.join(report['games'])} ({', '.join(report['formats'])} for two-player "
+        f"Gin); {report['hands']} hands, {report['actions']} "
         f"actions in {report['seconds']} s"
     )
     print(
@@ -455,6 +499,14 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 # --- the command -------------------------------------------------------------------------
 
 
+def _games(text: str) -> list[str]:
+    chosen = tuple(GAMES) if text == "all" else tuple(g.strip() for g in text.split(","))
+    for game in chosen:
+        if game not in GAMES:
+            raise argparse.ArgumentTypeError(f"unknown game {game!r}; one of {tuple(GAMES)}")
+    return list(chosen)
+
+
 def _formats(text: str) -> list[str]:
     chosen = FORMATS if text == "all" else tuple(f.strip() for f in text.split(","))
     for fmt in chosen:
@@ -476,6 +528,17 @@ def parser() -> argparse.ArgumentParser:
         type=_formats,
         default="match_play",
         help=f"a format, a comma-separated list, or 'all' ({', '.join(FORMATS)})",
+    )
+    p.add_argument(
+        "--game",
+        dest="games",
+        type=_games,
+        default="gin",
+        help=f"a game, a comma-separated list, or 'all' ({', '.join(GAMES)}); --format "
+        "chooses two-player Gin's formats, every other game plays each of its own",
+    )
+    p.add_argument(
+        "--rummy-seats", type=int, choices=range(2, 7), default=4, help="players at a Rummy table"
     )
     p.add_argument(
         "--stake",

@@ -31,6 +31,7 @@ from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
+from service.rules.rummy import RummyRules
 from service.rules.rummy.actions import RummyActionKind
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
@@ -67,7 +68,17 @@ _RULE_RANGES = {"knock_limit": (0, 10), "target": (1, 10_000), "partnership_targ
 _OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
 
 
-def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> fields.Field:
+#: Rummy options whose range is not 0 to 10 000 (RULES.md 5, 11.3).
+_RUMMY_RANGES = {"max_players": (2, 6), "max_turns": (1, 10_000)}
+
+
+def _rule_option(
+    kind: Any,
+    name: str,
+    description: str,
+    ranges: dict[str, tuple[int, int]] | None = None,
+    **kwargs: Any,
+) -> fields.Field:
     metadata: dict[str, Any] = {"description": description}
     if isinstance(kind, type) and issubclass(kind, StrEnum):
         return fields.String(
@@ -77,7 +88,7 @@ def _rule_option(kind: Any, name: str, description: str, **kwargs: Any) -> field
         if name in NOT_OFFERED:  # the engine refuses it (service.rules.game): false only
             metadata = {"description": f"{description} Not offered: false only.", "enum": [False]}
         return StrictBoolean(metadata=metadata, **kwargs)
-    low, high = _RULE_RANGES.get(name, (0, 10_000))
+    low, high = (_RULE_RANGES if ranges is None else ranges).get(name, (0, 10_000))
     return StrictInteger(minimum=low, maximum=high, metadata=metadata, **kwargs)
 
 
@@ -113,6 +124,27 @@ class _RuleOptions(Schema):
 
 
 RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
+
+
+def _rummy_fields() -> dict[str, fields.Field]:
+    """A field per :class:`~service.rules.rummy.RummyRules` option but ``match`` (the format
+    and the target fix it), under its bare name and its ``rummy.`` key."""
+    kinds = typing.get_type_hints(RummyRules)
+    defaults = RummyRules()
+    out: dict[str, fields.Field] = {}
+    for option in dataclasses.fields(RummyRules):
+        name, kind = option.name, kinds[option.name]
+        if name == "match":
+            continue
+        shown = _json_literal(getattr(defaults, name))
+        out[name] = _rule_option(kind, name, f"`rummy.{name}`, default {shown}.", _RUMMY_RANGES)
+        out[f"rummy__{name}"] = _rule_option(
+            kind, name, f"Same as `{name}`.", _RUMMY_RANGES, data_key=f"rummy.{name}"
+        )
+    return out
+
+
+RummyIn = _RuleOptions.from_dict(_rummy_fields(), name="RummyIn")
 
 _FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
 #: The formats a table can be opened in: every game's, but the continuous Rummy table's.
@@ -283,8 +315,8 @@ class TableIn(Schema):
             '"gin.oklahoma": true}`; left out: the default.'
         },
     )
-    rummy = fields.Dict(
-        keys=fields.String(),
+    rummy = fields.Nested(
+        RummyIn,
         load_default=dict,
         metadata={
             "description": "Rummy options, each under its bare name or its `rummy.` key: "

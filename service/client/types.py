@@ -53,6 +53,8 @@ class Seat(TypedDict):
 class Table(TypedDict):
     id: str
     match_id: str
+    game: str  # gin, gin_three, gin_partnership, rummy
+    seat_count: int
     format: str
     currency: str
     practice: bool
@@ -111,6 +113,8 @@ class MatchView(TypedDict):
     hand: HandView | None
     scores: dict[str, Any] | None
     result: dict[str, Any] | None
+    game: NotRequired[str]  # every game but two-player Gin
+    play: NotRequired[dict[str, Any]]  # the game's own view (every game but two-player Gin)
 
 
 class HandHistory(TypedDict):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from service.bots.multi import action_text, decide_multi, random_multi
+from service.client.api import action_body
 from service.clock import utcnow
 from service.db.match_models import MatchRow
 from service.formats import PartnershipMatch, RummyMatch, ThreePlayerMatch, games
@@ -125,14 +126,7 @@ def test_every_game_plays_settles_and_audits_over_http(
         choice = (
             random_multi(view["play"], rng) if rng.random() < 0.2 else decide_multi(view["play"])
         )
-        words = action_text(choice).split()
-        body: dict[str, Any] = {"action": words[0], "expected_version": view["version"]}
-        if words[0] == "LAY_OFF":
-            body |= {"meld": int(words[1]), "cards": words[2:]}
-        elif words[0] == "MELD":
-            body["cards"] = words[1:]
-        elif len(words) > 1:
-            body["card"] = words[1]
+        body = action_body(action_text(choice)) | {"expected_version": view["version"]}
         response = clients[actor].post(f"/v1/matches/{match_id}/actions", body)
         assert response.status_code == 200, (body, response.get_json())
         assert not _leaks(response.get_json(), _hidden(app, match_id, actor), public)

@@ -23,7 +23,9 @@ from tests.conftest import new_operator, serving, throwaway_postgres
 from tests.integration.workers import Broker, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-MATCHES_PER_FORMAT = 2
+MATCHES_PER_FORMAT = 1
+#: The seats of each game as the simulator plays it (Rummy at its default of four).
+SEATS = {"gin": 2, "gin_three": 3, "gin_partnership": 4, "rummy": 4}
 
 
 @contextmanager
@@ -46,7 +48,7 @@ def backend(kind: str) -> Iterator[dict[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["embedded", "postgres_redis"])
-def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -> None:
+def test_simulation_of_every_game_and_format_keeps_the_books(kind: str, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
         env = {
@@ -62,6 +64,8 @@ def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -
                 "service.simulate",
                 "--matches",
                 str(MATCHES_PER_FORMAT),
+                "--game",
+                "all",
                 "--format",
                 "all",
                 "--target",
@@ -82,11 +86,13 @@ def test_simulation_of_every_format_keeps_the_books(kind: str, tmp_path: Path) -
         )
     assert done.returncode == 0, done.stdout + done.stderr
     report: dict[str, Any] = json.loads(report_path.read_text())
-    played = MATCHES_PER_FORMAT * len(simulate.FORMATS)
+    plays = [(game, f) for game, formats in simulate.GAMES.items() for f in formats]
+    played = MATCHES_PER_FORMAT * len(plays)
     assert (report["matches"], report["failed"]) == (played, 0)
     assert report["invariants"]["violations"] == []
     assert report["hands"] >= played and report["actions"] > 10 * played
-    assert len(report["bots"]) == 2 * played
+    assert len(report["bots"]) == MATCHES_PER_FORMAT * sum(SEATS[g] for g, _f in plays)
+    assert report["games"] == list(simulate.GAMES)
     assert report["fees"] > 0
     assert sum(report["bots"].values()) + report["fees"] == 0  # every cent accounted for
     lat = report["settlement_latency_ms"]
