@@ -221,3 +221,41 @@ def test_tables_refuse_what_a_game_does_not_have(api: ApiClient) -> None:
         response = api.post("/v1/tables", {"currency": "EUR", **body})
         assert response.status_code == 422, (body, response.get_json())
         assert field in str(response.get_json()), (body, response.get_json())
+
+
+@pytest.mark.parametrize("settings", [GAMES[2], GAMES[4]], ids=["gin_partnership", "rummy"])
+def test_the_clock_acts_for_every_game_and_the_audit_replays_it(
+    api: ApiClient, app: Any, settings: dict[str, Any]
+) -> None:
+    from datetime import timedelta
+
+    from service.usecases import play
+
+    clock = {"turn_seconds": 1, "bank_seconds": 0, "max_timeouts": 2}
+    table = open_table(api, **settings, clock=clock)
+    seats = table["seat_count"]
+    clients = [player_client(api) for _ in range(seats)]
+    for client in clients:
+        body = {"buyin": 450} if "min_buyin" in settings else {}
+        assert join(client, table["id"], **body).status_code == 201
+    match_id = table["match_id"]
+    later = utcnow()
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        for _ in range(200):
+            later += timedelta(seconds=5)
+            play.run_timeouts(session, later)
+            if clients[0].get(f"/v1/matches/{match_id}").get_json()["status"] != "playing":
+                break
+        else:
+            raise AssertionError("the clock did not end the match")
+        view = clients[0].get(f"/v1/matches/{match_id}").get_json()
+        assert view["result"]["forfeiter"] is not None or view["result"]["forfeiters"]
+        done = in_unit(session, settlement.settle_match, match_id, later)
+    finally:
+        session.close()
+    assert sum(done.statement["payouts"]) + done.fee == sum(
+        s["escrow"]["amount"] for s in view["seats"]
+    )
+    audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
+    assert audit["ok"] is True, audit["discrepancies"]
