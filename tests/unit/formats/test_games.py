@@ -175,33 +175,36 @@ def test_a_forfeit_ends_every_game_and_settles() -> None:
         assert settled.payouts[0] <= escrow[0]  # the first forfeiter never gains
 
 
-def test_settings_refuse_a_format_or_seat_count_the_game_lacks() -> None:
+BUYIN = {"stake_per_point": 1, "min_buyin": 1, "max_buyin": 1}
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"format": "money_play", "game": "gin_three", "seats": 3, **BUYIN}, "format"),
+        ({"format": "match_play", "game": "gin_partnership", "seats": 3, "stake": 10}, "seats"),
+        ({"format": "rummy_target", "game": "gin", "seats": 2, **BUYIN}, "format"),
+        (
+            {
+                "format": "rummy_per_hand",
+                "game": "rummy",
+                "seats": 5,
+                **BUYIN,
+                "rummy": RummyRules(max_players=4),
+            },
+            "seats",
+        ),
+    ],
+    ids=["format", "seats", "gin_rummy_format", "rummy_max_players"],
+)
+def test_settings_refuse_a_format_or_seat_count_the_game_lacks(
+    settings: dict[str, Any], field: str
+) -> None:
     from service.formats import InvalidSettings
 
-    with pytest.raises(InvalidSettings) as bad_format:
-        MatchSettings(
-            format="money_play",
-            game="gin_three",
-            seats=3,
-            stake_per_point=1,
-            min_buyin=1,
-            max_buyin=1,
-        )
-    assert bad_format.value.field == "format"
-    with pytest.raises(InvalidSettings) as bad_seats:
-        MatchSettings(format="match_play", game="gin_partnership", seats=3, stake=10)
-    assert bad_seats.value.field == "seats"
-    with pytest.raises(InvalidSettings) as too_many:
-        MatchSettings(
-            format="rummy_per_hand",
-            game="rummy",
-            seats=5,
-            stake_per_point=1,
-            min_buyin=1,
-            max_buyin=1,
-            rummy=RummyRules(max_players=4),
-        )
-    assert too_many.value.field == "seats"
+    with pytest.raises(InvalidSettings) as refused:
+        MatchSettings(**settings)
+    assert refused.value.field == field
 
 
 def test_a_stored_rummy_match_keeps_its_fair_shuffle_for_later_restocks() -> None:
