@@ -64,7 +64,6 @@ ROOT = Path(__file__).resolve().parents[1]
 class MatchResult:
     index: int
     format: str
-    game: str = "gin"
     match_id: str = ""
     players: list[str] = field(default_factory=list)
     deposited: list[int] = field(default_factory=list)
@@ -75,6 +74,7 @@ class MatchResult:
     net: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     error: str | None = None
+    game: str = "gin"
 
 
 def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -116,7 +116,7 @@ def play_one(
 ) -> MatchResult:
     """Open a table, seat funded bot players in every seat and play the match to its
     settlement."""
-    result = MatchResult(index, fmt, game)
+    result = MatchResult(index, fmt, game=game)
     try:
         _play_one(operator, result, args)
     except (ApiProblem, httpx.HTTPError, AssertionError, KeyError) as exc:

@@ -128,7 +128,8 @@ RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
 
 def _rummy_fields() -> dict[str, fields.Field]:
     """A field per :class:`~service.rules.rummy.RummyRules` option but ``match`` (the format
-    and the target fix it), under its bare name and its ``rummy.`` key."""
+    and the target fix it), under its bare name (one spelling: the engine refuses an option
+    given twice)."""
     kinds = typing.get_type_hints(RummyRules)
     defaults = RummyRules()
     out: dict[str, fields.Field] = {}
@@ -138,9 +139,6 @@ def _rummy_fields() -> dict[str, fields.Field]:
             continue
         shown = _json_literal(getattr(defaults, name))
         out[name] = _rule_option(kind, name, f"`rummy.{name}`, default {shown}.", _RUMMY_RANGES)
-        out[f"rummy__{name}"] = _rule_option(
-            kind, name, f"Same as `{name}`.", _RUMMY_RANGES, data_key=f"rummy.{name}"
-        )
     return out
 
 
@@ -319,8 +317,8 @@ class TableIn(Schema):
         RummyIn,
         load_default=dict,
         metadata={
-            "description": "Rummy options, each under its bare name or its `rummy.` key: "
-            '`{"restock": "SHUFFLE", "rummy.scoring": "PENALTY"}`; `match` follows from '
+            "description": "Rummy options (`rummy.*`), each under its bare name: "
+            '`{"restock": "SHUFFLE", "scoring": "PENALTY"}`; `match` follows from '
             "`format` and `target`. Left out: the default."
         },
     )

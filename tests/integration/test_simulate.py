@@ -180,9 +180,9 @@ def test_without_a_progress_bar_each_phase_is_still_one_line(
     played, the books being checked (the matches themselves are faked here)."""
 
     def played(
-        operator: Any, index: int, fmt: str, args: argparse.Namespace
+        operator: Any, index: int, game: str, fmt: str, args: argparse.Namespace
     ) -> simulate.MatchResult:
-        return simulate.MatchResult(index, fmt, latency=0.01)
+        return simulate.MatchResult(index, fmt, latency=0.01, game=game)
 
     monkeypatch.setattr(simulate, "play_one", played)
     with live_api(fresh_database_url) as (url, key):
