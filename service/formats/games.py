@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.formats.match import Match, MatchStatus
+from service.formats.match import RESIGN, Match, MatchStatus
 from service.formats.partnership import PartnershipMatch
 from service.formats.payout import settle_match
 from service.formats.payout_multi import (
@@ -52,9 +52,6 @@ _KINDS: dict[str, type[ThreePlayerMatch] | type[PartnershipMatch] | type[RummyMa
     PartnershipMatch.KIND: PartnershipMatch,
     RummyMatch.KIND: RummyMatch,
 }
-
-#: What a log entry of a forfeit says (the two-player match's text, every game's).
-RESIGN = "RESIGN"
 
 
 def game_of(match: AnyMatch) -> GameKind:

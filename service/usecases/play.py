@@ -634,7 +634,12 @@ def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
             )
         ),
     )
-    return sum(unit_of_work.run(session, _time_out, session, match_id, now) for match_id in due)
+    return sum(time_out(session, match_id, now) for match_id in due)
+
+
+def time_out(session: Session, match_id: str, now: datetime) -> bool:
+    """The clock of one match at ``now``, in a unit of work of its own; whether it acted."""
+    return unit_of_work.run(session, _time_out, session, match_id, now)
 
 
 def _time_out(session: Session, match_id: str, now: datetime) -> bool:

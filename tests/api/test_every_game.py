@@ -229,7 +229,7 @@ def test_the_clock_acts_for_every_game_and_the_audit_replays_it(
 ) -> None:
     from datetime import timedelta
 
-    from service.usecases import play, unit_of_work
+    from service.usecases import play
 
     clock = {"turn_seconds": 1, "bank_seconds": 0, "max_timeouts": 2}
     table = open_table(api, **settings, clock=clock)
@@ -245,7 +245,7 @@ def test_the_clock_acts_for_every_game_and_the_audit_replays_it(
         for _ in range(200):
             later += timedelta(seconds=5)
             # This match's clock only: the database is shared with other tests' matches.
-            unit_of_work.run(session, play._time_out, session, match_id, later)
+            play.time_out(session, match_id, later)
             if clients[0].get(f"/v1/matches/{match_id}").get_json()["status"] != "playing":
                 break
         else:
