@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test unit lint bench bench-deposits deploy-check clean
+.PHONY: run test unit lint bench bench-deposits bench-games deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ bench: $(STAMP)
 # BENCH_DATABASE_URL or TEST_DATABASE_URL, default postgres@127.0.0.1:5432).
 bench-deposits: $(STAMP)
 	$(BIN)/python bench/deposits.py
+
+# 4-player Rummy actions/s beside two-player Gin through gunicorn + PostgreSQL, and a finished
+# Rummy match's settlement by a real Celery worker beside a Gin match's (needs PostgreSQL and
+# Redis: BENCH_DATABASE_URL / TEST_DATABASE_URL, BENCH_BROKER_URL / TEST_BROKER_URL).
+bench-games: $(STAMP)
+	$(BIN)/python bench/games.py
 
 # The Dockerfile, compose file and Kubernetes manifests, checked offline (no Docker daemon or
 # cluster needed): parsing, schema validation, the entrypoint and the builder's wheel.
