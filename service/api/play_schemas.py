@@ -184,7 +184,8 @@ class TableIn(Schema):
         "(`rummy_target`: `target` is the points target; `rummy_deals`: `target` is the number "
         "of deals; `rummy_per_hand`: a continuous table of up to `seat_count` players, each "
         "hand settled, `min_balance` the table balance below which a player sits out). "
-        "`min_balance` is for `rummy_per_hand` tables only. "
+        "`min_balance` is for `rummy_per_hand` tables only, and there the minimum balance "
+        "(by default ten times `stake_per_point`) may not be above `max_buyin`. "
         f"Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
         "allOf": [
             {
@@ -245,6 +246,15 @@ class TableIn(Schema):
                             "seat_count": {"const": 2},
                         },
                     }
+                ]
+            },
+            {
+                "anyOf": [
+                    {
+                        "title": "A continuous Rummy table: a minimum balance",
+                        "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
+                    },
+                    {"title": "Any other table: none", "properties": {"min_balance": {"const": 0}}},
                 ]
             },
             {
