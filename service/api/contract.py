@@ -114,6 +114,8 @@ OPERATIONS: dict[str, Operation] = {
     "GET /v1/tables/{table_id}": Operation("getTable", EITHER),
     "POST /v1/tables/{table_id}/seats": Operation("joinTable", PLAYER, REQUIRED),
     "DELETE /v1/tables/{table_id}/seats/me": Operation("leaveTable", PLAYER, REQUIRED),
+    "POST /v1/tables/{table_id}/seats/me/top-ups": Operation("topUpSeat", PLAYER, REQUIRED),
+    "PUT /v1/tables/{table_id}/seats/me/ready": Operation("setSeatReady", PLAYER),
     "POST /v1/tables/{table_id}/bots": Operation("seatBot", OPERATOR, REQUIRED),
     "GET /v1/tables/{table_id}/bots": Operation("listBots"),
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),

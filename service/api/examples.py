@@ -24,6 +24,8 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     "setExchangeRate": {"rate": "1.0837"},
     "createTable": {"format": "match_play", "currency": "EUR", "stake": 500, "fee": {"bps": 1000}},
     "joinTable": {"client_seed": "21659e7ed0a2ed50db449bfd762de013"},
+    "topUpSeat": {"amount": 150},
+    "setSeatReady": {"ready": False},
     "seatBot": {"display_name": "Practice bot"},
     "playAction": {"action": "TAKE_UPCARD", "expected_version": 1},
     "createWebhookEndpoint": {
@@ -194,9 +196,52 @@ _SEAT_0: dict[str, Any] = {
     "seat": 0,
     "player_id": "ply_01M8QKHDTBWNEQN15ZC1SR0E5F",
     "escrow": {"amount": 500, "currency": "EUR"},
+    "ready": True,
     "joined_at": "2026-12-01T01:29:35Z",
 }
 _SEAT_1: dict[str, Any] = {**_SEAT_0, "seat": 1, "player_id": "ply_01M8QKHDV01K8Y5B9PVCYVW1X1"}
+# A rummy_per_hand table between two hands: the second seat sits the next hands out.
+_PER_HAND_TABLE: dict[str, Any] = {
+    **_TABLE_OPEN,
+    "id": "tbl_01M90XGQV1AGDEE40TVXBXXX70",
+    "match_id": "mch_01M90XGQV1AGDEE40TVXBXXX73",
+    "game": "rummy",
+    "seat_count": 4,
+    "format": "rummy_per_hand",
+    "stake": None,
+    "stake_per_point": {"amount": 1, "currency": "EUR"},
+    "min_buyin": {"amount": 100, "currency": "EUR"},
+    "max_buyin": {"amount": 300, "currency": "EUR"},
+    "seats": [
+        {**_SEAT_0, "escrow": {"amount": 250, "currency": "EUR"}},
+        {**_SEAT_1, "escrow": {"amount": 82, "currency": "EUR"}, "ready": False},
+    ],
+    "free_seats": 2,
+    "settings": {
+        **_TABLE_OPEN["settings"],
+        "format": "rummy_per_hand",
+        "stake": 0,
+        "stake_per_point": 1,
+        "min_buyin": 100,
+        "max_buyin": 300,
+        "fee": {"bps": 500, "base": "WINNINGS", "minimum": 0, "maximum": None},
+        "game": "rummy",
+        "seats": 4,
+        "rummy": {
+            "max_players": 6,
+            "ace_mode": "LOW",
+            "ace_points": 1,
+            "must_discard_to_go_out": False,
+            "restock": "TURN_OVER",
+            "max_restocks": 3,
+            "max_turns": 300,
+            "scoring": "PAY_WINNER",
+            "rummy_penalty": 25,
+            "match": "PER_HAND",
+        },
+        "min_balance": 60,
+    },
+}
 _TABLE_ONE_SEATED: dict[str, Any] = {**_TABLE_OPEN, "seats": [_SEAT_0], "free_seats": 1}
 _TABLE_PLAYING: dict[str, Any] = {
     **_TABLE_OPEN,
@@ -475,6 +520,8 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
     "getTable": _TABLE_PLAYING,
     "joinTable": _TABLE_ONE_SEATED,
     "leaveTable": _TABLE_OPEN,
+    "topUpSeat": _PER_HAND_TABLE,
+    "setSeatReady": _PER_HAND_TABLE,
     "seatBot": {
         "object": "bot",
         "player_id": "ply_01M8QKHB7Y3T5R1P9N7L5J3G1E",

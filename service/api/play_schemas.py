@@ -145,13 +145,15 @@ def _rummy_fields() -> dict[str, fields.Field]:
 RummyIn = _RuleOptions.from_dict(_rummy_fields(), name="RummyIn")
 
 _FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
-#: The formats a table can be opened in: every game's, but the continuous Rummy table's.
+#: The formats a table can be opened in: every game's.
 OPEN_FORMATS = [
-    f.value
-    for f in dict.fromkeys(f for formats in GAME_FORMATS.values() for f in formats)
-    if f is not Format.RUMMY_PER_HAND
+    f.value for f in dict.fromkeys(f for formats in GAME_FORMATS.values() for f in formats)
 ]
-_RUMMY_FORMATS = [Format.RUMMY_TARGET.value, Format.RUMMY_DEALS.value]
+_RUMMY_FORMATS = [
+    Format.RUMMY_PER_HAND.value,
+    Format.RUMMY_TARGET.value,
+    Format.RUMMY_DEALS.value,
+]
 #: Money Play and classic take a fee, if any, from the transfer (RULES.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
@@ -180,7 +182,11 @@ class TableIn(Schema):
         "100. The `game` fixes its formats and seats: `gin` 2 seats, `gin_three` 3, "
         "`gin_partnership` 4 (`match_play`, `classic`), `rummy` 2 to `rummy.max_players` "
         "(`rummy_target`: `target` is the points target; `rummy_deals`: `target` is the number "
-        f"of deals). Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
+        "of deals; `rummy_per_hand`: a continuous table of up to `seat_count` players, each "
+        "hand settled, `min_balance` the table balance below which a player sits out). "
+        "`min_balance` is for `rummy_per_hand` tables only, and there the minimum balance "
+        "(by default ten times `stake_per_point`) may not be above `max_buyin`. "
+        f"Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
         "allOf": [
             {
                 "oneOf": [
@@ -204,8 +210,8 @@ class TableIn(Schema):
                         "required": ["stake_per_point", "min_buyin", "max_buyin"],
                     },
                     {
-                        "title": "Rummy to a target or a number of deals: a stake per point "
-                        "and a buy-in range",
+                        "title": "Rummy per hand, to a target or a number of deals: a stake "
+                        "per point and a buy-in range",
                         "properties": {"format": {"enum": _RUMMY_FORMATS}, **_BUYINS},
                         "required": ["stake_per_point", "min_buyin", "max_buyin"],
                     },
@@ -240,6 +246,15 @@ class TableIn(Schema):
                             "seat_count": {"const": 2},
                         },
                     }
+                ]
+            },
+            {
+                "anyOf": [
+                    {
+                        "title": "A continuous Rummy table: a minimum balance",
+                        "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
+                    },
+                    {"title": "Any other table: none", "properties": {"min_balance": {"const": 0}}},
                 ]
             },
             {
@@ -295,6 +310,14 @@ class TableIn(Schema):
         load_default=0, metadata={"description": "Not below `min_buyin`: Money Play and classic."}
     )
     target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
+    min_balance = MinorUnits(
+        load_default=0,
+        metadata={
+            "description": "`rummy_per_hand` only (`rummy.min_balance`): a player whose table "
+            "balance is below it sits out until it tops up; 0 (the default) means ten times "
+            "`stake_per_point`."
+        },
+    )
     fee = fields.Nested(FeeIn, load_default=dict)
     ftk_winner_rule = fields.String(
         load_default="FIRST_KNOCKER", validate=validate.OneOf(["FIRST_KNOCKER", "HAND_WINNER"])
@@ -332,8 +355,37 @@ class TableIn(Schema):
 class SeatOut(Schema):
     seat = fields.Integer(required=True)
     player_id = fields.String(required=True)
-    escrow = fields.Nested(MoneyOut, required=True)
+    escrow = fields.Nested(
+        MoneyOut,
+        required=True,
+        metadata={"description": "What the seat holds: a `rummy_per_hand` seat's table balance."},
+    )
+    ready = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "`rummy_per_hand`: whether the player is dealt into the next hand "
+            "(a forfeit sits it out until it is ready again); always true elsewhere."
+        },
+    )
     joined_at = Timestamp(required=True)
+
+
+class TopUpIn(Schema):
+    amount = MinorUnits(
+        required=True,
+        minimum=1,
+        metadata={
+            "description": "Moved from the wallet to the table balance; the balance may not "
+            "pass `max_buyin`."
+        },
+    )
+
+
+class ReadyIn(Schema):
+    ready = StrictBoolean(
+        required=True,
+        metadata={"description": "true: deal me into the next hands; false: sit them out."},
+    )
 
 
 class TableOut(Schema):

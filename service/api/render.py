@@ -149,6 +149,7 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
                 "seat": s.seat_no,
                 "player_id": s.player_id,
                 "escrow": money(s.escrow, t.currency, rate),
+                "ready": s.ready,
                 "joined_at": s.joined_at,
             }
             for s in view.seats

@@ -8,7 +8,15 @@ from flask_smorest import Blueprint
 
 from service.api import render
 from service.api.context import db_session, player_idempotent, principal, unit
-from service.api.play_schemas import JoinIn, LobbyQuery, TableIn, TableList, TableOut
+from service.api.play_schemas import (
+    JoinIn,
+    LobbyQuery,
+    ReadyIn,
+    TableIn,
+    TableList,
+    TableOut,
+    TopUpIn,
+)
 from service.api.problems import documents
 from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
@@ -68,6 +76,7 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
                 "min_buyin",
                 "max_buyin",
                 "target",
+                "min_balance",
                 "fee",
                 "ftk_winner_rule",
                 "ftk_max_dead_hands",
@@ -168,6 +177,32 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
 @blp.response(200, TableOut)
 @documents(blp, *SEAT_PROBLEMS)
 def leave(table_id: str) -> dict[str, Any]:
-    """Give up your seat before the match starts: the escrow is released."""
+    """Give up your seat before the match starts (a `rummy_per_hand` table: between your
+    hands): the escrow (the table balance) is released."""
     view = tables.leave_table(db_session(), principal(), table_id, utcnow())
+    return render.table(view)
+
+
+@blp.route("/tables/<table_id>/seats/me/top-ups", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@blp.arguments(TopUpIn)
+@player_idempotent
+@blp.response(200, TableOut)
+@documents(blp, *SEAT_PROBLEMS, InsufficientFunds)
+def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
+    """`rummy_per_hand` tables: move money from your wallet to your table balance between
+    your hands, up to the maximum buy-in; the next hand is dealt if it now can be."""
+    view = tables.top_up(db_session(), principal(), table_id, body["amount"], utcnow())
+    return render.table(view)
+
+
+@blp.route("/tables/<table_id>/seats/me/ready", methods=["PUT"])
+@blp.arguments(ReadyIn)
+@blp.response(200, TableOut)
+@documents(blp, *(p for p in SEAT_PROBLEMS if p.__name__.startswith("Idempotency") is False))
+@unit
+def ready(body: dict[str, Any], table_id: str) -> dict[str, Any]:
+    """`rummy_per_hand` tables: sit in (`true`) or out of (`false`) the next hands; the
+    next hand is dealt if it now can be."""
+    view = tables.set_ready(db_session(), principal(), table_id, body["ready"], utcnow())
     return render.table(view)

@@ -381,6 +381,27 @@ class GinClient:
             ),
         )
 
+    @operation("POST", "/v1/tables/{table_id}/seats/me/top-ups", body=("amount",), returns=t.Table)
+    def top_up(self, table_id: str, amount: int, idempotency_key: str | None = None) -> t.Table:
+        """A ``rummy_per_hand`` table: add ``amount`` to your table balance between hands."""
+        return cast(
+            t.Table,
+            self._call(
+                "POST",
+                f"/v1/tables/{table_id}/seats/me/top-ups",
+                json={"amount": amount},
+                key=idempotency_key or new_key(),
+            ),
+        )
+
+    @operation("PUT", "/v1/tables/{table_id}/seats/me/ready", body=("ready",), returns=t.Table)
+    def set_ready(self, table_id: str, ready: bool) -> t.Table:
+        """A ``rummy_per_hand`` table: sit in (``True``) or out of the next hands."""
+        return cast(
+            t.Table,
+            self._call("PUT", f"/v1/tables/{table_id}/seats/me/ready", json={"ready": ready}),
+        )
+
     @operation("POST", "/v1/tables/{table_id}/bots", body=("buyin", "display_name"), returns=t.Bot)
     def seat_bot(
         self,

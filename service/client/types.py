@@ -47,7 +47,8 @@ class Entry(TypedDict):
 class Seat(TypedDict):
     seat: int
     player_id: str
-    escrow: Money
+    escrow: Money  # a rummy_per_hand seat's table balance
+    ready: bool  # rummy_per_hand: dealt into the next hand
 
 
 class Table(TypedDict):

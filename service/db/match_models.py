@@ -26,7 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
-from sqlalchemy.sql import text
+from sqlalchemy.sql import text, true
 
 from service.db.models import Base, BigId, UTCDateTime
 
@@ -76,7 +76,8 @@ class Seat(Base):
     __table_args__ = (
         UniqueConstraint("table_id", "player_id"),
         CheckConstraint("seat_no BETWEEN 0 AND 5", name="seat_no"),
-        CheckConstraint("escrow > 0", name="escrow_positive"),
+        # A per-hand Rummy seat's table balance may run down to nothing (11.5.1).
+        CheckConstraint("escrow >= 0", name="escrow_non_negative"),
     )
 
     table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), primary_key=True)
@@ -86,6 +87,8 @@ class Seat(Base):
     hold_transaction_id: Mapped[str] = mapped_column(String(40))
     client_seed: Mapped[str] = mapped_column(String(256))
     joined_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: On a per-hand Rummy table, whether the player is dealt into the next hand (11.5.1).
+    ready: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class MatchRow(Base):
@@ -106,7 +109,9 @@ class MatchRow(Base):
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), unique=True)
+    #: A table's match (one per hand on a per-hand Rummy table, the table's ``match_id``
+    #: naming the latest).
+    table_id: Mapped[str] = mapped_column(ForeignKey("game_tables.id"), index=True)
     operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"))
     status: Mapped[str] = mapped_column(String(12))
     game: Mapped[str] = mapped_column(String(20), default="gin", server_default="gin")

@@ -200,9 +200,15 @@ class MatchSettings:
                 )
         if self.game is GameKind.RUMMY:
             object.__setattr__(self, "rummy", _with_match(self.rummy, self.rummy_match))
-        elif self.min_balance:
+        if self.min_balance and not self.continuous:
             raise InvalidSettings(
                 "min_balance", "only a rummy_per_hand table has a minimum balance"
+            )
+        if self.continuous and self.balance_floor > self.max_buyin:
+            raise InvalidSettings(
+                "min_balance",
+                f"the minimum balance {self.balance_floor} is above max_buyin {self.max_buyin}: "
+                "nobody could be dealt in",
             )
         if self.format is Format.MONEY_PLAY and self.target not in (50, 100):
             raise InvalidSettings("target", f"Money Play targets 50 or 100, not {self.target}")

@@ -240,10 +240,15 @@ def capture(
     taken: dict[str, int],
     paid: dict[str, int],
     fee: int,
+    *,
+    paid_into_escrow: bool = False,
 ) -> JournalTransaction:
     """Escrowed stakes (``taken`` per player) paid out (``paid`` per player) plus the house fee.
 
     ``sum(taken) == sum(paid) + fee``; amounts are positive (a zero payout is simply omitted).
+    The payouts go to the players' available funds, or with ``paid_into_escrow`` into their
+    escrow for ``match_ref`` (a per-hand Rummy table's balances: the losers' losses move to
+    the winner's table balance, 11.5.1).
     """
     postings = [
         Posting(AccountRef.player_escrow(operator_id, player, match_ref, currency), -amount)
@@ -251,7 +256,12 @@ def capture(
         if _positive(amount)
     ]
     postings += [
-        Posting(AccountRef.player_available(operator_id, player, currency), amount)
+        Posting(
+            AccountRef.player_escrow(operator_id, player, match_ref, currency)
+            if paid_into_escrow
+            else AccountRef.player_available(operator_id, player, currency),
+            amount,
+        )
         for player, amount in sorted(paid.items())
         if _positive(amount)
     ]

@@ -563,12 +563,18 @@ def expected_capture(
     escrow: Sequence[int],
     payouts: Sequence[int],
     fee: int,
+    table_ref: str | None = None,
 ) -> dict[str, int]:
     """What the settlement's capture should post, ``{account key: amount}`` (pure): each
     seat's escrow out of its escrow account, its payout into its available funds, the fee to
-    the house."""
+    the house. A hand of a per-hand table (``table_ref``) moves each seat's difference
+    within its table balance, the escrow held for the table."""
     moves: dict[str, int] = defaultdict(int)
     for player, taken, paid in zip(players, escrow, payouts, strict=True):
+        if table_ref is not None:
+            key = AccountRef.player_escrow(operator_id, player, table_ref, currency)
+            moves[str(key)] += paid - taken
+            continue
         moves[str(AccountRef.player_escrow(operator_id, player, match_id, currency))] -= taken
         moves[str(AccountRef.player_available(operator_id, player, currency))] += paid
     moves[str(AccountRef.house_fee(operator_id, currency))] += fee
@@ -710,14 +716,25 @@ def _audit_game(
     if table is None:
         return [Discrepancy("table", row.table_id, None, "the match's table is missing")]
     settings = MatchSettings.from_dict(table.settings)
-    seats = list(
-        session.scalars(select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no))
-    )
-    seeds = [s.client_seed for s in seats]
-    escrow = [s.escrow for s in seats]
-    players = [s.player_id for s in seats]
-    if [s["client_seed"] for s in row.seats] != seeds or [s["escrow"] for s in row.seats] != escrow:
-        found.append(Discrepancy("match.seats", "the seats' seeds and escrow", row.seats))
+    if settings.continuous:
+        # The seats change between hands: the hand's own copy of them, each table balance
+        # checked against the ledger below (the escrow before the capture).
+        seeds = [s["client_seed"] for s in row.seats]
+        escrow = [s["escrow"] for s in row.seats]
+        players = [s["player_id"] for s in row.seats]
+    else:
+        seats = list(
+            session.scalars(
+                select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
+            )
+        )
+        seeds = [s.client_seed for s in seats]
+        escrow = [s.escrow for s in seats]
+        players = [s.player_id for s in seats]
+        if [s["client_seed"] for s in row.seats] != seeds or [
+            s["escrow"] for s in row.seats
+        ] != escrow:
+            found.append(Discrepancy("match.seats", "the seats' seeds and escrow", row.seats))
     server_seeds: dict[int, str] = {}
     for hand in session.scalars(select(HandRow).where(HandRow.match_id == row.id)):
         if fair.commitment(hand.server_seed) != hand.commitment:
@@ -750,7 +767,8 @@ def _audit_game(
     found += compare_statement(
         {k: v for k, v in recomputed.items() if k != "display"}, stored, fee_column=settlement.fee
     )
-    found += _audit_capture(session, settlement, row, players, escrow, stored)
+    table_ref = table.id if settings.continuous else None
+    found += _audit_capture(session, settlement, row, players, escrow, stored, table_ref)
     return found
 
 
@@ -761,6 +779,7 @@ def _audit_capture(
     players: Sequence[str],
     escrow: Sequence[int],
     stored: dict[str, Any],
+    table_ref: str | None = None,
 ) -> list[Discrepancy]:
     found: list[Discrepancy] = []
     txn = session.get(LedgerTransaction, settlement.ledger_transaction_id)
@@ -802,13 +821,15 @@ def _audit_capture(
     payouts, fee = stored.get("payouts"), stored.get("fee")
     if isinstance(payouts, list) and len(payouts) == len(escrow) and isinstance(fee, int):
         expected = expected_capture(
-            row.operator_id, row.id, row.currency, players, escrow, payouts, fee
+            row.operator_id, row.id, row.currency, players, escrow, payouts, fee, table_ref
         )
         found += compare_capture(expected, dict(actual))
     else:
         found.append(
             Discrepancy("statement.payouts", "a payout per seat and a fee", [payouts, fee])
         )
+    if table_ref is not None:
+        return found + _audit_table_balances(session, txn.id, row, players, escrow, table_ref)
     for key, balance, total in session.execute(
         select(LedgerAccount.key, LedgerAccount.balance, func.sum(LedgerEntry.amount))
         .outerjoin(LedgerEntry, LedgerEntry.account_id == LedgerAccount.id)
@@ -820,6 +841,36 @@ def _audit_capture(
                 Discrepancy(
                     f"ledger.escrow[{key}]", 0, int(total or 0), f"account balance {balance}"
                 )
+            )
+    return found
+
+
+def _audit_table_balances(
+    session: Session,
+    txn_id: str,
+    row: MatchRow,
+    players: Sequence[str],
+    escrow: Sequence[int],
+    table_ref: str,
+) -> list[Discrepancy]:
+    """A per-hand table's hand: each table balance the hand was settled on is what the
+    ledger held for the player at the table just before the hand's capture (its entries
+    written before the capture's first; a seat dealt in changes only after its hand is
+    settled)."""
+    found: list[Discrepancy] = []
+    first = session.scalar(
+        select(func.min(LedgerEntry.seq)).where(LedgerEntry.transaction_id == txn_id)
+    )
+    for i, (player, held) in enumerate(zip(players, escrow, strict=True)):
+        key = str(AccountRef.player_escrow(row.operator_id, player, table_ref, row.currency))
+        before = session.scalar(
+            select(func.coalesce(func.sum(LedgerEntry.amount), 0))
+            .join(LedgerAccount, LedgerAccount.id == LedgerEntry.account_id)
+            .where(LedgerAccount.key == key, LedgerEntry.seq < (first or 0))
+        )
+        if before != held:
+            found.append(
+                Discrepancy(f"ledger.table_balance[{i}]", held, before, f"{key} before the hand")
             )
     return found
 

@@ -125,13 +125,19 @@ def seat_bot(
 
 def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str, str]]:
     """(operator id, bot player id, match id, strategy) of every live match with a bot that
-    changed since that bot last looked: one indexed query, no match state decoded."""
+    changed since that bot last looked: one indexed query, no match state decoded. A bot
+    plays its table's current match (a per-hand Rummy table deals each hand as a new one)."""
     rows = session.execute(
-        select(BotPlayer.operator_id, BotPlayer.player_id, BotPlayer.match_id, BotPlayer.strategy)
-        .join(MatchRow, MatchRow.id == BotPlayer.match_id)
+        select(BotPlayer.operator_id, BotPlayer.player_id, MatchRow.id, BotPlayer.strategy)
+        .join(GameTable, GameTable.id == BotPlayer.table_id)
+        .join(MatchRow, MatchRow.id == GameTable.match_id)
         .where(
             MatchRow.status == "playing",
-            or_(BotPlayer.seen_version.is_(None), MatchRow.version > BotPlayer.seen_version),
+            or_(
+                BotPlayer.match_id != MatchRow.id,
+                BotPlayer.seen_version.is_(None),
+                MatchRow.version > BotPlayer.seen_version,
+            ),
         )
         .order_by(MatchRow.updated_at)
         .limit(limit)
@@ -181,7 +187,9 @@ def _play(
             )
             return view, applied
         applied += 1
-    unit_of_work.run(session, lambda: _seen(session, principal.player_id, view["version"]))
+    unit_of_work.run(
+        session, lambda: _seen(session, principal.player_id, match_id, view["version"])
+    )
     return view, applied
 
 
@@ -200,15 +208,20 @@ def _choice(view: dict[str, Any], bot: Bot) -> str | None:
     return str(Action.from_dict(bot.decide(hand)))
 
 
-def _seen(session: Session, player_id: str | None, version: int) -> None:
-    """Remember the version the bot has dealt with (never moving it backwards)."""
+def _seen(session: Session, player_id: str | None, match_id: str, version: int) -> None:
+    """Remember the match and version the bot has dealt with (never moving a match's
+    version backwards)."""
     session.execute(
         update(BotPlayer)
         .where(
             BotPlayer.player_id == player_id,
-            or_(BotPlayer.seen_version.is_(None), BotPlayer.seen_version < version),
+            or_(
+                BotPlayer.match_id != match_id,
+                BotPlayer.seen_version.is_(None),
+                BotPlayer.seen_version < version,
+            ),
         )
-        .values(seen_version=version)
+        .values(match_id=match_id, seen_version=version)
     )
 
 

@@ -28,7 +28,7 @@ from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, O
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player, table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
-from service.formats import MatchSettings, MatchStatus, games
+from service.formats import Format, MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.ids import new_id
@@ -251,7 +251,8 @@ def _record(
         )
         table = session.get(GameTable, row.table_id)
         assert table is not None
-        table.status = "finished"
+        if table.format != Format.RUMMY_PER_HAND.value:  # a per-hand table plays on
+            table.status = "finished"
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
     logged = _logged(row, before.hand_number, actor, seat, action, now)
@@ -325,10 +326,23 @@ def _logged(
     }
 
 
-def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime) -> None:
-    """Both seats are filled: copy what the match needs onto its row, pick the first dealer
-    at random and deal hand 1 (inside the caller's transaction, under its table lock)."""
-    seats = _seats(session, table.id)
+def start_match(
+    session: Session,
+    table: GameTable,
+    row: MatchRow,
+    now: datetime,
+    *,
+    seats: list[Seat] | None = None,
+    first_dealer: int | None = None,
+) -> None:
+    """Every seat is filled: copy what the match needs onto its row, pick the first dealer
+    at random and deal hand 1 (inside the caller's transaction, under its table lock).
+
+    A hand of a per-hand Rummy table is a match of the ``seats`` dealt in (its match seats
+    ``0 .. k-1`` in table order, each keeping its ``table_seat``), dealt by ``first_dealer``
+    (a match seat) when the previous hand decided it (5.1.4)."""
+    continuous = seats is not None
+    seats = _seats(session, table.id) if seats is None else seats
     names = {
         p.id: p.display_name
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
@@ -336,16 +350,18 @@ def start_match(session: Session, table: GameTable, row: MatchRow, now: datetime
     row.format, row.currency, row.private = table.format, table.currency, table.private
     row.seats = [
         {
-            "seat": s.seat_no,
+            "seat": i if continuous else s.seat_no,
             "player_id": s.player_id,
             "display_name": names[s.player_id],
             "escrow": s.escrow,
             "client_seed": s.client_seed,
         }
-        for s in seats
+        | ({"table_seat": s.seat_no} if continuous else {})
+        for i, s in enumerate(seats)
     ]
     settings = MatchSettings.from_dict(table.settings)
-    match = games.new_match(settings, len(seats), secrets.randbelow)
+    draw = secrets.randbelow if first_dealer is None else (lambda _n: first_dealer)
+    match = games.new_match(settings, len(seats), draw)
     row.game = table.game
     row.status = "playing"
     row.started_at = now

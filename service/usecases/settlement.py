@@ -11,6 +11,8 @@ set of postings.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,9 +23,9 @@ from service.clock import rfc3339
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.db.models import Player
 from service.errors import MatchNotLive, NotFound
-from service.formats import MatchSettings, games
+from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
-from service.usecases import wallets
+from service.usecases import tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
 from service.usecases.rates import rate_for_display
@@ -54,6 +56,26 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     return _settle(session, row, now)
 
 
+def capture_amounts(
+    players: Sequence[str], escrow: Sequence[int], payouts: Sequence[int], continuous: bool
+) -> tuple[dict[str, int], dict[str, int]]:
+    """What a settlement's capture takes from each player's escrow and pays to it (pure).
+
+    A match's whole escrow is taken and each payout paid to available funds. A hand of a
+    per-hand Rummy table moves only the difference: each loser's loss out of its table
+    balance, each winner's gain into it (11.5.1)."""
+    taken: dict[str, int] = defaultdict(int)
+    paid: dict[str, int] = defaultdict(int)
+    for player_id, held, payout in zip(players, escrow, payouts, strict=True):
+        if continuous:
+            taken[player_id] += max(held - payout, 0)
+            paid[player_id] += max(payout - held, 0)
+        else:
+            taken[player_id] += held
+            paid[player_id] += payout
+    return dict(taken), dict(paid)
+
+
 def _existing(session: Session, match_id: str) -> Settlement | None:
     return session.scalars(select(Settlement).where(Settlement.match_id == match_id)).one_or_none()
 
@@ -65,13 +87,10 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     assert table is not None
     seats = row.seats
     escrow = [s["escrow"] for s in seats]
-    statement = games.statement(match, MatchSettings.from_dict(table.settings), escrow)
+    settings = MatchSettings.from_dict(table.settings)
+    statement = games.statement(match, settings, escrow)
     players = [s["player_id"] for s in seats]
-    taken: dict[str, int] = {}
-    paid: dict[str, int] = {}
-    for i, player_id in enumerate(players):
-        taken[player_id] = taken.get(player_id, 0) + escrow[i]
-        paid[player_id] = paid.get(player_id, 0) + statement.payouts[i]
+    taken, paid = capture_amounts(players, escrow, statement.payouts, settings.continuous)
     txn = wallets.capture(
         session,
         row.operator_id,
@@ -82,6 +101,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         statement.fee,
         f"settle:{row.id}",
         now,
+        table_ref=table.id if settings.continuous else None,
     )
     data = dict(statement.data)
     data["players"] = players
@@ -120,6 +140,9 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         )
     )
     session.flush()
+    if settings.continuous:  # the table balances move on, the next hand is dealt
+        assert isinstance(match, RummyMatch)
+        tables.after_hand(session, row, statement.net, match.forfeiters, now)
     return settlement
 
 

@@ -10,6 +10,7 @@ second seat fills, the match starts in that same transaction.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,12 +28,13 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, InvalidSettings, MatchSettings
+from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch, games
+from service.formats.payout_multi import needs_top_up
 from service.formats.settings import GAME_SEATS, GameKind
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.rules import RulesError, fair
-from service.rules.rummy import RummyRules
+from service.rules.rummy import RummyRules, next_dealer
 from service.usecases import play, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
@@ -99,9 +101,6 @@ def create_table(
     (``PRACTICE_CURRENCY``), real tables never do."""
     operator_id = require_operator(principal)
     exponent(currency)
-    if settings.continuous:
-        message = "rummy_per_hand (continuous) tables are not offered yet."
-        raise ValidationFailed(message, errors=[FieldError("format", message)])
     if practice != (currency == PRACTICE_CURRENCY):
         field = "currency"
         message = (
@@ -134,25 +133,28 @@ def create_table(
     )
     session.add(table)
     session.flush()
-    session.add(
-        MatchRow(
-            id=table.match_id,
-            table_id=table.id,
-            operator_id=operator_id,
-            status="waiting",
-            game=table.game,
-            version=0,
-            state=None,
-            format=table.format,
-            currency=currency,
-            private=private,
-            seats=None,
-            commitment=None,
-            updated_at=now,
-        )
-    )
+    session.add(_waiting_match(table, table.match_id, now))
     session.flush()
     return _view(session, table, True)
+
+
+def _waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
+    """The match row a table's next match starts in (a per-hand table's next hand)."""
+    return MatchRow(
+        id=match_id,
+        table_id=table.id,
+        operator_id=table.operator_id,
+        status="waiting",
+        game=table.game,
+        version=0,
+        state=None,
+        format=table.format,
+        currency=table.currency,
+        private=table.private,
+        seats=None,
+        commitment=None,
+        updated_at=now,
+    )
 
 
 def get_table(session: Session, principal: Principal, table_id: str) -> TableView:
@@ -254,7 +256,7 @@ def join_table(
         session,
         table.operator_id,
         player.id,
-        table.match_id,
+        _escrow_ref(table, settings),
         table.currency,
         escrow,
         # Each seat's hold has a ledger key of its own: repeats of the request are
@@ -275,7 +277,9 @@ def join_table(
     session.add(seat)
     table.seats_taken = len(seats) + 1
     session.flush()
-    if table.seats_taken == table.seat_count:
+    if settings.continuous:
+        _deal_next_hand(session, table, settings, now)
+    elif table.seats_taken == table.seat_count:
         table.status = "playing"
         match = session.get(MatchRow, table.match_id, with_for_update=True)
         assert match is not None
@@ -300,7 +304,10 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
     ).one_or_none()
     if seat is None:
         raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
-    if table.status != "open":
+    settings = MatchSettings.from_dict(table.settings)
+    if settings.continuous:
+        _between_hands(session, table, seat, "leave")
+    elif table.status != "open":
         raise TableNotOpen(f"Table {table_id} is {table.status}: the match has started.")
     _refund(session, table, seat, now)
     session.delete(seat)
@@ -310,20 +317,198 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
 
 
 def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
-    """Release a seat's escrow. The ledger key names the seat's own hold, so each seat is
-    refunded at most once however it ends (leaving, or the table being cancelled), and a
-    later seat of the same player at the same table is a different one."""
+    """Release a seat's escrow (a per-hand seat's whole table balance). The ledger key names
+    the seat's own first hold, so each seat is refunded at most once however it ends
+    (leaving, or the table being cancelled), and a later seat of the same player at the
+    same table is a different one. A per-hand seat that lost everything has nothing left."""
+    if seat.escrow == 0:
+        return
     key = f"release:{seat.hold_transaction_id}"
     wallets.release(
         session,
         table.operator_id,
         seat.player_id,
-        table.match_id,
+        _escrow_ref(table, MatchSettings.from_dict(table.settings)),
         table.currency,
         seat.escrow,
         key,
         now,
     )
+
+
+# --- per-hand Rummy tables (11.5.1) -----------------------------------------------------------
+
+
+def _escrow_ref(table: GameTable, settings: MatchSettings) -> str:
+    """What a seat's money is held for: the match, or on a per-hand table, where hands come
+    and go, the table itself (the player's table balance)."""
+    return table.id if settings.continuous else table.match_id
+
+
+def _hand_unsettled(hand: MatchRow) -> bool:
+    """Whether a per-hand table's latest hand is being played or waits for its settlement."""
+    return hand.status == "playing" or (
+        hand.status in ("finished", "void") and hand.settled_at is None
+    )
+
+
+def _between_hands(session: Session, table: GameTable, seat: Seat, what: str) -> None:
+    """A per-hand seat changes only between its hands: not while it is dealt into the hand
+    being played or waiting for its settlement.
+
+    :raises TableNotOpen: while it is.
+    """
+    hand = session.get(MatchRow, table.match_id)
+    assert hand is not None
+    if _hand_unsettled(hand) and any(s["player_id"] == seat.player_id for s in hand.seats or []):
+        raise TableNotOpen(
+            f"Player {seat.player_id} is dealt into hand {hand.id} at table {table.id}: "
+            f"{what} after it is settled."
+        )
+
+
+def _continuous_table(
+    session: Session, principal: Principal, table_id: str
+) -> tuple[GameTable, Seat, MatchSettings]:
+    """The caller's own seat at a per-hand table, under the table's lock.
+
+    :raises Forbidden: without a player token.
+    :raises NotFound: without a seat there.
+    :raises TableNotOpen: when the table is not a per-hand one.
+    """
+    if principal.player_id is None:
+        raise Forbidden("Changing a seat needs the player's own token.")
+    table = _table(session, principal, table_id, lock=True)
+    seat = session.scalars(
+        select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)
+    ).one_or_none()
+    if seat is None:
+        raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
+    settings = MatchSettings.from_dict(table.settings)
+    if not settings.continuous:
+        raise TableNotOpen(
+            f"Table {table_id} is {table.format}: only a rummy_per_hand table takes top-ups "
+            "and sits players out."
+        )
+    return table, seat, settings
+
+
+def top_up(
+    session: Session, principal: Principal, table_id: str, amount: int, now: datetime
+) -> TableView:
+    """Add ``amount`` from the player's wallet to its table balance, between its hands, up
+    to the table's maximum buy-in (11.5.1); the next hand is dealt if it can be.
+
+    :raises ValidationFailed: when the balance would pass the maximum buy-in.
+    :raises TableNotOpen: while the player's hand is unsettled, or at another table.
+    :raises InsufficientFunds: when the wallet holds less.
+    """
+    table, seat, settings = _continuous_table(session, principal, table_id)
+    _between_hands(session, table, seat, "top up")
+    if seat.escrow + amount > settings.max_buyin:
+        message = (
+            f"A top-up of {amount} would bring the table balance {seat.escrow} past the "
+            f"maximum buy-in {settings.max_buyin}."
+        )
+        raise ValidationFailed(message, errors=[FieldError("amount", message)])
+    wallets.hold(
+        session,
+        table.operator_id,
+        seat.player_id,
+        table.id,
+        table.currency,
+        amount,
+        f"top-up:{table.id}:{seat.player_id}:{secrets.token_hex(8)}",
+        now,
+    )
+    seat.escrow += amount
+    session.flush()
+    _deal_next_hand(session, table, settings, now)
+    return _view(session, table, False)
+
+
+def set_ready(
+    session: Session, principal: Principal, table_id: str, ready: bool, now: datetime
+) -> TableView:
+    """Sit in (``ready``) or out of the next hands of a per-hand table (11.5.1); a player
+    who forfeited a hand is sat out until it says it is ready again."""
+    table, seat, settings = _continuous_table(session, principal, table_id)
+    seat.ready = ready
+    session.flush()
+    _deal_next_hand(session, table, settings, now)
+    return _view(session, table, False)
+
+
+def after_hand(
+    session: Session, hand: MatchRow, net: Sequence[int], forfeiters: Sequence[int], now: datetime
+) -> None:
+    """A per-hand table's hand was just settled (in the settlement's transaction): each
+    seat dealt in keeps its new table balance, a forfeiter is sat out (11.6.3), and the next
+    hand is dealt if it can be."""
+    table = session.get(GameTable, hand.table_id, with_for_update=True)
+    assert table is not None and hand.seats is not None
+    seats = {s.player_id: s for s in play._seats(session, table.id)}
+    for i, copy in enumerate(hand.seats):
+        seat = seats[copy["player_id"]]  # a seat dealt in cannot leave before this
+        seat.escrow += net[i]
+        if i in forfeiters:
+            seat.ready = False
+    session.flush()
+    _deal_next_hand(session, table, MatchSettings.from_dict(table.settings), now)
+
+
+def _deal_next_hand(
+    session: Session, table: GameTable, settings: MatchSettings, now: datetime
+) -> bool:
+    """Deal a per-hand table's next hand when its last one is settled and at least two
+    seated players are ready with at least the minimum balance; the others sit it out
+    (11.5.1). Whether a hand was dealt (under the caller's table lock)."""
+    last = session.get(MatchRow, table.match_id)
+    assert last is not None
+    if _hand_unsettled(last):
+        return False
+    seats = play._seats(session, table.id)
+    short = set(
+        needs_top_up(
+            {s.seat_no: s.escrow for s in seats},
+            settings.stake_per_point,
+            settings.balance_floor,
+        )
+    )
+    dealt = [s for s in seats if s.ready and s.seat_no not in short]
+    if len(dealt) < 2:
+        return False
+    dealer = _next_dealer(last, [s.seat_no for s in dealt], table.seat_count)
+    if last.status == "waiting":
+        hand = session.get(MatchRow, last.id, with_for_update=True)
+        assert hand is not None
+    else:
+        hand = _waiting_match(table, new_id("mch"), now)
+        session.add(hand)
+        table.match_id = hand.id
+        session.flush()
+    play.start_match(session, table, hand, now, seats=dealt, first_dealer=dealer)
+    return True
+
+
+def _next_dealer(last: MatchRow, dealt: Sequence[int], seat_count: int) -> int | None:
+    """The next hand's dealer, as an index into ``dealt`` (table seats, ascending): drawn at
+    random (None) for a table's first hand, else passed on from the last hand by 5.1.4 (the
+    winner of a two-player hand, else the seat on the dealer's left) to the first seat
+    dealt in from there, clockwise."""
+    if last.state is None or not last.seats:
+        return None
+    match = games.from_state(last.state)
+    assert isinstance(match, RummyMatch) and match.records
+    record = match.records[-1]
+    table_seat = [s["table_seat"] for s in last.seats]
+    after = next_dealer(len(record.slot.seats), record.slot.dealer, record.winner)
+    start = table_seat[after]
+    if after == record.slot.dealer or len(record.slot.seats) == 2:
+        offset = 0  # the same seat (a void hand, or the winner of two) deals if it can
+    else:
+        start, offset = table_seat[record.slot.dealer], 1  # the seat on the dealer's left
+    return min(range(len(dealt)), key=lambda i: (dealt[i] - start - offset) % seat_count)
 
 
 def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
@@ -334,7 +519,12 @@ def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int
         lambda: list(
             session.scalars(
                 select(GameTable.id)
-                .where(GameTable.status == "open", GameTable.fill_deadline <= now)
+                .where(
+                    GameTable.status == "open",
+                    GameTable.fill_deadline <= now,
+                    # A per-hand table has no fill: its players leave when they like.
+                    GameTable.format != Format.RUMMY_PER_HAND.value,
+                )
                 .limit(limit)
             )
         ),

@@ -340,10 +340,14 @@ def capture(
     fee: int,
     idempotency_key: str,
     now: datetime,
+    *,
+    table_ref: str | None = None,
 ) -> LedgerTransaction:
     """Settle a match: take ``taken`` from each player's escrow, pay ``paid`` to players'
     available funds and ``fee`` to the house. ``sum(taken) == sum(paid) + fee``; zero amounts
-    are left out of the journal.
+    are left out of the journal. With ``table_ref`` (a hand of a per-hand Rummy table) the
+    escrow is the players' table balance held for ``table_ref``, and the payouts go back
+    into it; the transaction still names the hand's match, ``match_ref``.
 
     :raises NotFound: when a player is not the operator's.
     :raises InsufficientFunds: when a player's escrow holds less than is taken.
@@ -358,9 +362,18 @@ def capture(
     principal = Principal(operator_id)
     for player_id in sorted(set(taken) | set(paid)):
         authorize_player(session, principal, player_id)
-    journal = ledger.capture(operator_id, match_ref, currency, dict(taken), dict(paid), fee)
+    journal = ledger.capture(
+        operator_id,
+        table_ref or match_ref,
+        currency,
+        dict(taken),
+        dict(paid),
+        fee,
+        paid_into_escrow=table_ref is not None,
+    )
+    where = match_ref if table_ref is None else f"{match_ref}@{table_ref}"
     fingerprint = store.fingerprint(
-        "capture", match_ref, currency, sorted(taken.items()), sorted(paid.items()), fee
+        "capture", where, currency, sorted(taken.items()), sorted(paid.items()), fee
     )
     txn, _ = _move(
         session,

@@ -196,7 +196,10 @@ def test_tables_refuse_what_a_game_does_not_have(api: ApiClient) -> None:
             "seat_count",
         ),
         ({"game": "rummy", "format": "rummy_target", **BUYINS}, "seat_count"),
-        ({"game": "rummy", "seat_count": 4, "format": "rummy_per_hand", **BUYINS}, "format"),
+        (
+            {"game": "rummy", "seat_count": 4, "format": "rummy_deals", **BUYINS, "min_balance": 9},
+            "min_balance",
+        ),
         (
             {
                 "game": "rummy",

@@ -220,3 +220,51 @@ def test_bots_fill_and_play_every_game_to_a_settled_audited_end(
     assert sum(p["amount"] for p in settled["payouts"]) + settled["fee"]["amount"] == sum(escrow)
     assert operator.audit_settlement(match_id)["ok"]
     assert operator.audit_ledger()["ok"]
+
+
+def test_bots_play_hand_after_hand_at_a_per_hand_rummy_table(
+    operator: GinClient, inline_worker: None
+) -> None:
+    """At a continuous table each hand is a new match: the bots follow the table to it, the
+    worker settles each hand and deals the next, and the chips only move between the bots'
+    table balances and the house."""
+    from worker.bot_tasks import play_bot_turns
+    from worker.tasks import settle_match
+
+    table = practice_table(
+        operator,
+        game="rummy",
+        seat_count=3,
+        format="rummy_per_hand",
+        stake=0,
+        target=100,
+        stake_per_point=1,
+        min_buyin=40,
+        max_buyin=80,
+        min_balance=10,
+    )
+    for i in range(3):
+        seated = operator.seat_bot(table["id"], display_name=f"Robo {i}")
+    assert seated["table"]["status"] == "open"
+    settled: list[str] = []
+    match_id = operator.table(table["id"])["match_id"]
+    for _ in range(6000):
+        if len(settled) == 3:
+            break
+        status = operator.match(match_id)["status"]
+        if status == "playing":
+            assert play_bot_turns() >= 1
+            continue
+        settle_match(match_id)
+        settled.append(match_id)
+        following = operator.table(table["id"])["match_id"]
+        assert following != match_id, "the settlement dealt the next hand"
+        match_id = following
+    else:
+        raise AssertionError("the bots did not play three hands")
+    for hand in settled:
+        assert operator.audit_settlement(hand)["ok"]
+    balances = [s["escrow"]["amount"] for s in operator.table(table["id"])["seats"]]
+    fees = sum(operator.settlement(hand)["fee"]["amount"] for hand in settled)
+    assert sum(balances) + fees == 3 * 80
+    assert operator.audit_ledger()["ok"]

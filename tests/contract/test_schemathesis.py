@@ -260,12 +260,17 @@ def map_case(context: Any, case: Any) -> Any:
 @creating.hook
 def filter_case(context: Any, case: Any) -> bool:
     """Leave out the bodies that break a rule between values, which JSON Schema cannot state
-    and the contract states in words: a buy-in range and a fee range the right way round, a
+    and the contract states in words: a buy-in range and a fee range the right way round (and
+    a per-hand table's minimum balance within its buy-ins), a
     rate between two different currencies, and a webhook URL that is not private (judged by
     the service's own rule, ``service.webhook_targets``)."""
     body = case.body if isinstance(case.body, dict) else {}
     if body.get("max_buyin", 0) < body.get("min_buyin", 0):
         return False
+    if body.get("format") == "rummy_per_hand":
+        floor = body.get("min_balance") or body.get("stake_per_point", 0) * 10
+        if floor > body.get("max_buyin", 0):
+            return False
     fee = body.get("fee") if isinstance(body.get("fee"), dict) else {}
     if fee.get("maximum") is not None and fee["maximum"] < fee.get("minimum", 0):
         return False
