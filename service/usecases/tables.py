@@ -294,17 +294,29 @@ def _check_client_seed(seed: str) -> None:
         raise ValidationFailed(message, errors=[FieldError("client_seed", message)])
 
 
-def leave_table(session: Session, principal: Principal, table_id: str, now: datetime) -> TableView:
-    """Give up a seat before the match starts; the escrow goes back to available funds."""
+def _own_seat(
+    session: Session, principal: Principal, table_id: str
+) -> tuple[GameTable, Seat, MatchSettings]:
+    """The caller's own seat at ``table_id``, under the table's lock, with its settings.
+
+    :raises Forbidden: without a player token.
+    :raises NotFound: without a seat there.
+    """
     if principal.player_id is None:
-        raise Forbidden("Leaving a table needs the player's own token.")
+        raise Forbidden("Changing a seat needs the player's own token.")
     table = _table(session, principal, table_id, lock=True)
     seat = session.scalars(
         select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)
     ).one_or_none()
     if seat is None:
         raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
-    settings = MatchSettings.from_dict(table.settings)
+    return table, seat, MatchSettings.from_dict(table.settings)
+
+
+def leave_table(session: Session, principal: Principal, table_id: str, now: datetime) -> TableView:
+    """Give up a seat before the match starts (at a per-hand table, between the player's
+    hands); the escrow (the table balance) goes back to available funds."""
+    table, seat, settings = _own_seat(session, principal, table_id)
     if settings.continuous:
         _between_hands(session, table, seat, "leave")
     elif table.status != "open":
@@ -370,21 +382,11 @@ def _between_hands(session: Session, table: GameTable, seat: Seat, what: str) ->
 def _continuous_table(
     session: Session, principal: Principal, table_id: str
 ) -> tuple[GameTable, Seat, MatchSettings]:
-    """The caller's own seat at a per-hand table, under the table's lock.
+    """The caller's own seat at a per-hand table, under the table's lock (:func:`_own_seat`).
 
-    :raises Forbidden: without a player token.
-    :raises NotFound: without a seat there.
     :raises TableNotOpen: when the table is not a per-hand one.
     """
-    if principal.player_id is None:
-        raise Forbidden("Changing a seat needs the player's own token.")
-    table = _table(session, principal, table_id, lock=True)
-    seat = session.scalars(
-        select(Seat).where(Seat.table_id == table.id, Seat.player_id == principal.player_id)
-    ).one_or_none()
-    if seat is None:
-        raise NotFound(f"Player {principal.player_id} has no seat at table {table_id}.")
-    settings = MatchSettings.from_dict(table.settings)
+    table, seat, settings = _own_seat(session, principal, table_id)
     if not settings.continuous:
         raise TableNotOpen(
             f"Table {table_id} is {table.format}: only a rummy_per_hand table takes top-ups "

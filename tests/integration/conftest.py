@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from werkzeug.serving import make_server
 
 from service.clock import utcnow
 from service.usecases import players, wallets
 from service.usecases.auth import Principal
-from tests.conftest import in_unit, make_test_app, new_operator
+from tests.conftest import in_unit, make_test_app, new_operator, throwaway_postgres
 
 
 @dataclass
@@ -53,3 +57,20 @@ def funded(fresh_database_url: str) -> Iterator[Funded]:
 def shared_funded(app: Any, database_url: str) -> Funded:
     """Like ``funded``, on the run's shared database (a fresh operator keeps tests apart)."""
     return make_funded(app, database_url)
+
+
+@contextmanager
+def threaded_postgres_server(pool_size: int) -> Iterator[tuple[Any, int]]:
+    """The app on a throwaway PostgreSQL database of its own, served by a threaded server on
+    a real socket (each request its own thread, as parallel clients need): (app, port)."""
+    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+        app = make_test_app(url, DB_POOL_SIZE=pool_size)
+        httpd = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield app, httpd.server_port
+        finally:
+            httpd.shutdown()
+            thread.join()
+            app.extensions["gin"]["engine"].dispose()

@@ -29,7 +29,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from werkzeug.serving import make_server
 
 from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body
@@ -41,7 +40,8 @@ from service.ledger import store
 from service.usecases import play, settlement
 from service.usecases.play import epoch_ms, from_epoch_ms
 from tests.api.play_clients import join, open_table, player_client, wallet
-from tests.conftest import ApiClient, in_unit, make_test_app, new_operator, throwaway_postgres
+from tests.conftest import ApiClient, in_unit, new_operator
+from tests.integration.conftest import threaded_postgres_server
 from tests.integration.workers import send
 
 pytestmark = [
@@ -77,17 +77,8 @@ GAMES: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[Any, int]]:
-    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
-        app = make_test_app(url, DB_POOL_SIZE=30)
-        httpd = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield app, httpd.server_port
-        finally:
-            httpd.shutdown()
-            thread.join()
-            app.extensions["gin"]["engine"].dispose()
+    with threaded_postgres_server(30) as served:
+        yield served
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from werkzeug.serving import make_server
 
 from service.db.match_models import MatchAction, MatchRow
 from service.usecases import play
-from tests.conftest import make_test_app, new_operator, throwaway_postgres
+from tests.conftest import new_operator
+from tests.integration.conftest import threaded_postgres_server
 from tests.integration.workers import send
 
 pytestmark = [
@@ -31,17 +31,8 @@ ROUNDS = 12
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[Any, int]]:
-    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
-        app = make_test_app(url, DB_POOL_SIZE=20)
-        httpd = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield app, httpd.server_port
-        finally:
-            httpd.shutdown()
-            thread.join()
-            app.extensions["gin"]["engine"].dispose()
+    with threaded_postgres_server(20) as served:
+        yield served
 
 
 def _match(port: int, key: str, clock: dict[str, int] | None = None) -> tuple[str, list[str]]:
