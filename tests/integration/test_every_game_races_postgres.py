@@ -521,3 +521,96 @@ def test_two_workers_settling_one_match_at_once_settle_it_once(
         after = wallet(operator, player_id)
         assert after["held"]["amount"] == 0, player_id
         assert after["available"]["amount"] - DEPOSIT == statement["net"][seat], (seat, statement)
+
+
+def test_a_per_hand_table_settles_each_hand_once_while_seats_change(
+    server: tuple[Any, int], operator: ApiClient
+) -> None:
+    """A continuous Rummy table (11.5.1): two workers settle one hand at once while a player
+    dealt into it tries to leave and to top up and a player who sat down during it tops up
+    and leaves. One settlement, one capture, one next hand; the player in the hand is
+    refused until it is settled; every cent is in a wallet or the fee."""
+    app, port = server
+    settings = {
+        "game": "rummy",
+        "seat_count": 3,
+        "format": "rummy_per_hand",
+        "stake_per_point": 1,
+        "min_buyin": 100,
+        "max_buyin": 300,
+    }
+    table = open_table(operator, currency="EUR", **settings)
+    clients = [player_client(operator, deposit=DEPOSIT) for _ in range(3)]
+    players = [c.player_id for c in clients]  # type: ignore[attr-defined]
+    for client in clients[:2]:
+        assert join(client, table["id"], buyin=200).status_code == 201
+    match_id = operator.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
+    assert join(clients[2], table["id"], buyin=100).status_code == 201  # waits for hand 2
+    _finish(clients[:2], match_id, resign=False)
+
+    base = f"/v1/tables/{table['id']}/seats/me"
+
+    def over_socket(client: ApiClient, method: str, path: str, body: Any = None) -> int:
+        assert client.token is not None
+        status, _body, _replayed = send(
+            port, method, base + path, client.token, body, key=secrets.token_hex(8)
+        )
+        return status
+
+    sessions = [_session(app), _session(app)]
+    try:
+        answers = _at_once(
+            [
+                *(partial(_settle, s, match_id) for s in sessions),
+                partial(over_socket, clients[0], "DELETE", ""),
+                partial(over_socket, clients[0], "POST", "/top-ups", {"amount": 10}),
+                partial(over_socket, clients[2], "POST", "/top-ups", {"amount": 50}),
+            ]
+        )
+    finally:
+        for s in sessions:
+            s.close()
+    done = answers[:2]
+    assert all(isinstance(d, Settlement) for d in done), done
+    assert done[0].id == done[1].id
+    # Dealt into the hand: refused while it is unsettled, or let through after it.
+    assert answers[2] in (200, 409) and answers[3] in (200, 409), answers
+    assert answers[4] == 200, answers
+
+    session = _session(app)
+    try:
+        captures = session.scalars(
+            select(LedgerTransaction).where(
+                LedgerTransaction.kind == "capture", LedgerTransaction.match_ref == match_id
+            )
+        ).all()
+        hands = session.scalars(select(MatchRow).where(MatchRow.table_id == table["id"])).all()
+        problems = store.verify(session, operator.operator_id)  # type: ignore[attr-defined]
+    finally:
+        session.close()
+    assert [c.id for c in captures] == [done[0].ledger_transaction_id]
+    assert len(hands) == 2, "the settlement dealt exactly one next hand"
+    assert problems == []
+    # Everybody sits out, the hand being played is finished and settled, everybody leaves.
+    for client in clients:
+        assert client.put(f"{base}/ready", {"ready": False}).status_code == 200
+    latest = operator.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
+    assert latest in {h.id for h in hands} and latest != match_id
+    current = operator.get(f"/v1/matches/{latest}").get_json()
+    assert current["status"] == "playing"
+    dealt = {s["player_id"] for s in current["seats"]}
+    _finish([c for c in clients if c.token and c.player_id in dealt], current["id"], resign=False)  # type: ignore[attr-defined]
+    settle = _session(app)
+    try:
+        _settle(settle, current["id"])
+    finally:
+        settle.close()
+    assert operator.get(f"/v1/tables/{table['id']}").get_json()["match_id"] == current["id"]
+    seated = {s["player_id"] for s in operator.get(f"/v1/tables/{table['id']}").get_json()["seats"]}
+    for client in clients:
+        if client.player_id in seated:  # type: ignore[attr-defined]
+            assert over_socket(client, "DELETE", "") == 200
+    fees = sum(s["fee"]["amount"] for s in operator.get("/v1/settlements").get_json()["data"])
+    money = [wallet(operator, p) for p in players]
+    assert all(m["held"]["amount"] == 0 for m in money)
+    assert sum(m["available"]["amount"] for m in money) + fees == 3 * DEPOSIT
