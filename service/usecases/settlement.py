@@ -126,6 +126,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
             subject_id=row.id,
             data={
                 "match_id": row.id,
+                "table_id": row.table_id,
                 "settlement_id": settlement.id,
                 "payouts": data["payouts"],
                 "net": data["net"],

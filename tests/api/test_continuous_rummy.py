@@ -287,3 +287,37 @@ def test_top_ups_and_readiness_are_for_per_hand_tables_only(api: ApiClient) -> N
             f"/v1/tables/{table['id']}/seats/me/top-ups", body, key=secrets.token_hex(8)
         )
         assert bad.status_code == 422 and "amount" in str(bad.get_json()), bad.get_json()
+
+
+def test_the_clock_forfeits_a_hand_and_sits_the_player_out(api: ApiClient, app: Any) -> None:
+    from datetime import timedelta
+
+    from service.usecases import play
+
+    clock = {"turn_seconds": 5, "bank_seconds": 0, "on_timeout": "FORFEIT"}
+    table = open_table(api, currency="EUR", **TABLE, clock=clock)
+    clients = [player_client(api, deposit=1_000) for _ in range(3)]
+    for client in clients:
+        assert join(client, table["id"], buyin=200).status_code == 201
+    match_id = _table(api, table["id"])["match_id"]
+    view = clients[0].get(f"/v1/matches/{match_id}").get_json()
+    late = view["play"]["to_act"][0]
+    late_player = view["seats"][late]["player_id"]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        assert play.time_out(session, match_id, utcnow() + timedelta(seconds=3)) is False
+        assert play.time_out(session, match_id, utcnow() + timedelta(seconds=6)) is True
+    finally:
+        session.close()
+    over = clients[0].get(f"/v1/matches/{match_id}").get_json()
+    assert over["status"] == "finished" and over["result"]["forfeiters"] == [late], over["result"]
+    done = _settle(app, match_id)
+    assert done.statement["net"][late] < 0
+    seats = {s["player_id"]: s for s in _table(api, table["id"])["seats"]}
+    assert seats[late_player]["ready"] is False
+    assert seats[late_player]["escrow"]["amount"] == 200 + done.statement["net"][late]
+    following = _table(api, table["id"])["match_id"]
+    dealt = [s["player_id"] for s in api.get(f"/v1/matches/{following}").get_json()["seats"]]
+    assert following != match_id and late_player not in dealt and len(dealt) == 2
+    audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
+    assert audit["ok"] is True, audit["discrepancies"]
