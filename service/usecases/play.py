@@ -391,7 +391,7 @@ class MatchContext:
 
 
 def _context(session: Session, principal: Principal, match_id: str, *, lock: bool) -> MatchContext:
-    return _authorised(_load(session, match_id, lock=lock), principal, match_id)
+    return _authorised(session, _load(session, match_id, lock=lock), principal, match_id)
 
 
 def _read_context(session: Session, principal: Principal, match_id: str) -> MatchContext:
@@ -408,7 +408,7 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
         },
     )
     row = None if found is None else MatchRecord(**found._mapping)
-    ctx = _authorised(row, principal, match_id)
+    ctx = _authorised(session, row, principal, match_id)
     # Inside a unit of work the row may yet be rolled back: nothing read there is kept.
     ctx.states = None if session.in_transaction() else states
     kept = False
@@ -419,7 +419,9 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
     return ctx
 
 
-def _authorised(row: MatchRecord | None, principal: Principal, match_id: str) -> MatchContext:
+def _authorised(
+    session: Session, row: MatchRecord | None, principal: Principal, match_id: str
+) -> MatchContext:
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")
     seat = None
@@ -427,9 +429,18 @@ def _authorised(row: MatchRecord | None, principal: Principal, match_id: str) ->
         mine = [s["seat"] for s in row.seats or [] if s["player_id"] == principal.player_id]
         if mine:
             seat = mine[0]
-        elif row.private:
+        elif row.private and not _seated_at(session, row.table_id, principal.player_id):
             raise Forbidden("Only the seated players may watch a private table.")
     return MatchContext(row, seat)
+
+
+def _seated_at(session: Session, table_id: str, player_id: str) -> bool:
+    """Whether the player has a seat at the table (at a per-hand table, one sitting a hand
+    out watches it as a spectator does)."""
+    found = session.scalar(
+        select(Seat.seat_no).where(Seat.table_id == table_id, Seat.player_id == player_id)
+    )
+    return found is not None
 
 
 def current_version(session: Session, principal: Principal, match_id: str) -> int:

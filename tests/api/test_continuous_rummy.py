@@ -321,3 +321,21 @@ def test_the_clock_forfeits_a_hand_and_sits_the_player_out(api: ApiClient, app: 
     assert following != match_id and late_player not in dealt and len(dealt) == 2
     audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
     assert audit["ok"] is True, audit["discrepancies"]
+
+
+def test_at_a_private_table_a_player_sitting_a_hand_out_watches_it(api: ApiClient) -> None:
+    table = open_table(api, currency="EUR", **TABLE, private=True)
+    clients = [player_client(api, deposit=1_000) for _ in range(3)]
+    for client in clients:
+        response = join(client, table["id"], buyin=200, invite_code=table["invite_code"])
+        assert response.status_code == 201, response.get_json()
+    match_id = _table(api, table["id"])["match_id"]
+    watched = clients[2].get(f"/v1/matches/{match_id}")
+    assert watched.status_code == 200, watched.get_json()
+    body = watched.get_json()
+    assert body["you"] is None and "legal_actions" not in body["play"]
+    seated = clients[0].get(f"/v1/matches/{match_id}").get_json()
+    assert seated["play"]["hand"]["hand"]["hand"], "a player dealt in sees its own cards"
+    assert "hand" not in body["play"]["hand"]["hand"], "one sitting out sees nobody's cards"
+    stranger = player_client(api, deposit=0)
+    assert stranger.get(f"/v1/matches/{match_id}").status_code == 403
