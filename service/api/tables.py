@@ -188,7 +188,7 @@ def leave(table_id: str) -> dict[str, Any]:
 @blp.arguments(TopUpIn)
 @player_idempotent
 @blp.response(200, TableOut)
-@documents(blp, *SEAT_PROBLEMS, InsufficientFunds)
+@documents(blp, *SEAT_PROBLEMS, InsufficientFunds, SelfExcluded)
 def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     """`rummy_per_hand` tables: move money from your wallet to your table balance between
     your hands, up to the maximum buy-in; the next hand is dealt if it now can be."""

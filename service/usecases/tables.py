@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.match_models import GameTable, MatchRow, Seat
+from service.db.models import Player
 from service.errors import (
     AlreadySeated,
     FieldError,
@@ -241,10 +242,7 @@ def join_table(
         invite_code and table.invite_code and secrets.compare_digest(invite_code, table.invite_code)
     ):
         raise Forbidden("A private table needs its invite code.")
-    if player.self_excluded_until is not None and player.self_excluded_until > now:
-        raise SelfExcluded(
-            f"Player {player_id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
-        )
+    _not_self_excluded(player, now)
     settings = MatchSettings.from_dict(table.settings)
     try:
         escrow = settings.escrow_for(buyin)
@@ -286,6 +284,14 @@ def join_table(
         play.start_match(session, table, match, now)
     session.flush()
     return _view(session, table, False)
+
+
+def _not_self_excluded(player: Player, now: datetime) -> None:
+    """:raises SelfExcluded: while the player's self-exclusion runs (no new stake)."""
+    if player.self_excluded_until is not None and player.self_excluded_until > now:
+        raise SelfExcluded(
+            f"Player {player.id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
+        )
 
 
 def _check_client_seed(seed: str) -> None:
@@ -407,6 +413,7 @@ def top_up(
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     _between_hands(session, table, seat, "top up")
+    _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     if seat.escrow + amount > settings.max_buyin:
         message = (
             f"A top-up of {amount} would bring the table balance {seat.escrow} past the "
@@ -464,7 +471,8 @@ def _deal_next_hand(
 ) -> bool:
     """Deal a per-hand table's next hand when its last one is settled and at least two
     seated players are ready with at least the minimum balance; the others sit it out
-    (11.5.1). Whether a hand was dealt (under the caller's table lock)."""
+    (11.5.1), and so does a player who has excluded itself meanwhile. Whether a hand was
+    dealt (under the caller's table lock)."""
     last = session.get(MatchRow, table.match_id)
     assert last is not None
     if _hand_unsettled(last):
@@ -477,7 +485,14 @@ def _deal_next_hand(
             settings.balance_floor,
         )
     )
-    dealt = [s for s in seats if s.ready and s.seat_no not in short]
+    excluded = set(
+        session.scalars(
+            select(Player.id).where(
+                Player.id.in_([s.player_id for s in seats]), Player.self_excluded_until > now
+            )
+        )
+    )
+    dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:
         return False
     dealer = _next_dealer(last, [s.seat_no for s in dealt], table.seat_count)

@@ -339,3 +339,28 @@ def test_at_a_private_table_a_player_sitting_a_hand_out_watches_it(api: ApiClien
     assert "hand" not in body["play"]["hand"]["hand"], "one sitting out sees nobody's cards"
     stranger = player_client(api, deposit=0)
     assert stranger.get(f"/v1/matches/{match_id}").status_code == 403
+
+
+def test_a_self_excluded_player_is_dealt_no_more_hands_and_cannot_top_up(
+    api: ApiClient, app: Any
+) -> None:
+    table = open_table(api, currency="EUR", **TABLE)
+    clients = [player_client(api, deposit=1_000) for _ in range(3)]
+    ids = [c.player_id for c in clients]  # type: ignore[attr-defined]
+    for client in clients:
+        assert join(client, table["id"], buyin=200).status_code == 201
+    hand1 = _table(api, table["id"])["match_id"]
+    excluded = api.put(f"/v1/players/{ids[2]}/self-exclusion", {"until": "2099-01-01T00:00:00Z"})
+    assert excluded.status_code == 200, excluded.get_json()
+    topped = clients[2].post(
+        f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 10}, key=secrets.token_hex(8)
+    )
+    assert topped.status_code == 422 and topped.get_json()["code"] == "self_excluded"
+    _play_hand(app, {p: c for p, c in zip(ids, clients, strict=True)}, hand1, random.Random(3))
+    _settle(app, hand1)
+    hand2 = _table(api, table["id"])["match_id"]
+    dealt = [s["player_id"] for s in api.get(f"/v1/matches/{hand2}").get_json()["seats"]]
+    assert hand2 != hand1 and sorted(dealt) == sorted(ids[:2])
+    left = clients[2].delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8))
+    assert left.status_code == 200, "leaving is always allowed between its hands"
+    assert _held(api, ids[2]) == (1_000, 0)
