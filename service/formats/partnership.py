@@ -244,6 +244,10 @@ class PartnershipMatch(MultiMatch):
             "deals": [d.to_dict() for d in self.deals],
         }
 
+    def _copy_own(self, match: MultiMatch) -> None:
+        assert isinstance(match, PartnershipMatch)
+        match.deals = list(self.deals)
+
     def _restore(self, data: dict[str, Any]) -> None:
         self.first_dealing_team = int(data["first_dealing_team"])
         self.dealing_team = int(data["dealing_team"])

@@ -602,10 +602,20 @@ class RummyMatch:
     # --- serialisation -----------------------------------------------------------------
 
     def copy(self) -> RummyMatch:
-        """An independent copy (as a round trip through :meth:`to_dict` would give), keeping
-        the current hand's shuffler."""
-        shuffler = None if self.hand is None else self.hand.shuffler
-        return RummyMatch.from_dict(self.to_dict(), shuffler)
+        """An independent copy: changes to either leave the other as it was (as a round trip
+        through :meth:`to_dict` and :meth:`from_dict` keeping the current hand's shuffler
+        would, for a fraction of its cost). The lists the match changes in place are copied;
+        the rest never changes and is shared: the settings, the slot, the records, and the
+        hand (a :class:`RummyHand` is immutable: an action or a forfeit replaces it, and a
+        log entry is complete before it is appended), its shuffler included."""
+        match = RummyMatch.__new__(RummyMatch)
+        match.__dict__.update(self.__dict__)
+        match.records = list(self.records)
+        match.forfeited = list(self.forfeited)
+        match.forfeit_reasons = list(self.forfeit_reasons)
+        match.banks_ms = list(self.banks_ms)
+        match.timeouts = list(self.timeouts)
+        return match
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data holding the whole state, the hand's secrets included."""

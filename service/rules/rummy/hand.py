@@ -252,6 +252,12 @@ class RummyHand:
     outcome: RummyOutcome | None
     log: tuple[Mapping[str, Any], ...]
     shuffler: Shuffler = field(default=_system_shuffle, repr=False)
+    # The seat to act's legal actions once worked out (the hand never changes, so neither do
+    # they): a view lists them twice (the match's and the hand's part), a read and the
+    # action's answer may list them again. Not state: every new hand starts without them.
+    _legal: list[tuple[RummyAction, ...]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     # --- dealing -------------------------------------------------------------------
 
@@ -343,6 +349,14 @@ class RummyHand:
         every discard. Empty for a seat not to act and once the hand has ended."""
         if self.to_act is None or (seat is not None and seat != self.to_act):
             return []
+        known = self._legal
+        if not known:
+            known.append(tuple(self._work_out_legal_actions()))
+        return list(known[0])
+
+    def _work_out_legal_actions(self) -> list[RummyAction]:
+        """:meth:`legal_actions` of the seat to act (there is one)."""
+        assert self.to_act is not None
         if self.phase is Phase.DRAW:
             return [
                 RummyAction(kind) for kind in RummyActionKind if self._draw_refusal(kind) is None
