@@ -16,22 +16,33 @@ the same run.
    and actions per second, p50/p99 and CPU per request (/proc), each round's ratio
    Rummy actions / Gin actions and their median (target >= 0.8), Rummy's pooled action
    latency (target p99 < 60 ms) and its latency by kind of action.
-2. Settlement: a Celery worker (``--concurrency 2``, on a Redis queue of this run's own) is
-   started and settles the matches part 1 finished; then 6-player Rummy matches of one deal
-   (``rummy_deals``, target 1) and, as the baseline, two-player Gin First To Knock matches
-   (one hand, another after a dead hand), alternated, are played to their end over HTTP as
-   in part 1 by ``--settle-clients`` clients. Each client polls
-   ``GET /v1/matches/{id}/settlement`` (every ``--poll`` ms) from the answer of the action
-   that ended the match until the settlement is there. Prints that latency's p50/p99 for
-   both games and the ratios Rummy / Gin (target Rummy p99 < 1 s), the same from the rows'
-   clocks (the match's ``finished_at`` to the settlement's ``created_at``), and checks that
-   every statement's payouts and fee add up to its escrow.
+2. Settlement of continuous Rummy tables: a Celery worker (``--concurrency 2``, on a Redis
+   queue of this run's own) is started and settles the matches part 1 finished; then
+   ``--hand-tables`` ``rummy_per_hand`` tables (stake_per_point 1, six players seated with a
+   buy-in of ``--buyin``) are played hand after hand over HTTP, as in part 1, by one client
+   per table, which between two of its table's hands plays a two-player Gin First To Knock
+   match (one hand, another after a dead hand) to its end: the baseline, the two alternating
+   (which one goes first alternates too). Rummy is played as in part 1, Gin as the practice
+   bot plays First To Knock (service/bots/strategy.py, ``eager``), whose matches take a hand
+   or two: part 1's random Gin choices make mostly dead hands, hundreds of actions a match.
+   A table's first hand is dealt to the first two players to sit down (the others sat down
+   during it): it is played unmeasured, and from the second on every hand is dealt to all
+   six. When a hand ends the client polls, each on a connection of its own and every
+   ``--poll`` ms, ``GET /v1/matches/{hand}/settlement`` until the hand's settlement is there
+   and ``GET /v1/tables/{id}`` until the table's ``match_id`` names the next hand (the
+   worker deals it in the settlement's transaction); a Gin match's settlement is polled the
+   same way; both from the answer of the action that ended the hand or match. Prints that
+   settlement latency's p50/p99 for the ``--hands`` measured hands of every table and for as
+   many Gin matches, the ratios Rummy / Gin (target Rummy p99 < 1 s), the end-to-next-hand
+   latency, the rows' clocks (the hand's ``finished_at`` to the settlement's ``created_at``,
+   which is the next hand's ``started_at``), the load average, and checks that every
+   statement's payouts and fee add up to its escrow.
 
 Everything is set up through the use cases (not timed) in a throwaway PostgreSQL database,
 dropped at the end. Clients keep their connection open (keep-alive) unless ``--close``.
 
     .venv/bin/python bench/games.py [--tables 16] [--seconds 5] [--rounds 3]
-        [--settle-matches 10] [--settle-clients 10] [--poll 5] [--close]
+        [--hand-tables 8] [--hands 5] [--buyin 2000] [--poll 5] [--close]
 
 Needs PostgreSQL (BENCH_DATABASE_URL, else TEST_DATABASE_URL, else the local server) and
 Redis (BENCH_BROKER_URL, else TEST_BROKER_URL, else redis://127.0.0.1:6379/0).
@@ -75,6 +86,7 @@ from play import action_body, by_kind, choose  # noqa: E402
 from play import prepare as prepare_gin  # noqa: E402
 
 from service.bots.multi import decide_multi  # noqa: E402
+from service.bots.strategy import decide as decide_gin  # noqa: E402
 from tests.integration.workers import Broker  # noqa: E402
 
 View = dict[str, Any]
@@ -109,16 +121,21 @@ def _rummy_decide(view: View, _rng: random.Random) -> dict[str, Any]:
 
 
 GIN = Game("gin", _gin_to_act, lambda view, rng: choose(view["hand"]["legal_actions"], rng))
+#: Part 2's Gin: the practice bot's First To Knock play (knocks as soon as it may), whose
+#: match takes a hand or two; part 1's random choices make mostly dead hands, replayed.
+GIN_BOT = Game("gin", _gin_to_act, lambda view, _rng: decide_gin(view["hand"], eager=True))
 RUMMY = Game("rummy", _rummy_to_act, _rummy_decide)
 
 
 @dataclass
 class Table:
-    """A prepared match: its id, its players' tokens and, once read, the token of each seat."""
+    """A prepared match: its id, its players' tokens and, once read, the token of each seat
+    (of each seat dealt in, at a ``rummy_per_hand`` table: its hand's match)."""
 
     match_id: str
     tokens: list[str]
     seats: dict[int, str] = field(default_factory=dict)
+    table_id: str = ""
 
 
 @dataclass
@@ -136,7 +153,8 @@ async def seat(http: Http, table: Table) -> None:
     for token in table.tokens:
         if token not in table.seats.values():
             _, view = await http.request("GET", f"/v1/matches/{table.match_id}", token)
-            table.seats[view["you"]] = token
+            if view["you"] is not None:  # None: seated at the table, not dealt this hand
+                table.seats[view["you"]] = token
 
 
 async def play_out(
@@ -288,7 +306,8 @@ def quiet_setup() -> Iterator[None]:
 
 def prepare(url: str, count: int, players: int, settings: dict[str, Any]) -> list[Table]:
     """``count`` tables of ``settings`` (the fields of ``POST /v1/tables``), every one of its
-    ``players`` seats taken by a funded player (through the use cases: not timed)."""
+    ``players`` seats taken by a player funded with 1000 or the buy-in if more, who sits
+    down with ``max_buyin`` (through the use cases: not timed)."""
     from datetime import timedelta
 
     from service import create_app
@@ -305,6 +324,7 @@ def prepare(url: str, count: int, players: int, settings: dict[str, Any]) -> lis
     operator = Principal(run(session, lambda: create_operator(session, "Games", utcnow())[0].id))
     table_settings = tables.settings_from(settings)
     buyin = table_settings.max_buyin if table_settings.uses_buyins else None
+    deposit = max(1000, buyin or 0)
 
     def seated(n: int) -> Table:
         now = utcnow()
@@ -323,7 +343,7 @@ def prepare(url: str, count: int, players: int, settings: dict[str, Any]) -> lis
             for i in range(players)
         ]
         for player_id in ids:
-            wallets.deposit(session, operator, player_id, "EUR", 1000, f"in-{player_id}", now)
+            wallets.deposit(session, operator, player_id, "EUR", deposit, f"in-{player_id}", now)
             as_player = Principal(operator.operator_id, player_id)
             tables.join_table(
                 session,
@@ -336,7 +356,7 @@ def prepare(url: str, count: int, players: int, settings: dict[str, Any]) -> lis
             )
         expires = now + timedelta(hours=2)
         tokens = [mint_player_token(operator.operator_id, p, secret, expires) for p in ids]
-        return Table(opened.table.match_id, tokens)
+        return Table(opened.table.match_id, tokens, table_id=opened.table.id)
 
     try:
         with quiet_setup():
@@ -422,48 +442,169 @@ def actions_per_second(port: int, url: str, args: argparse.Namespace) -> None:
 # --- part 2: settlement latency ----------------------------------------------------------
 
 
+def per_hand_table(buyin: int) -> dict[str, Any]:
+    """A continuous six-seat Rummy table: each hand settled on its own, the next one dealt."""
+    return {
+        "game": "rummy",
+        "seat_count": 6,
+        "format": "rummy_per_hand",
+        "stake_per_point": 1,
+        "min_buyin": buyin,
+        "max_buyin": buyin,
+        "fee": {"bps": 500, "base": "WINNINGS"},
+        "clock": {"turn_seconds": 600, "bank_seconds": 600},
+    }
+
+
+class Reconnecting(Http):
+    """Part 2's client connection: a request on a kept-alive connection that the server
+    closed meanwhile (gunicorn closes one idle for ``keepalive`` seconds, and a worker's
+    connections when it is recycled after ``max_requests``) is sent again once on a new
+    connection, as an HTTP client library does. Nothing of it was read, so the server did
+    not answer it; an action sent twice would be refused as stale (``expected_version``)."""
+
+    reconnects = 0  # of every connection, this run
+
+    async def request(self, *args: Any, **kwargs: Any) -> tuple[int, Any]:
+        reused = self._writer is not None
+        try:
+            return await super().request(*args, **kwargs)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            if not reused or (isinstance(exc, asyncio.IncompleteReadError) and exc.partial):
+                raise
+            await self.close()
+            Reconnecting.reconnects += 1
+            return await super().request(*args, **kwargs)
+
+
 @dataclass
 class Settled:
     seen: list[float] = field(default_factory=list)  # from the ending action's answer
     match_ids: list[str] = field(default_factory=list)
+    dealt: list[float] = field(default_factory=list)  # rummy_per_hand: to the next hand
+    next_hands: list[tuple[str, str]] = field(default_factory=list)  # (hand, next hand)
     problems: list[str] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)  # the actions that played the matches
+
+
+async def poll(
+    http: Http,
+    path: str,
+    token: str,
+    ready: Callable[[int, Any], bool],
+    end: float,
+    args: argparse.Namespace,
+) -> tuple[float | None, int, Any]:
+    """``GET path`` every ``--poll`` ms until ``ready(status, body)``: ``(seconds from
+    end (perf_counter) to that answer, status, body)``, the seconds ``None`` when
+    ``--settle-timeout`` came first."""
+    while True:
+        status, body = await http.request("GET", path, token)
+        if ready(status, body):
+            return time.perf_counter() - end, status, body
+        if time.perf_counter() - end > args.settle_timeout:
+            return None, status, body
+        await asyncio.sleep(args.poll / 1000)
+
+
+async def read_settlement(
+    http: Http, match_id: str, token: str, end: float, out: Settled, args: argparse.Namespace
+) -> None:
+    """Wait for ``match_id``'s settlement over HTTP (from ``end``) and check it adds up."""
+    path = f"/v1/matches/{match_id}/settlement"
+    seconds, status, body = await poll(http, path, token, lambda st, _: st != 404, end, args)
+    if seconds is None or status != 200:
+        out.problems.append(f"{match_id}: settlement answered {status}")
+        return
+    out.seen.append(seconds)
+    out.match_ids.append(match_id)
+    paid = sum(p["amount"] for p in body["payouts"]) + body["fee"]["amount"]
+    if paid != sum(e["amount"] for e in body["escrow"]):
+        out.problems.append(f"{match_id}: payouts and fee {paid} != escrow")
+
+
+async def play_hand(
+    http: Http, side: Http, hand: Table, out: Settled, rng: random.Random, args: argparse.Namespace
+) -> str | None:
+    """Play ``hand`` (a hand of a ``rummy_per_hand`` table) to its end, then wait both for
+    its settlement (on ``http``) and for the table to name the next hand (on ``side``);
+    the next hand's match id (``None``: there is none, a problem in ``out``)."""
+    ended = await play_out(http, RUMMY, hand, time.perf_counter() + 120, out.tally, rng)
+    if ended is None:
+        out.problems.append(f"{hand.match_id}: did not end in 120 s")
+        return None
+    end, _ = ended
+    token = hand.seats[min(hand.seats)]  # a player dealt in: it may read the settlement
+
+    def moved_on(status: int, body: Any) -> bool:
+        return status == 200 and body["match_id"] != hand.match_id
+
+    table_path = f"/v1/tables/{hand.table_id}"
+    _, (dealt, status, body) = await asyncio.gather(
+        read_settlement(http, hand.match_id, token, end, out, args),
+        poll(side, table_path, token, moved_on, end, args),
+    )
+    await side.close()  # idle until the next hand ends: the server would close it meanwhile
+    if dealt is None:
+        out.problems.append(f"{hand.match_id}: no next hand at its table (answered {status})")
+        return None
+    out.dealt.append(dealt)
+    out.next_hands.append((hand.match_id, body["match_id"]))
+    return str(body["match_id"])
 
 
 async def settle_all(
-    port: int, work: list[tuple[Game, Table]], clients: int, args: argparse.Namespace
+    port: int, tables: list[Table], gins: list[Table], args: argparse.Namespace
 ) -> dict[str, Settled]:
-    """Play every match of ``work`` to its end and wait for its settlement over HTTP."""
-    found = {GIN.name: Settled(), RUMMY.name: Settled()}
+    """A client per table: its first hand (unmeasured), then ``--hands`` hands alternating
+    with as many Gin matches from ``gins``, every one played to its end and its
+    settlement (and, at the table, the next hand) waited for over HTTP."""
+    found = {"warm-up": Settled(), GIN.name: Settled(), RUMMY.name: Settled()}
     rng = random.Random(2)
 
-    async def client() -> None:
-        http = Http(port, not args.close)
-        while work:
-            game, table = work.pop(0)
-            out = found[game.name]
-            ended = await play_out(http, game, table, time.perf_counter() + 120, Tally(), rng)
-            if ended is None:
-                out.problems.append(f"{table.match_id}: did not end in 120 s")
-                continue
-            end, _ = ended
-            path = f"/v1/matches/{table.match_id}/settlement"
-            while (answer := await http.request("GET", path, table.tokens[0]))[0] == 404:
-                if time.perf_counter() - end > args.settle_timeout:
-                    break
-                await asyncio.sleep(args.poll / 1000)
-            status, body = answer
-            if status != 200:
-                out.problems.append(f"{table.match_id}: settlement answered {status}")
-                continue
-            out.seen.append(time.perf_counter() - end)
-            out.match_ids.append(table.match_id)
-            paid = sum(p["amount"] for p in body["payouts"]) + body["fee"]["amount"]
-            if paid != sum(e["amount"] for e in body["escrow"]):
-                out.problems.append(f"{table.match_id}: payouts and fee {paid} != escrow")
-        await http.close()
+    async def client(i: int, table: Table) -> None:
+        http, side = Reconnecting(port, not args.close), Reconnecting(port, not args.close)
 
-    await asyncio.gather(*(client() for _ in range(clients)))
+        def hand(match_id: str) -> Table:
+            return Table(match_id, table.tokens, table_id=table.table_id)
+
+        hand_id = await play_hand(http, side, hand(table.match_id), found["warm-up"], rng, args)
+        for k in range(args.hands):
+            for game in (GIN, RUMMY) if (i + k) % 2 == 0 else (RUMMY, GIN):
+                if hand_id is None:
+                    break
+                if game is RUMMY:
+                    hand_id = await play_hand(http, side, hand(hand_id), found["rummy"], rng, args)
+                    continue
+                match, out = gins.pop(), found["gin"]
+                ended = await play_out(
+                    http, GIN_BOT, match, time.perf_counter() + 120, out.tally, rng
+                )
+                if ended is None:
+                    out.problems.append(f"{match.match_id}: did not end in 120 s")
+                else:
+                    await read_settlement(
+                        http, match.match_id, match.tokens[0], ended[0], out, args
+                    )
+        await http.close()
+        await side.close()
+
+    await asyncio.gather(*(client(i, table) for i, table in enumerate(tables)))
     return found
+
+
+def _ms(values: list[float]) -> str:
+    """p50, p99 and mean of ``values`` (seconds) in ms."""
+    if not values:
+        return "none"
+    return (
+        f"p50 {percentile(values, 50):6.1f} ms   p99 {percentile(values, 99):6.1f} ms   "
+        f"mean {statistics.mean(values) * 1000:6.1f} ms"
+    )
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def settlement_latency(port: int, url: str, broker: Broker, args: argparse.Namespace) -> None:
@@ -475,12 +616,9 @@ def settlement_latency(port: int, url: str, broker: Broker, args: argparse.Names
     from tests.integration.workers import wait_until, worker
 
     start = time.perf_counter()
-    gin = prepare(url, args.settle_matches, 2, FIRST_TO_KNOCK)
-    rummy = prepare(url, args.settle_matches, 6, rummy_table(6, 1))
+    gins = prepare(url, args.hand_tables * args.hands, 2, FIRST_TO_KNOCK)
+    tables = prepare(url, args.hand_tables, 6, per_hand_table(args.buyin))
     setting_up = time.perf_counter() - start
-    work: list[tuple[Game, Table]] = []
-    for pair in zip(gin, rummy, strict=True):  # alternated: the machine's drift hits both
-        work += [(GIN, pair[0]), (RUMMY, pair[1])]
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ["SECRET_KEY"]})
     Session = app.extensions["gin"]["sessionmaker"]
 
@@ -495,45 +633,72 @@ def settlement_latency(port: int, url: str, broker: Broker, args: argparse.Names
             print(
                 f"part 2: the worker settled part 1's finished matches "
                 f"{time.perf_counter() - start:.1f} s after it was started; now "
-                f"{len(work)} matches, {args.settle_clients} clients, polling every "
-                f"{args.poll:.0f} ms"
+                f"{args.hand_tables} rummy_per_hand tables of 6 players (buy-in {args.buyin}, "
+                f"1 per point), each a client playing its first hand unmeasured, then "
+                f"{args.hands} hands alternating with as many Gin FTK matches; polling every "
+                f"{args.poll:.0f} ms; {_load()}"
             )
             start = time.perf_counter()
-            found = asyncio.run(settle_all(port, work, args.settle_clients, args))
+            found = asyncio.run(settle_all(port, tables, gins, args))
             playing = time.perf_counter() - start
+        ids = {m for got in found.values() for m in got.match_ids}
+        ids |= {m for got in found.values() for pair in got.next_hands for m in pair}
         with Session() as session:  # the API's timestamps are whole seconds: the rows
-            server = {
-                match_id: (created - ended).total_seconds()
-                for match_id, ended, created in session.execute(
-                    select(MatchRow.id, MatchRow.finished_at, Settlement.created_at).join(
-                        Settlement, Settlement.match_id == MatchRow.id
-                    )
-                )
+            rows = {
+                row.id: row for row in session.scalars(select(MatchRow).where(MatchRow.id.in_(ids)))
             }
+            created = dict(
+                session.execute(
+                    select(Settlement.match_id, Settlement.created_at).where(
+                        Settlement.match_id.in_(ids)
+                    )
+                ).all()
+            )
     finally:
         app.extensions["gin"]["engine"].dispose()
-    for name, label in (("gin", "gin FTK"), ("rummy", "rummy 6p")):
+
+    def server(match_ids: list[str]) -> list[float]:
+        return [(created[m] - rows[m].finished_at).total_seconds() for m in match_ids]
+
+    for name, label in (("gin", "gin FTK"), ("rummy", "rummy 6p"), ("warm-up", "warm-up")):
         got = found[name]
-        rows = [server[m] for m in got.match_ids]
         print(
-            f"{label:<9} end -> settlement read p50 {percentile(got.seen, 50):6.1f} ms   "
-            f"p99 {percentile(got.seen, 99):6.1f} ms   mean "
-            f"{statistics.mean(got.seen) * 1000:6.1f} ms   n={len(got.seen)}   "
+            f"{label:<9} end -> settlement read {_ms(got.seen)}   n={len(got.seen)}   "
             f"problems={len(got.problems)}"
         )
+        if name == "warm-up":
+            print(f"{'':9} (each table's first hand, dealt to 2 players: not counted)")
+            continue
+        rows_ = server(got.match_ids)
+        print(f"{'':9} rows: finished_at -> settlement created_at {_ms(rows_)}")
         print(
-            f"{'':9} rows: finished_at -> settlement created_at p50 "
-            f"{percentile(rows, 50):6.1f} ms   p99 {percentile(rows, 99):6.1f} ms"
+            f"{'':9} read minus rows, by match (the settling transaction, the end's commit, "
+            f"the polling) {_ms([a - b for a, b in zip(got.seen, rows_, strict=True)])}"
+        )
+        if name == "rummy":
+            players = sorted({len(rows[m].seats or []) for m in got.match_ids})
+            alike = sum(rows[after].started_at == created[hand] for hand, after in got.next_hands)
+            print(f"{'':9} end -> next hand read   {_ms(got.dealt)}   n={len(got.dealt)}")
+            print(
+                f"{'':9} rows: the next hand's started_at is the settlement's created_at in "
+                f"{alike} of {len(got.next_hands)}; players dealt in per measured hand: {players}"
+            )
+        acts = got.tally.acts
+        print(
+            f"{'':9} played with {len(acts)} actions ({len(acts) / max(1, len(got.seen)):.0f} "
+            f"per {'hand' if name == 'rummy' else 'match'}), action {_ms(acts)}, "
+            f"failures={got.tally.failures}"
         )
         for problem in got.problems[:5]:
             print(f"{'':9} {problem}")
-    rummy_, gin_ = found["rummy"].seen, found["gin"].seen
+    rummy_, gin_ = found["rummy"].seen or [math.nan], found["gin"].seen or [math.nan]
     print(
         f"ratio rummy/gin settlement latency: p50 "
         f"{percentile(rummy_, 50) / percentile(gin_, 50):.2f}, p99 "
         f"{percentile(rummy_, 99) / percentile(gin_, 99):.2f}; Rummy p99 "
-        f"{percentile(rummy_, 99):.0f} ms (target p99 < 1000 ms); set up in "
-        f"{setting_up:.0f} s (not timed), played in {playing:.0f} s"
+        f"{percentile(rummy_, 99):.0f} ms over {len(found['rummy'].seen)} hands (target p99 < "
+        f"1000 ms); set up in {setting_up:.0f} s (not timed), played in {playing:.0f} s "
+        f"({Reconnecting.reconnects} requests sent again on a new connection); {_load()}"
     )
 
 
@@ -544,9 +709,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="Gin and Rummy phases, alternated")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds per game, unmeasured")
     parser.add_argument("--deals", type=int, default=2, help="deals of a part 1 Rummy match")
-    parser.add_argument("--settle-matches", type=int, default=10, help="part 2, of each game")
-    parser.add_argument("--settle-clients", type=int, default=10)
-    parser.add_argument("--settle-timeout", type=float, default=30.0, help="seconds")
+    parser.add_argument(
+        "--hand-tables", type=int, default=8, help="part 2: rummy_per_hand tables, a client each"
+    )
+    parser.add_argument(
+        "--hands", type=int, default=5, help="part 2: measured hands per table (and Gin matches)"
+    )
+    parser.add_argument("--buyin", type=int, default=2000, help="part 2: each player's buy-in")
+    parser.add_argument(
+        "--settle-timeout", type=float, default=30.0, help="seconds, for a settlement or a deal"
+    )
     parser.add_argument("--poll", type=float, default=5.0, help="ms between settlement reads")
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument(
