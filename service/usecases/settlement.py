@@ -143,7 +143,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     session.flush()
     if settings.continuous:  # the table balances move on, the next hand is dealt
         assert isinstance(match, RummyMatch)
-        tables.after_hand(session, row, statement.net, match.forfeiters, now)
+        tables.after_hand(session, row, match, statement.net, now)
     return settlement
 
 

@@ -449,35 +449,49 @@ def set_ready(
 
 
 def after_hand(
-    session: Session, hand: MatchRow, net: Sequence[int], forfeiters: Sequence[int], now: datetime
+    session: Session, hand: MatchRow, match: RummyMatch, net: Sequence[int], now: datetime
 ) -> None:
-    """A per-hand table's hand was just settled (in the settlement's transaction): each
-    seat dealt in keeps its new table balance, a forfeiter is sat out (11.6.3), and the next
-    hand is dealt if it can be."""
+    """A per-hand table's hand (``match``, decoded) was just settled with ``net`` by seat (in
+    the settlement's transaction): each seat dealt in keeps its new table balance, a
+    forfeiter is sat out (11.6.3), and the next hand is dealt if it can be."""
     table = session.get(GameTable, hand.table_id, with_for_update=True)
     assert table is not None and hand.seats is not None
-    seats = {s.player_id: s for s in play._seats(session, table.id)}
+    seats = play._seats(session, table.id)
+    by_player = {s.player_id: s for s in seats}
     for i, copy in enumerate(hand.seats):
-        seat = seats[copy["player_id"]]  # a seat dealt in cannot leave before this
+        seat = by_player[copy["player_id"]]  # a seat dealt in cannot leave before this
         seat.escrow += net[i]
-        if i in forfeiters:
+        if i in match.forfeiters:
             seat.ready = False
     session.flush()
-    _deal_next_hand(session, table, MatchSettings.from_dict(table.settings), now)
+    settings = MatchSettings.from_dict(table.settings)
+    _deal_next_hand(session, table, settings, now, seats=seats, last=(hand, match))
 
 
 def _deal_next_hand(
-    session: Session, table: GameTable, settings: MatchSettings, now: datetime
+    session: Session,
+    table: GameTable,
+    settings: MatchSettings,
+    now: datetime,
+    *,
+    seats: list[Seat] | None = None,
+    last: tuple[MatchRow, RummyMatch] | None = None,
 ) -> bool:
     """Deal a per-hand table's next hand when its last one is settled and at least two
     seated players are ready with at least the minimum balance; the others sit it out
     (11.5.1), and so does a player who has excluded itself meanwhile. Whether a hand was
-    dealt (under the caller's table lock)."""
-    last = session.get(MatchRow, table.match_id)
-    assert last is not None
-    if _hand_unsettled(last):
+    dealt (under the caller's table lock). ``seats`` and ``last`` (the last hand's row and
+    its match) are passed by a caller that has them already."""
+    if last is None:
+        row = session.get(MatchRow, table.match_id)
+        assert row is not None
+        decoded = None if row.state is None else games.from_state(row.state)
+        assert decoded is None or isinstance(decoded, RummyMatch)
+    else:
+        row, decoded = last
+    if _hand_unsettled(row):
         return False
-    seats = play._seats(session, table.id)
+    seats = play._seats(session, table.id) if seats is None else seats
     short = set(
         needs_top_up(
             {s.seat_no: s.escrow for s in seats},
@@ -495,9 +509,9 @@ def _deal_next_hand(
     dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:
         return False
-    dealer = _next_dealer(last, [s.seat_no for s in dealt], table.seat_count)
-    if last.status == "waiting":
-        hand = session.get(MatchRow, last.id, with_for_update=True)
+    dealer = _next_dealer(row, decoded, [s.seat_no for s in dealt], table.seat_count)
+    if row.status == "waiting":
+        hand = session.get(MatchRow, row.id, with_for_update=True)
         assert hand is not None
     else:
         hand = _waiting_match(table, new_id("mch"), now)
@@ -508,15 +522,16 @@ def _deal_next_hand(
     return True
 
 
-def _next_dealer(last: MatchRow, dealt: Sequence[int], seat_count: int) -> int | None:
+def _next_dealer(
+    last: MatchRow, match: RummyMatch | None, dealt: Sequence[int], seat_count: int
+) -> int | None:
     """The next hand's dealer, as an index into ``dealt`` (table seats, ascending): drawn at
     random (None) for a table's first hand, else passed on from the last hand by 5.1.4 (the
     winner of a two-player hand, else the seat on the dealer's left) to the first seat
     dealt in from there, clockwise."""
-    if last.state is None or not last.seats:
+    if match is None or not last.seats:
         return None
-    match = games.from_state(last.state)
-    assert isinstance(match, RummyMatch) and match.records
+    assert match.records
     record = match.records[-1]
     table_seat = [s["table_seat"] for s in last.seats]
     after = next_dealer(len(record.slot.seats), record.slot.dealer, record.winner)

@@ -360,7 +360,10 @@ def capture(
             f"Capture takes {sum(taken.values())} but pays {sum(paid.values())} + fee {fee}."
         )
     principal = Principal(operator_id)
-    for player_id in sorted(set(taken) | set(paid)):
+    ids = sorted(set(taken) | set(paid))
+    # One round trip for every player's row; the checks below find them in the session.
+    session.scalars(select(Player).where(Player.id.in_(ids))).all()
+    for player_id in ids:
         authorize_player(session, principal, player_id)
     journal = ledger.capture(
         operator_id,
