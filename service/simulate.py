@@ -7,17 +7,23 @@ worker with beat as child processes (``DATABASE_URL``, ``CELERY_BROKER_URL``,
 ``CELERY_QUEUE`` and ``CELERY_KEY_PREFIX`` from the environment are passed through, so the
 same run works on PostgreSQL and Redis).
 
-Each match is played by two bot clients in a thread of its own (``--parallel`` at once), each
-deciding with :mod:`service.bots` from its own view, through :class:`service.client.GinClient`
-only. The report: matches and hands per second, settlement latency (the match's end seen by
-a client until its settlement is readable, p50/p99), house fees, every bot's net result, and
-the ledger invariants checked through the API: every settlement zero-sum, the bots' money
-plus the fees equal to what was deposited, no negative balance, no escrow left, and the
-operator's ledger audit (balanced transactions, balances equal to their entries, hash chains
-intact, settled matches' escrow empty). Exit status 1 on any violation or failed match; 2,
-with one line on stderr, for a bad input (an unreachable ``--url``, a refused ``--api-key``, a
-bad option). Each phase (the service, the matches, the books) is announced by one line on
-stderr, with or without the progress bar.
+Each match is played by its bot clients (one per seat) in a thread of its own (``--parallel``
+at once), each deciding with :mod:`service.bots` from its own view, through
+:class:`service.client.GinClient` only. A continuous table (``rummy_per_hand``) counts as one
+"match": the bots sit down one by one (the second deals the first hand, the others are dealt
+in from the next), play ``--hands`` hands following the table's ``match_id``, each settled by
+the worker on its own, a bot tops up between its hands, every bot sits out during the last
+hand and leaves once it is settled. The report: matches and hands per second, settlement
+latency (a match's or per-hand hand's end seen by a client until its settlement is readable,
+p50/p99), house fees, every bot's net result, and the ledger invariants checked through the
+API: every settlement zero-sum, each bot's wallet equal to its deposit plus its nets, the
+bots' money plus the fees equal to what was deposited, no negative balance, no escrow (or
+table balance) left, the operator's ledger audit (balanced transactions, balances equal to
+their entries, hash chains intact, settled matches' escrow empty) and a sample of the
+settlements, spread over every game and format, replayed by the settlement audit. Exit
+status 1 on any violation or failed match; 2, with one line on stderr, for a bad input (an
+unreachable ``--url``, a refused ``--api-key``, a bad option). Each phase (the service, the
+matches, the books) is announced by one line on stderr, with or without the progress bar.
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +52,7 @@ from service.bots import Bot
 from service.bots.multi import action_text, decide_multi
 from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
-from service.client.types import MatchView
+from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
 
 FORMATS = ("first_to_knock", "match_play", "money_play", "classic")
@@ -54,9 +61,11 @@ GAMES: dict[str, tuple[str, ...]] = {
     "gin": FORMATS,
     "gin_three": ("match_play", "classic"),
     "gin_partnership": ("match_play", "classic"),
-    "rummy": ("rummy_target", "rummy_deals"),
+    "rummy": ("rummy_target", "rummy_deals", "rummy_per_hand"),
 }
 FIXED_STAKE = ("first_to_knock", "match_play")
+#: The formats whose tables deal hand after hand, each hand a match settled on its own.
+CONTINUOUS = ("rummy_per_hand",)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -69,16 +78,21 @@ class MatchResult:
     deposited: list[int] = field(default_factory=list)
     hands: int = 0
     actions: int = 0
-    latency: float = 0.0  # seconds from the end seen to the settlement readable
-    fee: int = 0
-    net: list[int] = field(default_factory=list)
+    fee: int = 0  # every settlement's
+    net: list[int] = field(default_factory=list)  # each player's, over every settlement
     problems: list[str] = field(default_factory=list)
     error: str | None = None
     game: str = "gin"
+    #: Each settlement's seconds from the end seen to the settlement readable.
+    latencies: list[float] = field(default_factory=list)
+    #: The matches settled: the match, or each hand of a per-hand table.
+    settled: list[str] = field(default_factory=list)
+    top_ups: int = 0
 
 
 def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """The table to open and what each bot escrows."""
+    """The table to open and what each bot escrows (a per-hand table: its buy-in, half the
+    table's maximum, the rest being left for top-ups)."""
     body: dict[str, Any] = {
         "game": game,
         "format": fmt,
@@ -96,6 +110,8 @@ def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str
         per_point = max(1, args.stake // 100)
         buyin = per_point * 300
         body.update(stake_per_point=per_point, min_buyin=buyin, max_buyin=buyin)
+        if fmt in CONTINUOUS:
+            body.update(max_buyin=2 * buyin, min_balance=10 * per_point)
         escrow = buyin
     else:
         body["stake"] = args.stake
@@ -104,7 +120,7 @@ def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str
         body["target"] = 50
     elif fmt == "rummy_deals":
         body["target"] = args.target or 3  # the number of deals
-    elif fmt != "first_to_knock" and args.target:
+    elif fmt not in ("first_to_knock", *CONTINUOUS) and args.target:
         body["target"] = args.target
         if game in ("gin_three", "gin_partnership"):  # they play to the game's own target
             body["ruleset"] = {"target": args.target, "partnership_target": args.target}
@@ -127,20 +143,46 @@ def play_one(
 def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace) -> None:
     body, escrow = _table_body(result.game, result.format, args)
     table = operator.create_table(**body)
+    if result.format in CONTINUOUS:
+        _play_table(operator, result, table["id"], body, args)
+        return
     result.match_id = table["match_id"]
     buyin = None if result.format in FIXED_STAKE else escrow
-    clients = []
-    run = secrets.token_hex(3)
-    for seat in range(table["seat_count"]):
-        player = operator.create_player(
-            f"sim-{run}-{result.index}-{seat}", f"Bot {result.index}.{seat}"
-        )
-        operator.deposit(player["id"], escrow, args.currency)
-        result.players.append(player["id"])
-        result.deposited.append(escrow)
-        client = operator.as_(operator.player_token(player["id"], ttl_seconds=3600)["token"])
-        client.join(table["id"], buyin=buyin)
-        clients.append(client)
+    clients = [
+        _seat_bot(operator, result, table["id"], escrow, buyin, args)
+        for _ in range(table["seat_count"])
+    ]
+    _play_match(clients, result, args)
+    settled = _settlement(operator, result, args)
+    result.net = [n["amount"] for n in settled["net"]]
+    if sorted(settled["players"]) != sorted(result.players):
+        result.problems.append(f"{result.match_id}: settled players {settled['players']}")
+    result.players = list(settled["players"])  # seat order, as the nets are
+
+
+def _seat_bot(
+    operator: GinClient,
+    result: MatchResult,
+    table_id: str,
+    deposit: int,
+    buyin: int | None,
+    args: argparse.Namespace,
+) -> GinClient:
+    """A new bot player with ``deposit`` in its wallet, seated at ``table_id``: its client."""
+    seat = len(result.players)
+    player = operator.create_player(
+        f"sim-{secrets.token_hex(4)}-{result.index}-{seat}", f"Bot {result.index}.{seat}"
+    )
+    operator.deposit(player["id"], deposit, args.currency)
+    result.players.append(player["id"])
+    result.deposited.append(deposit)
+    client = operator.as_(operator.player_token(player["id"], ttl_seconds=3600)["token"])
+    client.join(table_id, buyin=buyin)
+    return client
+
+
+def _play_match(clients: list[GinClient], result: MatchResult, args: argparse.Namespace) -> None:
+    """Play ``result.match_id`` to its end with the clients of the players dealt in."""
     eager = result.format == "first_to_knock"
     bot = Bot(eager=eager)
     views: list[MatchView] = [c.match(result.match_id) for c in clients]
@@ -165,9 +207,15 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
         result.actions += 1
     else:
         raise AssertionError(f"match {result.match_id} did not end in {args.max_actions} actions")
-    ended = time.monotonic()
     scores = view["scores"] or {}
-    result.hands = int(scores.get("hands_played", len(view.get("play", {}).get("hands", []))))
+    result.hands += int(scores.get("hands_played", len(view.get("play", {}).get("hands", []))))
+
+
+def _settlement(
+    operator: GinClient, result: MatchResult, args: argparse.Namespace
+) -> SettlementView:
+    """Wait for the settlement of ``result.match_id``, which just ended, and check it."""
+    ended = time.monotonic()
     deadline = ended + args.settle_timeout
     while True:
         try:
@@ -177,22 +225,101 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
             if exc.status != 404 or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)  # another process settles it; the API is our only window
-    result.latency = time.monotonic() - ended
-    result.fee = settled["fee"]["amount"]
-    result.net = [n["amount"] for n in settled["net"]]
+    result.latencies.append(time.monotonic() - ended)
+    result.settled.append(result.match_id)
+    fee = settled["fee"]["amount"]
+    result.fee += fee
+    net = [n["amount"] for n in settled["net"]]
     escrow_sum = sum(m["amount"] for m in settled["escrow"])
     paid = sum(p["amount"] for p in settled["payouts"])
-    if paid + result.fee != escrow_sum:
+    if paid + fee != escrow_sum:
         result.problems.append(
-            f"{result.match_id}: payouts {paid} + fee {result.fee} != escrow {escrow_sum}"
+            f"{result.match_id}: payouts {paid} + fee {fee} != escrow {escrow_sum}"
         )
-    if sum(result.net) + result.fee != 0:
-        result.problems.append(f"{result.match_id}: nets {result.net} + fee {result.fee} != 0")
-    if settled["players"] != result.players and sorted(settled["players"]) != sorted(
-        result.players
-    ):
-        result.problems.append(f"{result.match_id}: settled players {settled['players']}")
-    result.players = list(settled["players"])  # seat order, as the nets are
+    if sum(net) + fee != 0:
+        result.problems.append(f"{result.match_id}: nets {net} + fee {fee} != 0")
+    return settled
+
+
+def _play_table(
+    operator: GinClient,
+    result: MatchResult,
+    table_id: str,
+    body: dict[str, Any],
+    args: argparse.Namespace,
+) -> None:
+    """A per-hand table: bots sit down one by one, play ``--hands`` hands (each a match of
+    its own, the table's ``match_id`` naming the latest, settled by the worker, which deals
+    the next), top up between their hands, sit out during the last hand and leave."""
+    clients: dict[str, GinClient] = {}
+    for _ in range(args.rummy_seats):  # the second deals the first hand
+        client = _seat_bot(operator, result, table_id, body["max_buyin"], body["min_buyin"], args)
+        clients[result.players[-1]] = client
+    nets = dict.fromkeys(result.players, 0)
+    added = dict.fromkeys(result.players, 0)  # each bot's top-ups
+    for number in range(1, args.hands + 1):
+        for player, amount in _top_up(operator, clients, table_id, body, args, any(added.values())):
+            added[player] += amount
+            result.top_ups += 1
+        hand = operator.match(operator.table(table_id)["match_id"])
+        if hand["status"] != "playing":  # fewer than two bots can pay for a hand any more
+            if not result.settled:
+                raise AssertionError(f"table {table_id}: no hand dealt ({hand['status']})")
+            break
+        result.match_id = hand["id"]
+        dealt = [s["player_id"] for s in hand["seats"]]
+        if number == args.hands:  # the hand being played is the last one
+            for client in clients.values():
+                client.set_ready(table_id, False)
+        _play_match([clients[p] for p in dealt], result, args)
+        settled = _settlement(operator, result, args)
+        if settled["players"] != dealt:
+            result.problems.append(f"{result.match_id}: settled {settled['players']} of {dealt}")
+        for player, net in zip(settled["players"], settled["net"], strict=True):
+            nets[player] += net["amount"]
+    table = operator.table(table_id)
+    if table["match_id"] != result.match_id:
+        result.problems.append(
+            f"table {table_id}: hand {table['match_id']} dealt after every bot sat out"
+        )
+    for seat in table["seats"]:
+        player, balance = seat["player_id"], seat["escrow"]["amount"]
+        if balance != body["min_buyin"] + added[player] + nets[player]:
+            result.problems.append(
+                f"table {table_id}: {player}'s balance {balance} is not its buy-in "
+                f"{body['min_buyin']} + top-ups {added[player]} + nets {nets[player]}"
+            )
+    for client in clients.values():
+        client.leave(table_id)
+    result.net = list(nets.values())
+
+
+def _top_up(
+    operator: GinClient,
+    clients: dict[str, GinClient],
+    table_id: str,
+    body: dict[str, Any],
+    args: argparse.Namespace,
+    topped: bool,
+) -> list[tuple[str, int]]:
+    """Between hands: every bot not dealt into the hand being played and below the table's
+    minimum balance tops up from its wallet, and one more when none has yet (``topped``);
+    the top-ups made (player, amount)."""
+    table = operator.table(table_id)
+    hand = operator.match(table["match_id"])
+    busy = {s["player_id"] for s in hand["seats"]} if hand["status"] == "playing" else set()
+    done: list[tuple[str, int]] = []
+    for seat in table["seats"]:
+        player, balance = seat["player_id"], seat["escrow"]["amount"]
+        if player in busy or ((topped or done) and balance >= body["min_balance"]):
+            continue
+        spare = operator.wallet(player, args.currency)["available"]["amount"]
+        amount = min(body["max_buyin"] - balance, spare)
+        if amount > 0:
+            done.append((player, amount))
+            if clients[player].top_up(table_id, amount)["match_id"] != table["match_id"]:
+                break  # it dealt a hand, which the others may be in
+    return done
 
 
 def _play_multi(
@@ -218,10 +345,16 @@ def check_books(
     problems: list[str] = []
     total_in = total_now = 0
     for result in results:
-        for player, deposited in zip(result.players, result.deposited, strict=False):
+        nets: list[int | None] = list(result.net) or [None] * len(result.players)
+        for player, deposited, net in zip(result.players, result.deposited, nets, strict=False):
             wallet = operator.wallet(player, currency)
             total_in += deposited
             total_now += wallet["balance"]["amount"]
+            if net is not None and wallet["balance"]["amount"] != deposited + net:
+                problems.append(
+                    f"{player}: wallet {wallet['balance']['amount']} != deposit {deposited} "
+                    f"+ nets {net}"
+                )
             amounts = {
                 "available": wallet["available"]["amount"],
                 "held": wallet["held"]["amount"],
@@ -246,11 +379,25 @@ def check_books(
     ]
     if not audit["ok"] and not audit["discrepancies"]:
         problems.append("ledger audit: not ok")
-    for result in results[:audit_sample]:
-        replay = operator.audit_settlement(result.match_id)
+    for match_id in audit_sample_of(results, audit_sample):
+        replay = operator.audit_settlement(match_id)
         if not replay["ok"]:
-            problems += [f"{result.match_id}: {d['field']}" for d in replay["discrepancies"]]
+            problems += [f"{match_id}: {d['field']}" for d in replay["discrepancies"]]
     return problems
+
+
+def audit_sample_of(results: list[MatchResult], size: int) -> list[str]:
+    """``size`` settlements to replay, spread over every game and format and, within one,
+    over its matches (a per-hand table's hands): each one's first settlement, then each
+    one's second, and so on."""
+    groups: dict[tuple[str, str], list[list[str]]] = {}
+    for result in results:
+        groups.setdefault((result.game, result.format), []).append(result.settled)
+    return _interleaved(_interleaved(group) for group in groups.values())[:size]
+
+
+def _interleaved(lists: Iterable[list[str]]) -> list[str]:
+    return [item for row in zip_longest(*lists) for item in row if item is not None]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -258,6 +405,15 @@ def _percentile(values: list[float], q: float) -> float:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _latency_ms(latencies: list[float]) -> dict[str, float]:
+    """p50, p99 and max of settlement latencies in seconds, in milliseconds."""
+    return {
+        "p50": round(_percentile(latencies, 0.5) * 1000, 1),
+        "p99": round(_percentile(latencies, 0.99) * 1000, 1),
+        "max": round(max(latencies, default=0.0) * 1000, 1),
+    }
 
 
 def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -304,10 +460,10 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
     problems += [p for r in done for p in r.problems]
     _phase(
         f"{len(done)} matches played in {elapsed:.1f} s; checking the books (wallets, the "
-        f"ledger audit, {min(args.audit_sample, len(done))} settlements replayed)"
+        f"ledger audit, {len(audit_sample_of(done, args.audit_sample))} settlements replayed)"
     )
     problems += check_books(operator, done, args.currency, args.audit_sample)
-    latencies = [r.latency for r in done]
+    latencies = [t for r in done for t in r.latencies]
     report = {
         "matches": len(done),
         "failed": len(results) - len(done),
@@ -315,13 +471,18 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         "games": list(args.games),
         "hands": sum(r.hands for r in done),
         "actions": sum(r.actions for r in done),
+        "settlements": sum(len(r.settled) for r in done),
+        "top_ups": sum(r.top_ups for r in done),
         "seconds": round(elapsed, 3),
         "matches_per_second": round(len(done) / elapsed, 3) if elapsed else 0.0,
         "hands_per_second": round(sum(r.hands for r in done) / elapsed, 3) if elapsed else 0.0,
-        "settlement_latency_ms": {
-            "p50": round(_percentile(latencies, 0.5) * 1000, 1),
-            "p99": round(_percentile(latencies, 0.99) * 1000, 1),
-            "max": round(max(latencies, default=0.0) * 1000, 1),
+        "settlement_latency_ms": _latency_ms(latencies),
+        # A per-hand table's figures are its hands' settlements.
+        "settlement_latency_ms_by_format": {
+            f"{game} {fmt}": _latency_ms(
+                [t for r in done if (r.game, r.format) == (game, fmt) for t in r.latencies]
+            )
+            for game, fmt in plays
         },
         "currency": args.currency,
         "fees": sum(r.fee for r in done),
@@ -329,10 +490,12 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         "invariants": {
             "checked": [
                 "settlements zero-sum",
+                "each bot's wallet == its deposit + its nets",
                 "bots + fees == deposits",
                 "no negative balance",
                 "escrow empty",
                 "ledger audit (balanced, balances == entries, hash chains, settled escrow empty)",
+                "settlement audit of a sample",
             ],
             "violations": problems,
         },
@@ -347,13 +510,16 @@ def _print_report(report: dict[str, Any]) -> None:
         f"matches: {report['matches']} played ({report['failed']} failed) of "
         f"{', '.join(report['games'])} ({', '.join(report['formats'])} for two-player "
         f"Gin); {report['hands']} hands, {report['actions']} "
-        f"actions in {report['seconds']} s"
+        f"actions, {report['settlements']} settlements, {report['top_ups']} top-ups in "
+        f"{report['seconds']} s"
     )
     print(
         f"throughput: {report['matches_per_second']} matches/s, "
         f"{report['hands_per_second']} hands/s"
     )
     print(f"settlement latency: p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms")
+    for play, by in report["settlement_latency_ms_by_format"].items():
+        print(f"  {play}: p50 {by['p50']} ms, p99 {by['p99']} ms, max {by['max']} ms")
     print(f"house fees collected: {report['fees']} {report['currency']} (minor units)")
     print("bots' net results:")
     for player, net in sorted(nets.items(), key=lambda kv: kv[1], reverse=True):
@@ -539,6 +705,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--rummy-seats", type=int, choices=range(2, 7), default=4, help="players at a Rummy table"
+    )
+    p.add_argument(
+        "--hands",
+        type=positive_int,
+        default=3,
+        help="hands played at each per-hand Rummy table (rummy_per_hand)",
     )
     p.add_argument(
         "--stake",

@@ -1,6 +1,7 @@
 """The simulator end to end: it starts the service itself (gunicorn and a Celery worker with
-beat), plays a few matches of every format through the HTTP API, and the ledger invariants
-hold; on the embedded default, and on PostgreSQL + Redis when the test run has them."""
+beat), plays a few matches of every format through the HTTP API (a continuous Rummy table hand
+by hand), and the ledger invariants hold; on the embedded default, and on PostgreSQL + Redis
+when the test run has them."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ import pytest
 from werkzeug.serving import make_server
 
 from service import simulate
+from service.client import GinClient
 from tests.conftest import new_operator, serving, throwaway_postgres
 from tests.integration.workers import Broker, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MATCHES_PER_FORMAT = 1
+HANDS = 3  # at each rummy_per_hand table
 #: The seats of each game as the simulator plays it (Rummy at its default of four).
 SEATS = {"gin": 2, "gin_three": 3, "gin_partnership": 4, "rummy": 4}
 
@@ -70,6 +73,8 @@ def test_simulation_of_every_game_and_format_keeps_the_books(kind: str, tmp_path
                 "all",
                 "--target",
                 "25",
+                "--hands",
+                str(HANDS),
                 "--parallel",
                 "4",
                 "--no-progress",
@@ -93,10 +98,19 @@ def test_simulation_of_every_game_and_format_keeps_the_books(kind: str, tmp_path
     assert report["hands"] >= played and report["actions"] > 10 * played
     assert len(report["bots"]) == MATCHES_PER_FORMAT * sum(SEATS[g] for g, _f in plays)
     assert report["games"] == list(simulate.GAMES)
+    assert ("rummy", "rummy_per_hand") in plays
+    # One settlement per match, one per hand at a per-hand table; the third bot to sit down
+    # there, not dealt into the first hand, topped up during it.
+    per_hand = [p for p in plays if p[1] in simulate.CONTINUOUS]
+    assert report["settlements"] == MATCHES_PER_FORMAT * (len(plays) + (HANDS - 1) * len(per_hand))
+    assert report["top_ups"] >= MATCHES_PER_FORMAT * len(per_hand)
     assert report["fees"] > 0
     assert sum(report["bots"].values()) + report["fees"] == 0  # every cent accounted for
     lat = report["settlement_latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"]
+    by_format = report["settlement_latency_ms_by_format"]
+    assert sorted(by_format) == sorted(f"{g} {f}" for g, f in plays)
+    assert all(0 < by["p50"] <= by["p99"] <= by["max"] for by in by_format.values()), by_format
     assert "ledger invariants: OK" in done.stdout and "hands/s" in done.stdout
     phases = [line for line in done.stderr.splitlines() if line.startswith("simulate: ")]
     assert [p.split()[1] for p in phases] == ["starting", "operator", "playing", f"{played}"], (
@@ -125,7 +139,70 @@ def test_a_violation_fails_the_run() -> None:
     problems = simulate.check_books(Books(), [result], "EUR", 1)  # type: ignore[arg-type]
     assert any("still in escrow" in p for p in problems)
     assert any("not zero-sum" in p for p in problems)
+    # A bot whose wallet is not its deposit plus its nets (p1 won 4 but holds 10 of 10).
+    result.net = [4, -4]
+    problems = simulate.check_books(Books(), [result], "EUR", 1)  # type: ignore[arg-type]
+    assert "p1: wallet 10 != deposit 10 + nets 4" in problems
     assert simulate.main(["--url", "http://127.0.0.1:9", "--api-key", ""]) == 2
+
+
+def test_the_audit_sample_spans_every_format_and_a_per_hand_tables_hands() -> None:
+    def played(index: int, fmt: str, settled: list[str]) -> simulate.MatchResult:
+        return simulate.MatchResult(index, fmt, settled=settled, game="rummy")
+
+    results = [
+        played(0, "rummy_target", ["t0"]),
+        played(1, "rummy_target", ["t1"]),
+        played(2, "rummy_per_hand", ["a1", "a2", "a3"]),
+        played(3, "rummy_per_hand", ["b1", "b2"]),
+    ]
+    assert simulate.audit_sample_of(results, 4) == ["t0", "a1", "t1", "b1"]
+    assert simulate.audit_sample_of(results, 100) == ["t0", "a1", "t1", "b1", "a2", "b2", "a3"]
+    assert simulate.audit_sample_of(results, 0) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["embedded", "postgres_redis"])
+def test_a_per_hand_table_is_played_hand_by_hand_and_its_books_balance(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One ``rummy_per_hand`` table as the simulator plays it, against its own service with a
+    real worker: three bots sit down one by one, the hands follow the table's ``match_id``,
+    each settled by the worker, the third bot tops up during the first hand (not dealt in),
+    nobody is dealt a hand after every bot sat out, everybody leaves with its money."""
+    hands = 3
+    args = simulate.parser().parse_args(
+        ["--rummy-seats", "3", "--hands", str(hands), "--settle-timeout", "45"]
+    )
+    for name in [k for k in os.environ if k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR"))]:
+        monkeypatch.delenv(name)
+    with backend(kind) as extra:
+        for name, value in extra.items():
+            monkeypatch.setenv(name, value)
+        with (
+            simulate.embedded_service(tmp_path / "service.log") as (url, key),
+            GinClient(url, key, timeout=60.0) as operator,
+        ):
+            result = simulate.play_one(operator, 0, "rummy", "rummy_per_hand", args)
+            assert (result.error, result.problems) == (None, []), (result.error, result.problems)
+            played = [operator.match(match_id) for match_id in result.settled]
+            table = operator.table(played[0]["table_id"])
+            settlements = [operator.settlement(match_id) for match_id in result.settled]
+            books = simulate.check_books(operator, [result], "EUR", hands)
+    assert books == []
+    assert len(set(result.settled)) == hands == result.hands == len(result.latencies)
+    assert all(latency > 0 for latency in result.latencies)
+    assert result.match_id == result.settled[-1]
+    assert simulate.audit_sample_of([result], hands) == result.settled
+    assert all(hand["status"] in ("finished", "void") for hand in played)
+    dealt = [[s["player_id"] for s in hand["seats"]] for hand in played]
+    assert dealt[0] == result.players[:2], "the second bot to sit down deals the first hand"
+    assert any(len(players) == 3 for players in dealt[1:]), "the third one is dealt in later"
+    assert result.top_ups >= 1 and len(result.deposited) == 3
+    # Every bot left; the last hand, played after every bot sat out, was the table's last.
+    assert table["seats"] == [] and table["match_id"] == result.settled[-1]
+    assert sum(s["fee"]["amount"] for s in settlements) == result.fee
+    assert sum(result.net) + result.fee == 0
 
 
 @contextmanager
@@ -182,7 +259,7 @@ def test_without_a_progress_bar_each_phase_is_still_one_line(
     def played(
         operator: Any, index: int, game: str, fmt: str, args: argparse.Namespace
     ) -> simulate.MatchResult:
-        return simulate.MatchResult(index, fmt, latency=0.01, game=game)
+        return simulate.MatchResult(index, fmt, latencies=[0.01], game=game)
 
     monkeypatch.setattr(simulate, "play_one", played)
     with live_api(fresh_database_url) as (url, key):
