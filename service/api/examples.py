@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.rules.rummy import RummyRules
+
 REQUEST_EXAMPLES: dict[str, Any] = {
     "createApiKey": {"label": "cashier"},
     "createPlayer": {"external_id": "u-1001", "display_name": "Alice", "display_currency": "USD"},
@@ -227,18 +229,7 @@ _PER_HAND_TABLE: dict[str, Any] = {
         "fee": {"bps": 500, "base": "WINNINGS", "minimum": 0, "maximum": None},
         "game": "rummy",
         "seats": 4,
-        "rummy": {
-            "max_players": 6,
-            "ace_mode": "LOW",
-            "ace_points": 1,
-            "must_discard_to_go_out": False,
-            "restock": "TURN_OVER",
-            "max_restocks": 3,
-            "max_turns": 300,
-            "scoring": "PAY_WINNER",
-            "rummy_penalty": 25,
-            "match": "PER_HAND",
-        },
+        "rummy": RummyRules().to_dict(),  # the defaults: rummy.match is PER_HAND
         "min_balance": 60,
     },
 }

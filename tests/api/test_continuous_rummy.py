@@ -364,3 +364,37 @@ def test_a_self_excluded_player_is_dealt_no_more_hands_and_cannot_top_up(
     left = clients[2].delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8))
     assert left.status_code == 200, "leaving is always allowed between its hands"
     assert _held(api, ids[2]) == (1_000, 0)
+
+
+def test_a_busted_player_is_sat_out_until_it_tops_up(api: ApiClient, app: Any) -> None:
+    """At 100 a point any loser's count costs at least its buy-in of 100: it pays what it has
+    (5.8.1), is left with nothing, sits the next hand out and comes back by topping up."""
+    busting = {**TABLE, "stake_per_point": 100, "min_balance": 100, "max_buyin": 1_000}
+    table = open_table(api, currency="EUR", **busting)
+    clients = [player_client(api, deposit=1_000) for _ in range(2)]
+    ids = [c.player_id for c in clients]  # type: ignore[attr-defined]
+    by_id = dict(zip(ids, clients, strict=True))
+    for client in clients:
+        assert join(client, table["id"], buyin=100).status_code == 201
+    hand1 = _table(api, table["id"])["match_id"]
+    _play_hand(app, by_id, hand1, random.Random(5))
+    done = _settle(app, hand1)
+    loser = ids[done.statement["net"].index(min(done.statement["net"]))]
+    winner = ids[1 - ids.index(loser)]
+    balances = _balances(api, table["id"])
+    assert balances[loser] == 0, "the loser paid its whole table balance and no more"
+    assert balances[winner] == 200 - done.fee
+    assert _table(api, table["id"])["match_id"] == hand1, "one player with money: no hand"
+    # Busted: a top-up deals it in again.
+    topped = by_id[loser].post(
+        f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 150}, key=secrets.token_hex(8)
+    )
+    assert topped.status_code == 200, topped.get_json()
+    hand2 = _table(api, table["id"])["match_id"]
+    assert hand2 != hand1
+    dealt = api.get(f"/v1/matches/{hand2}").get_json()["seats"]
+    assert {s["player_id"]: s["escrow"]["amount"] for s in dealt} == {
+        loser: 150,
+        winner: 200 - done.fee,
+    }
+    assert _held(api, loser) == (750, 150)
