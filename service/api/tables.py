@@ -41,16 +41,13 @@ from service.usecases.rates import rate_for_display
 
 blp = Blueprint("tables", __name__, url_prefix="/v1", description="Tables, lobby and seats.")
 
+#: What any change of the caller's seat may answer; SEAT_PROBLEMS with an Idempotency-Key.
+SEAT_REFUSALS = (Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed, TableNotOpen)
 SEAT_PROBLEMS = (
-    Unauthenticated,
-    TokenExpired,
-    Forbidden,
-    NotFound,
+    *SEAT_REFUSALS,
     IdempotencyKeyRequired,
     IdempotencyKeyInUse,
     IdempotencyKeyReused,
-    ValidationFailed,
-    TableNotOpen,
 )
 
 
@@ -199,7 +196,7 @@ def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
 @blp.route("/tables/<table_id>/seats/me/ready", methods=["PUT"])
 @blp.arguments(ReadyIn)
 @blp.response(200, TableOut)
-@documents(blp, *(p for p in SEAT_PROBLEMS if p.__name__.startswith("Idempotency") is False))
+@documents(blp, *SEAT_REFUSALS)
 @unit
 def ready(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     """`rummy_per_hand` tables: sit in (`true`) or out of (`false`) the next hands; the

@@ -28,7 +28,7 @@ from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, O
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import Player, table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
-from service.formats import Format, MatchSettings, MatchStatus, games
+from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.ids import new_id
@@ -251,7 +251,7 @@ def _record(
         )
         table = session.get(GameTable, row.table_id)
         assert table is not None
-        if table.format != Format.RUMMY_PER_HAND.value:  # a per-hand table plays on
+        if not MatchSettings.from_dict(table.settings).continuous:  # a per-hand one plays on
             table.status = "finished"
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
@@ -350,7 +350,7 @@ def start_match(
     row.format, row.currency, row.private = table.format, table.currency, table.private
     row.seats = [
         {
-            "seat": i if continuous else s.seat_no,
+            "seat": i,  # a full table's seat number, or the hand's own seat
             "player_id": s.player_id,
             "display_name": names[s.player_id],
             "escrow": s.escrow,

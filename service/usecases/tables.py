@@ -286,9 +286,14 @@ def join_table(
     return _view(session, table, False)
 
 
+def _self_excluded(player: Player, now: datetime) -> bool:
+    """Whether the player's self-exclusion runs at ``now``: it takes no new stake."""
+    return player.self_excluded_until is not None and player.self_excluded_until > now
+
+
 def _not_self_excluded(player: Player, now: datetime) -> None:
     """:raises SelfExcluded: while the player's self-exclusion runs (no new stake)."""
-    if player.self_excluded_until is not None and player.self_excluded_until > now:
+    if _self_excluded(player, now):
         raise SelfExcluded(
             f"Player {player.id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
         )
@@ -499,13 +504,11 @@ def _deal_next_hand(
             settings.balance_floor,
         )
     )
-    excluded = set(
-        session.scalars(
-            select(Player.id).where(
-                Player.id.in_([s.player_id for s in seats]), Player.self_excluded_until > now
-            )
-        )
-    )
+    excluded = {
+        p.id
+        for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
+        if _self_excluded(p, now)
+    }
     dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:
         return False
