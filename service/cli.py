@@ -227,6 +227,7 @@ def _parser() -> Parser:
     sub.add_parser("openapi", help="print the OpenAPI document (YAML)")
     sub.add_parser("purge-idempotency", help="delete idempotency keys past their retention")
     _add_audit_parser(sub)
+    _add_wallet_parser(sub)
     _add_key_and_rate_parsers(sub)
     sub.add_parser(
         "simulate",
@@ -663,6 +664,76 @@ def _add_audit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     audit.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _add_wallet_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    wallet = sub.add_parser("wallet", help="seamless wallets: the reconciliation report and diff")
+    wallet_sub = wallet.add_subparsers(dest="action", required=True, metavar="ACTION")
+    report = wallet_sub.add_parser(
+        "report",
+        help="the operator's reconciliation report for one UTC day: every transaction id "
+        "sent to its wallet (debits, rollbacks, credits), their rounds, amounts and states",
+    )
+    diff = wallet_sub.add_parser(
+        "diff",
+        help="compare the day's report with the operator's export (JSON: a list, or an "
+        "object with 'transactions', of {transaction_id, kind, round_id, amount, currency, "
+        "state}); exit status 1 on any discrepancy",
+    )
+    for parser in (report, diff):
+        parser.add_argument("operator", metavar="OPERATOR_ID")
+        parser.add_argument("date", metavar="YYYY-MM-DD")
+    diff.add_argument("export", metavar="EXPORT.json", help="the operator's export ('-': stdin)")
+
+
+def _wallet(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from service.usecases import seamless, unit_of_work
+    from service.usecases.operators import get_operator
+    from service.wallet_protocol import Line, reconcile
+
+    session = _session()
+    try:
+        unit_of_work.run(session, get_operator, session, args.operator)
+        ours = unit_of_work.run(session, seamless.report, session, args.operator, args.date)
+    finally:
+        session.close()
+    if args.action == "report":
+        listing = {
+            "operator_id": args.operator,
+            "date": args.date,
+            "data": [asdict(x) for x in ours],
+        }
+        print(json.dumps(listing, indent=2))
+        return 0
+    try:
+        raw = sys.stdin.read() if args.export == "-" else Path(args.export).read_text()
+        exported = json.loads(raw)
+        rows = exported["transactions"] if isinstance(exported, dict) else exported
+        theirs = [
+            Line(
+                str(r["transaction_id"]),
+                str(r["kind"]),
+                str(r["round_id"]),
+                int(r["amount"]),
+                str(r["currency"]),
+                str(r["state"]),
+            )
+            for r in rows
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"cannot read the export {args.export}: {exc}") from None
+    found = reconcile(ours, theirs)
+    summary = {
+        "operator_id": args.operator,
+        "date": args.date,
+        "ours": len(ours),
+        "theirs": len(theirs),
+        "discrepancies": [asdict(d) for d in found],
+    }
+    print(json.dumps(summary, indent=2))
+    return 1 if found else 0
+
+
 def _audit(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
@@ -738,6 +809,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "openapi": _openapi,
     "purge-idempotency": _purge_idempotency,
     "audit": _audit,
+    "wallet": _wallet,
     "api-key": _keys_and_rates,
     "rates": _keys_and_rates,
 }

@@ -257,6 +257,36 @@ class AlreadySeated(ServiceError):
     title = "Already seated"
 
 
+class WalletDeclined(ServiceError):
+    """Raised when a seamless operator's wallet refused a debit (a stake, a buy-in, a
+    top-up) for a reason other than funds: a limit, a disabled player, another currency.
+    Nothing moved; the operator's word is the problem's ``wallet_status``."""
+
+    status = 422
+    code = "wallet_declined"
+    title = "Wallet declined"
+
+
+class WalletUnavailable(ServiceError):
+    """Raised when a seamless operator's wallet did not answer a debit clearly (no answer in
+    time, an error, an unreadable answer). The debit is being rolled back and no seat was
+    taken: the same request, with the same ``Idempotency-Key``, may be sent again."""
+
+    status = 503
+    code = "wallet_unavailable"
+    title = "Wallet unavailable"
+    decision = False
+
+
+class SeamlessWallet(ServiceError):
+    """Raised when a deposit or a withdrawal is asked for a currency the operator runs in
+    seamless mode: its players' money stays in its own wallet."""
+
+    status = 409
+    code = "seamless_wallet"
+    title = "Seamless wallet"
+
+
 class WebhookEndpointDisabled(ServiceError):
     """Raised when a redelivery is asked of an endpoint that is disabled or deleted."""
 

@@ -15,7 +15,9 @@ _PAIRS = [high + low for high in _CROCKFORD for low in _CROCKFORD]
 #: Where the twelve pairs between the first digit and the last one start, the first first.
 _PAIR_SHIFTS = tuple(range(115, 0, -10))
 
-PREFIXES = frozenset({"op", "key", "ply", "txn", "ent", "tbl", "mch", "hnd", "stl", "whk", "evt"})
+PREFIXES = frozenset(
+    {"op", "key", "ply", "txn", "ent", "tbl", "mch", "hnd", "stl", "whk", "evt", "wtx", "rnd"}
+)
 
 
 def ulid() -> str:

@@ -1,7 +1,8 @@
 """The webhook transport: one signed POST to an operator's endpoint, over HTTP(S), never
-raising. Kept apart from the delivery use case (:mod:`service.usecases.webhooks`), which is
-handed a :data:`Post` and records what it answered; tests hand it a stub or a sender allowed
-to reach loopback.
+raising; seamless wallet calls (:mod:`service.usecases.seamless`) go out the same way. Kept
+apart from the delivery use case (:mod:`service.usecases.webhooks`), which is handed a
+:data:`Post` and records what it answered; tests hand it a stub or a sender allowed to reach
+loopback.
 
 Hosts are resolved once and vetted (:mod:`service.webhook_targets`), and the connection goes
 to the vetted address (no second DNS answer); redirects are not followed; the whole exchange
@@ -31,6 +32,8 @@ class Response:
     status_code: int | None
     error: str | None
     duration_ms: int
+    #: The answer's body, up to MAX_RESPONSE_BYTES (a seamless wallet's answer is read).
+    body: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -144,7 +147,7 @@ def http_post(
             answer = connection.getresponse()
             if connection.sock is not None:
                 connection.sock.settimeout(remaining())
-            answer.read(MAX_RESPONSE_BYTES)  # drained, not kept
+            received = answer.read(MAX_RESPONSE_BYTES)
         finally:
             connection.close()
     except TimeoutError:
@@ -153,5 +156,5 @@ def http_post(
         return Response(None, f"{type(exc).__name__}: {exc}"[:500], elapsed_ms())
     duration = elapsed_ms()
     if duration > timeout * 1000:
-        return Response(answer.status, f"answered after {timeout:g} s", duration)
-    return Response(answer.status, None, duration)
+        return Response(answer.status, f"answered after {timeout:g} s", duration, received)
+    return Response(answer.status, None, duration, received)

@@ -114,7 +114,13 @@ def make_celery(settings: Settings | None = None) -> Celery:
         # A worker that lost its broker waits for it, however long: Celery's default of 100
         # attempts would make it exit after 100 s of outage at one attempt a second.
         broker_connection_max_retries=None,
-        imports=["worker.tasks", "worker.audit_tasks", "worker.webhook_tasks", "worker.bot_tasks"],
+        imports=[
+            "worker.tasks",
+            "worker.audit_tasks",
+            "worker.webhook_tasks",
+            "worker.bot_tasks",
+            "worker.wallet_tasks",
+        ],
         beat_schedule={
             "purge-expired-idempotency-keys": {
                 "task": "idempotency.purge_expired",
@@ -159,6 +165,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
             # Practice bots act within about a second of their turn.
             "play-bot-turns": {
                 "task": "bots.play_turns",
+                "schedule": 1.0,
+                "options": {"expires": 5},
+            },
+            # Seamless wallets: rollbacks and credits retried, lost debits rolled back.
+            "sweep-wallet-calls": {
+                "task": "wallet.sweep",
                 "schedule": 1.0,
                 "options": {"expires": 5},
             },

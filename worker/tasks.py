@@ -16,8 +16,9 @@ from service.clock import utcnow
 from service.config import Settings
 from service.db import make_engine, make_sessionmaker
 from service.errors import MatchNotLive, NotFound
-from service.usecases import play, settlement, tables, unit_of_work
+from service.usecases import play, seamless, settlement, tables, unit_of_work
 from service.usecases.idempotency import purge_expired
+from service.webhook_http import Post, http_sender
 from worker.celery_app import app
 from worker.relay import BATCH as RELAY_BATCH
 from worker.relay import relay_events
@@ -44,6 +45,12 @@ def _with_session(work: Callable[[Session], T]) -> T:
 def _in_unit(work: Callable[[Session], T]) -> T:
     """``work`` as one unit of work on a session of its own."""
     return _with_session(lambda session: unit_of_work.run(session, work, session))
+
+
+def operator_sender() -> Post:
+    """How tasks reach operators' endpoints (webhooks, seamless wallets): public addresses
+    only, unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.webhook_targets`)."""
+    return http_sender(allow_private=Settings.from_env().webhook_allow_private_networks)
 
 
 def send_task(name: str, args: list[Any]) -> None:
@@ -104,12 +111,14 @@ def relay_outbox() -> int:
 )
 def settle_match(self: Any, match_id: str) -> str | None:
     """Settle one finished match: statement and ledger postings exactly once, however often
-    this runs. Transient database errors retry with backoff."""
+    this runs, then a seamless operator's credits sent (the wallet sweep sends what is left).
+    Transient database errors retry with backoff."""
     try:
         done = _in_unit(lambda session: settlement.settle_match(session, match_id, utcnow()))
     except (NotFound, MatchNotLive) as exc:
         log.warning("not settling %s: %s", match_id, exc)
         return None
+    _with_session(lambda session: seamless.send_credits(session, match_id, operator_sender()))
     return done.id
 
 

@@ -15,11 +15,9 @@ from typing import Any
 from sqlalchemy.exc import OperationalError
 
 from service.clock import utcnow
-from service.config import Settings
 from service.usecases import webhooks
-from service.webhook_http import http_sender
 from worker.celery_app import app
-from worker.tasks import _in_unit, _with_session, send_task
+from worker.tasks import _in_unit, _with_session, operator_sender, send_task
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +45,10 @@ def fan_out(self: Any, event_id: str) -> int:
     return len(ids)
 
 
-def allow_private_networks() -> bool:
-    """Whether deliveries may reach loopback and private addresses
-    (WEBHOOK_ALLOW_PRIVATE_NETWORKS; the rule is :mod:`service.webhook_targets`)."""
-    return Settings.from_env().webhook_allow_private_networks
-
-
 @app.task(name="webhooks.deliver", **_RETRYING)
 def deliver(self: Any, delivery_id: str) -> str:
     """Attempt one delivery if it is due; its status afterwards."""
-    post = http_sender(allow_private=allow_private_networks())
+    post = operator_sender()
     outcome = _with_session(lambda session: webhooks.deliver(session, delivery_id, utcnow(), post))
     return outcome.status
 

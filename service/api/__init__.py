@@ -61,6 +61,7 @@ def init_api(app: Flask) -> Api:
         players,
         problems,
         rates,
+        seamless,
         settlements,
         tables,
         wallets,
@@ -87,6 +88,7 @@ def init_api(app: Flask) -> Api:
         matches,
         settlements,
         webhooks,
+        seamless,
     ):
         api.register_blueprint(module.blp)
     api.register_blueprint(audit.blp)

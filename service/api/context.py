@@ -33,6 +33,7 @@ from service.errors import (
 )
 from service.usecases import idempotency, unit_of_work
 from service.usecases.auth import Principal, authenticate, require_operator
+from service.webhook_http import Post, http_sender
 
 PUBLIC_PREFIX = "/v1/"
 
@@ -332,6 +333,57 @@ def player_idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     """Like :func:`idempotent`, for money-moving POSTs a player makes with its own token
     (taking a seat): keys are still scoped per operator, and per player within it."""
     return _player_scoped(view, required=True)
+
+
+def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """For a request that puts a player's money on a table (a seat, a top-up), outside
+    :func:`player_idempotent`: at a seamless operator, the operator's wallet is debited
+    first, outside any transaction (:func:`seamless.debit`: the intent committed, the call,
+    its answer recorded), and the view's unit books the applied debit with the seat
+    (:func:`wallet_debit` names it). A debit no seat booked is rolled back afterwards.
+    ``stake_of`` takes the view's arguments and says what to debit (``None``: transfer
+    mode); when it refuses, the view answers (the same refusal, or the key's stored answer
+    of an earlier request)."""
+    from service.usecases import seamless
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = db_session()
+            try:
+                stake = unit_of_work.run(session, lambda: stake_of(*args, **kwargs))
+            except ServiceError:
+                stake = None
+            if stake is None:
+                return view(*args, **kwargs)
+            key = idempotency.check_key(request.headers.get("Idempotency-Key"))
+            post = operator_sender()
+            call_id = seamless.debit(session, stake, key, post)
+            if call_id is None:  # booked by an earlier request with this key: its answer
+                return view(*args, **kwargs)
+            g.wallet_debit = call_id
+            try:
+                return view(*args, **kwargs)
+            finally:
+                seamless.cancel_unbooked(session, call_id, post)
+
+        return wrapper
+
+    return decorate
+
+
+def wallet_debit() -> str | None:
+    """The seamless wallet debit :func:`debits` made for this request, if any."""
+    found: str | None = g.get("wallet_debit")
+    return found
+
+
+def operator_sender() -> Post:
+    """How requests reach operators' endpoints (seamless wallets): public addresses only,
+    unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.webhook_targets`)."""
+    return http_sender(
+        allow_private=bool(current_app.config.get("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False))
+    )
 
 
 def optionally_idempotent(view: Callable[..., Any]) -> Callable[..., Any]:

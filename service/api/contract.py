@@ -132,6 +132,10 @@ OPERATIONS: dict[str, Operation] = {
     "DELETE /v1/webhook-endpoints/{endpoint_id}": Operation("deleteWebhookEndpoint"),
     "POST /v1/webhook-endpoints/{endpoint_id}/rotate-secret": Operation("rotateWebhookSecret"),
     "GET /v1/webhook-endpoints/{endpoint_id}/deliveries": Operation("listWebhookDeliveries"),
+    "GET /v1/wallet-settings": Operation("listWalletSettings"),
+    "PUT /v1/wallet-settings/{currency}": Operation("setWalletSettings"),
+    "POST /v1/wallet-settings/{currency}/rotate-secret": Operation("rotateWalletSecret"),
+    "GET /v1/wallet-calls": Operation("listWalletCalls"),
     "GET /v1/webhook-deliveries/{delivery_id}": Operation("getWebhookDelivery"),
     "POST /v1/webhook-deliveries/{delivery_id}/redeliver": Operation("redeliverWebhook"),
 }

@@ -37,6 +37,22 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     },
     "updateWebhookEndpoint": {"enabled": False},
     "rotateWebhookSecret": {"grace_period_seconds": 86400},
+    "setWalletSettings": {
+        "mode": "seamless",
+        "url": "https://wallet.casino.example/gin",
+        "timeout_ms": 3000,
+    },
+}
+
+_WALLET_SETTINGS: dict[str, Any] = {
+    "object": "wallet_settings",
+    "currency": "EUR",
+    "mode": "seamless",
+    "url": "https://wallet.casino.example/gin",
+    "timeout_ms": 3000,
+    "previous_secret_expires_at": None,
+    "created_at": "2026-12-04T10:00:00Z",
+    "updated_at": "2026-12-04T10:00:00Z",
 }
 
 # A seated player's view of a Match Play match at its first decision (a real answer).
@@ -736,4 +752,45 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
     },
     "getWebhookDelivery": _WEBHOOK_DELIVERY,
     "redeliverWebhook": _WEBHOOK_DELIVERY,
+    "listWalletSettings": {"object": "list", "data": [_WALLET_SETTINGS]},
+    "setWalletSettings": {
+        **_WALLET_SETTINGS,
+        "secret": "whsec_b3Jd8kQ2mZp5sV9xT1wN6yR4cF7gH0aL2eU8iO3qW5t",
+    },
+    "rotateWalletSecret": {
+        **_WALLET_SETTINGS,
+        "secret": "whsec_Z8xC6vB4nM2aS0dF9gH7jK5lQ3wE1rT8yU6iO4pA2s",
+        "previous_secret_expires_at": "2026-12-05T10:02:11Z",
+        "updated_at": "2026-12-04T10:02:11Z",
+    },
+    "listWalletCalls": {
+        "object": "list",
+        "has_more": False,
+        "next_cursor": None,
+        "data": [
+            {
+                "id": "wtx_01M8R2C9Q4J7VY3M0X2K5T8B1N",
+                "object": "wallet_call",
+                "kind": "credit",
+                "reason": "payout",
+                "player_id": "ply_01M8QKHDTBWNEQN15ZC1SR0E5F",
+                "currency": "EUR",
+                "amount": 950,
+                "round_id": "rnd_01M8R2B1X0W9V8T7S6R5Q4P3N2",
+                "table_id": "tbl_01M8QKHDVR8TZV586GPJ3RC35R",
+                "match_id": "mch_01M8QKHDVRPXSVHRM5DFJYRDQB",
+                "state": "acknowledged",
+                "rollback_id": None,
+                "references": ["wtx_01M8R2B1Y7K3F5H9J2M4N6P8Q0"],
+                "declined": None,
+                "ledger_transaction_id": "txn_01M8R2C9Q1A3C5E7G9J1L3N5P7",
+                "attempts": 1,
+                "next_attempt_at": None,
+                "last_error": None,
+                "escalated_at": None,
+                "created_at": "2026-12-04T10:05:41Z",
+                "completed_at": "2026-12-04T10:05:41Z",
+            }
+        ],
+    },
 }

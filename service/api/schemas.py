@@ -167,6 +167,12 @@ class ProblemSchema(Schema):
             "KNOCK_LIMIT_EXCEEDED, NOT_YOUR_TURN, DISCARD_PILE_CARD_BARRED."
         }
     )
+    wallet_status = fields.String(
+        metadata={
+            "description": "wallet_declined only: the seamless operator wallet's own word, "
+            "e.g. limit_exceeded, player_disabled, wrong_currency."
+        }
+    )
 
 
 class ListQuery(Schema):

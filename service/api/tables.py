@@ -7,7 +7,14 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, player_idempotent, principal, unit
+from service.api.context import (
+    db_session,
+    debits,
+    player_idempotent,
+    principal,
+    unit,
+    wallet_debit,
+)
 from service.api.play_schemas import (
     JoinIn,
     LobbyQuery,
@@ -35,6 +42,8 @@ from service.errors import (
     Unauthenticated,
     UnsupportedCurrency,
     ValidationFailed,
+    WalletDeclined,
+    WalletUnavailable,
 )
 from service.usecases import tables
 from service.usecases.rates import rate_for_display
@@ -49,6 +58,8 @@ SEAT_PROBLEMS = (
     IdempotencyKeyInUse,
     IdempotencyKeyReused,
 )
+#: What moving a player's money onto a table may answer: its wallet's own refusals too.
+WALLET_PROBLEMS = (InsufficientFunds, WalletDeclined, WalletUnavailable)
 
 
 @blp.route("/tables", methods=["POST"])
@@ -147,15 +158,30 @@ def get_table(table_id: str) -> dict[str, Any]:
     return render.table(tables.get_table(db_session(), principal(), table_id))
 
 
+def _join_stake(body: dict[str, Any], table_id: str) -> Any:
+    return tables.join_stake(
+        db_session(),
+        principal(),
+        table_id,
+        buyin=body.get("buyin"),
+        invite_code=body.get("invite_code"),
+        client_seed=body.get("client_seed"),
+        now=utcnow(),
+    )
+
+
 @blp.route("/tables/<table_id>/seats", methods=["POST"])
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
 @blp.arguments(JoinIn)
+@debits(_join_stake)
 @player_idempotent
 @blp.response(201, TableOut)
-@documents(blp, *SEAT_PROBLEMS, AlreadySeated, SelfExcluded, InsufficientFunds)
+@documents(blp, *SEAT_PROBLEMS, *WALLET_PROBLEMS, AlreadySeated, SelfExcluded)
 def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
     """Sit down (player token): the stake or buy-in moves from available funds into the
-    match's escrow in the same transaction; the second seat starts the match."""
+    match's escrow in the same transaction; the second seat starts the match. At a
+    seamless operator the stake is first debited from the operator's wallet (an ambiguous
+    answer: 503 `wallet_unavailable`, the debit rolled back, no seat taken)."""
     view = tables.join_table(
         db_session(),
         principal(),
@@ -164,6 +190,7 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
         invite_code=body.get("invite_code"),
         client_seed=body.get("client_seed"),
         now=utcnow(),
+        debit=wallet_debit(),
     )
     return render.table(view), 201
 
@@ -180,16 +207,24 @@ def leave(table_id: str) -> dict[str, Any]:
     return render.table(view)
 
 
+def _top_up_stake(body: dict[str, Any], table_id: str) -> Any:
+    return tables.top_up_stake(db_session(), principal(), table_id, body["amount"], utcnow())
+
+
 @blp.route("/tables/<table_id>/seats/me/top-ups", methods=["POST"])
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
 @blp.arguments(TopUpIn)
+@debits(_top_up_stake)
 @player_idempotent
 @blp.response(200, TableOut)
-@documents(blp, *SEAT_PROBLEMS, InsufficientFunds, SelfExcluded)
+@documents(blp, *SEAT_PROBLEMS, *WALLET_PROBLEMS, SelfExcluded)
 def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     """`rummy_per_hand` tables: move money from your wallet to your table balance between
-    your hands, up to the maximum buy-in; the next hand is dealt if it now can be."""
-    view = tables.top_up(db_session(), principal(), table_id, body["amount"], utcnow())
+    your hands, up to the maximum buy-in; the next hand is dealt if it now can be. At a
+    seamless operator the top-up is first debited from the operator's wallet."""
+    view = tables.top_up(
+        db_session(), principal(), table_id, body["amount"], utcnow(), debit=wallet_debit()
+    )
     return render.table(view)
 
 

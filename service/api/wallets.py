@@ -28,6 +28,7 @@ from service.errors import (
     InsufficientFunds,
     InvalidCursor,
     NotFound,
+    SeamlessWallet,
     SelfExcluded,
     TokenExpired,
     Unauthenticated,
@@ -80,9 +81,10 @@ def get_wallet(player_id: str, currency: str) -> dict[str, Any]:
 @blp.arguments(MovementIn)
 @idempotent
 @blp.response(201, TransactionOut)
-@documents(blp, *MONEY_PROBLEMS, SelfExcluded, DepositLimitExceeded)
+@documents(blp, *MONEY_PROBLEMS, SelfExcluded, DepositLimitExceeded, SeamlessWallet)
 def deposit(body: dict[str, Any], player_id: str) -> tuple[dict[str, Any], int, dict[str, str]]:
-    """Credit the player's wallet from the operator's cashier (operator only)."""
+    """Credit the player's wallet from the operator's cashier (operator only; a currency
+    in seamless mode takes no deposits: 409 `seamless_wallet`)."""
     movement = wallets.deposit(
         db_session(),
         principal(),
@@ -101,9 +103,10 @@ def deposit(body: dict[str, Any], player_id: str) -> tuple[dict[str, Any], int, 
 @blp.arguments(MovementIn)
 @idempotent
 @blp.response(201, TransactionOut)
-@documents(blp, *MONEY_PROBLEMS, InsufficientFunds)
+@documents(blp, *MONEY_PROBLEMS, InsufficientFunds, SeamlessWallet)
 def withdraw(body: dict[str, Any], player_id: str) -> tuple[dict[str, Any], int, dict[str, str]]:
-    """Pay out of the player's available funds through the operator's cashier (operator only)."""
+    """Pay out of the player's available funds through the operator's cashier (operator
+    only; a currency in seamless mode has none here: 409 `seamless_wallet`)."""
     movement = wallets.withdraw(
         db_session(),
         principal(),

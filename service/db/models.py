@@ -265,4 +265,4 @@ class IdempotencyRecord(Base):
 
 # Tables, seats, matches, hands, the action log and the outbox live in their own module, and
 # webhooks in another; they share this metadata (imported last: they import Base from here).
-from service.db import bot_models, match_models, webhook_models  # noqa: E402, F401
+from service.db import bot_models, match_models, wallet_models, webhook_models  # noqa: E402, F401

@@ -39,6 +39,10 @@ class TransactionKind(StrEnum):
     HOLD = "hold"
     RELEASE = "release"
     CAPTURE = "capture"
+    #: A seamless operator's wallet paid a stake to us (its wallet is the clearing side).
+    WALLET_DEBIT = "wallet_debit"
+    #: We paid a seamless operator's player back through its wallet.
+    WALLET_CREDIT = "wallet_credit"
 
 
 @dataclass(frozen=True, order=True)
@@ -183,24 +187,54 @@ def sums_by_currency(postings: tuple[Posting, ...] | list[Posting]) -> dict[str,
 
 def deposit(operator_id: str, player_id: str, currency: str, amount: int) -> JournalTransaction:
     """Money entering through the operator's cashier into the player's available funds."""
-    _positive(amount)
-    return JournalTransaction(
-        TransactionKind.DEPOSIT,
-        (
-            Posting(AccountRef.player_available(operator_id, player_id, currency), amount),
-            Posting(AccountRef.cashier_clearing(operator_id, player_id, currency), -amount),
-        ),
-    )
+    return _cashier(TransactionKind.DEPOSIT, operator_id, player_id, currency, amount, inward=True)
 
 
 def withdrawal(operator_id: str, player_id: str, currency: str, amount: int) -> JournalTransaction:
     """Money leaving the player's available funds through the operator's cashier."""
-    _positive(amount)
+    return _cashier(
+        TransactionKind.WITHDRAWAL, operator_id, player_id, currency, amount, inward=False
+    )
+
+
+def wallet_debit(
+    operator_id: str, player_id: str, currency: str, amount: int
+) -> JournalTransaction:
+    """A seamless operator's wallet paid ``amount`` for the player (a stake, a buy-in, a
+    top-up): it enters the player's available funds from the operator's clearing side, and
+    is held at once in the same database transaction."""
+    return _cashier(
+        TransactionKind.WALLET_DEBIT, operator_id, player_id, currency, amount, inward=True
+    )
+
+
+def wallet_credit(
+    operator_id: str, player_id: str, currency: str, amount: int
+) -> JournalTransaction:
+    """Money paid back to a seamless operator's player through its wallet (a payout, a
+    release): it leaves the player's available funds for the operator's clearing side."""
+    return _cashier(
+        TransactionKind.WALLET_CREDIT, operator_id, player_id, currency, amount, inward=False
+    )
+
+
+def _cashier(
+    kind: TransactionKind,
+    operator_id: str,
+    player_id: str,
+    currency: str,
+    amount: int,
+    *,
+    inward: bool,
+) -> JournalTransaction:
+    """``amount`` crossing between the player's available funds and its clearing
+    sub-account at the operator: into the available funds when ``inward``."""
+    signed = _positive(amount) if inward else -_positive(amount)
     return JournalTransaction(
-        TransactionKind.WITHDRAWAL,
+        kind,
         (
-            Posting(AccountRef.player_available(operator_id, player_id, currency), -amount),
-            Posting(AccountRef.cashier_clearing(operator_id, player_id, currency), amount),
+            Posting(AccountRef.player_available(operator_id, player_id, currency), signed),
+            Posting(AccountRef.cashier_clearing(operator_id, player_id, currency), -signed),
         ),
     )
 

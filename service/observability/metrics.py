@@ -73,6 +73,18 @@ MATCH_STATE_READS = Counter(
     "Requests of one match that come back to the same process keep it.",
     ["state"],
 )
+WALLET_CALLS = Counter(
+    "gin_wallet_calls",
+    "Calls to seamless operators' wallets, by kind (debit, credit, rollback) and verdict "
+    "(ok, declined, ambiguous).",
+    ["kind", "verdict"],
+)
+WALLET_ESCALATIONS = Counter(
+    "gin_wallet_escalations",
+    "Wallet calls raised to operations after the retry ceiling (still retried; listed by "
+    "GET /v1/wallet-calls?escalated=true), by kind.",
+    ["kind"],
+)
 TASK_DURATION = Histogram(
     "gin_task_duration_seconds",
     "Celery task run time by task name and final state (settlement latency is "

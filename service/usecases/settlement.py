@@ -25,7 +25,7 @@ from service.db.models import Player
 from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
-from service.usecases import tables, wallets
+from service.usecases import seamless, tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
 from service.usecases.rates import rate_for_display
@@ -103,6 +103,19 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         now,
         table_ref=table.id if settings.continuous else None,
     )
+    if not settings.continuous:  # a seamless operator's players are paid in its wallet
+        seamless.pay_out(
+            session,
+            operator_id=row.operator_id,
+            currency=row.currency,
+            escrow_ref=row.id,
+            table_id=table.id,
+            match_id=row.id,
+            amounts={player: paid.get(player, 0) for player in players},
+            reason="payout",
+            cause=txn.id,
+            now=now,
+        )
     data = dict(statement.data)
     data["players"] = players
     data["display"] = _display(session, row, statement.net, now)

@@ -36,7 +36,7 @@ from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.rules import RulesError, fair
 from service.rules.rummy import RummyRules, next_dealer
-from service.usecases import play, unit_of_work, wallets
+from service.usecases import play, seamless, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
 
@@ -216,7 +216,7 @@ def list_tables(
     return Page(views, page.has_more, page.next_cursor)
 
 
-def join_table(
+def _seat_request(
     session: Session,
     principal: Principal,
     table_id: str,
@@ -225,9 +225,16 @@ def join_table(
     invite_code: str | None,
     client_seed: str | None,
     now: datetime,
-) -> TableView:
-    """Take a free seat (player token): hold the stake or buy-in in the match's escrow, in
-    the same transaction; start the match when the last seat fills."""
+) -> tuple[GameTable, Player, list[Seat], MatchSettings, int]:
+    """Whether the caller may take a seat at ``table_id`` (under the table's lock): the
+    table, the player, the seats taken, the settings and the escrow the seat holds.
+
+    :raises Forbidden: without a player token, or a private table's invite code.
+    :raises AlreadySeated: when the player sits there already.
+    :raises TableNotOpen: when the table takes no more players.
+    :raises SelfExcluded: while the player's self-exclusion runs.
+    :raises ValidationFailed: on a buy-in or client seed that breaks its rule.
+    """
     if principal.player_id is None:
         raise Forbidden("Joining a table needs the player's own token.")
     player_id = principal.player_id
@@ -250,6 +257,70 @@ def join_table(
         raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
     if client_seed is not None:
         _check_client_seed(client_seed)
+    return table, player, seats, settings, escrow
+
+
+def join_stake(
+    session: Session,
+    principal: Principal,
+    table_id: str,
+    *,
+    buyin: int | None,
+    invite_code: str | None,
+    client_seed: str | None,
+    now: datetime,
+) -> seamless.Stake | None:
+    """What taking a seat at ``table_id`` debits from a seamless operator's wallet (the
+    seat's checks made first, so a seat that would be refused debits nothing); ``None``
+    in transfer mode."""
+    table, player, _, settings, escrow = _seat_request(
+        session,
+        principal,
+        table_id,
+        buyin=buyin,
+        invite_code=invite_code,
+        client_seed=client_seed,
+        now=now,
+    )
+    if wallets.seamless_wallet(session, table.operator_id, table.currency) is None:
+        return None
+    return seamless.Stake(
+        operator_id=table.operator_id,
+        player_id=player.id,
+        currency=table.currency,
+        amount=escrow,
+        reason="buyin" if settings.uses_buyins else "stake",
+        table_id=table.id,
+        match_id=None if settings.continuous else table.match_id,
+        escrow_ref=_escrow_ref(table, settings),
+        round_id=None,
+    )
+
+
+def join_table(
+    session: Session,
+    principal: Principal,
+    table_id: str,
+    *,
+    buyin: int | None,
+    invite_code: str | None,
+    client_seed: str | None,
+    now: datetime,
+    debit: str | None = None,
+) -> TableView:
+    """Take a free seat (player token): hold the stake or buy-in in the match's escrow, in
+    the same transaction (a seamless operator's applied ``debit`` booked first); start the
+    match when the last seat fills."""
+    table, player, seats, settings, escrow = _seat_request(
+        session,
+        principal,
+        table_id,
+        buyin=buyin,
+        invite_code=invite_code,
+        client_seed=client_seed,
+        now=now,
+    )
+    seamless.book(session, table.operator_id, player.id, table.currency, escrow, debit, now)
     txn = wallets.hold(
         session,
         table.operator_id,
@@ -259,14 +330,14 @@ def join_table(
         escrow,
         # Each seat's hold has a ledger key of its own: repeats of the request are
         # answered by the HTTP idempotency layer, and a player who left may sit again.
-        f"seat:{table.id}:{player_id}:{secrets.token_hex(8)}",
+        f"seat:{table.id}:{player.id}:{secrets.token_hex(8)}",
         now,
     ).transaction
     taken = {s.seat_no for s in seats}
     seat = Seat(
         table_id=table.id,
         seat_no=min(set(range(table.seat_count)) - taken),
-        player_id=player_id,
+        player_id=player.id,
         escrow=escrow,
         hold_transaction_id=txn.id,
         client_seed=client_seed or fair.new_client_seed(),
@@ -341,21 +412,34 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
 
 def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
     """Release a seat's escrow (a per-hand seat's whole table balance). The ledger key names
-    the seat's own first hold, so each seat is refunded at most once however it ends
-    (leaving, or the table being cancelled), and a later seat of the same player at the
-    same table is a different one. A per-hand seat that lost everything has nothing left."""
-    if seat.escrow == 0:
-        return
+        the seat's own first hold, so each seat is refunded at most once however it ends
+        (leaving, or the table being cancelled), and a later seat of the same player at the
+        same table is a different one. A per-hand seat that lost everything has nothing left (a
+    seamless operator's round is still closed, by a zero credit)."""
+    settings = MatchSettings.from_dict(table.settings)
     key = f"release:{seat.hold_transaction_id}"
-    wallets.release(
+    if seat.escrow:
+        wallets.release(
+            session,
+            table.operator_id,
+            seat.player_id,
+            _escrow_ref(table, settings),
+            table.currency,
+            seat.escrow,
+            key,
+            now,
+        )
+    seamless.pay_out(  # a seamless operator's player gets it back in its wallet
         session,
-        table.operator_id,
-        seat.player_id,
-        _escrow_ref(table, MatchSettings.from_dict(table.settings)),
-        table.currency,
-        seat.escrow,
-        key,
-        now,
+        operator_id=table.operator_id,
+        currency=table.currency,
+        escrow_ref=_escrow_ref(table, settings),
+        table_id=table.id,
+        match_id=None if settings.continuous else table.match_id,
+        amounts={seat.player_id: seat.escrow},
+        reason="release",
+        cause=key,
+        now=now,
     )
 
 
@@ -406,15 +490,14 @@ def _continuous_table(
     return table, seat, settings
 
 
-def top_up(
+def _top_up_request(
     session: Session, principal: Principal, table_id: str, amount: int, now: datetime
-) -> TableView:
-    """Add ``amount`` from the player's wallet to its table balance, between its hands, up
-    to the table's maximum buy-in (11.5.1); the next hand is dealt if it can be.
+) -> tuple[GameTable, Seat, MatchSettings]:
+    """Whether the caller may top up ``amount`` at ``table_id`` now (under the table's lock).
 
     :raises ValidationFailed: when the balance would pass the maximum buy-in.
     :raises TableNotOpen: while the player's hand is unsettled, or at another table.
-    :raises InsufficientFunds: when the wallet holds less.
+    :raises SelfExcluded: while the player's self-exclusion runs.
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     _between_hands(session, table, seat, "top up")
@@ -425,6 +508,48 @@ def top_up(
             f"maximum buy-in {settings.max_buyin}."
         )
         raise ValidationFailed(message, errors=[FieldError("amount", message)])
+    return table, seat, settings
+
+
+def top_up_stake(
+    session: Session, principal: Principal, table_id: str, amount: int, now: datetime
+) -> seamless.Stake | None:
+    """What a top-up debits from a seamless operator's wallet, on the seat's round (the
+    top-up's checks made first); ``None`` in transfer mode."""
+    table, seat, _ = _top_up_request(session, principal, table_id, amount, now)
+    if wallets.seamless_wallet(session, table.operator_id, table.currency) is None:
+        return None
+    return seamless.Stake(
+        operator_id=table.operator_id,
+        player_id=seat.player_id,
+        currency=table.currency,
+        amount=amount,
+        reason="top_up",
+        table_id=table.id,
+        match_id=None,
+        escrow_ref=table.id,
+        round_id=seamless.round_of(session, table.operator_id, seat.player_id, table.id),
+    )
+
+
+def top_up(
+    session: Session,
+    principal: Principal,
+    table_id: str,
+    amount: int,
+    now: datetime,
+    debit: str | None = None,
+) -> TableView:
+    """Add ``amount`` from the player's wallet to its table balance, between its hands, up
+    to the table's maximum buy-in (11.5.1; a seamless operator's applied ``debit`` booked
+    first); the next hand is dealt if it can be.
+
+    :raises ValidationFailed: when the balance would pass the maximum buy-in.
+    :raises TableNotOpen: while the player's hand is unsettled, or at another table.
+    :raises InsufficientFunds: when the wallet holds less.
+    """
+    table, seat, settings = _top_up_request(session, principal, table_id, amount, now)
+    seamless.book(session, table.operator_id, seat.player_id, table.currency, amount, debit, now)
     wallets.hold(
         session,
         table.operator_id,

@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from service.db.driver import execute
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
-from service.errors import NotFound, ValidationFailed
+from service.db.wallet_models import OperatorWallet
+from service.errors import NotFound, SeamlessWallet, ValidationFailed
 from service.ledger import postings as ledger
 from service.ledger import store
 from service.ledger.money import exponent
@@ -93,6 +94,13 @@ def _wallet(session: Session, player: Player, currency: str) -> WalletView:
     )
 
 
+def seamless_wallet(session: Session, operator_id: str, currency: str) -> OperatorWallet | None:
+    """The operator's seamless wallet for ``currency`` (:mod:`service.usecases.seamless`);
+    ``None`` in transfer mode, where its players' money is deposited here."""
+    wallet = session.get(OperatorWallet, (operator_id, currency))
+    return wallet if wallet is not None and wallet.mode == "seamless" else None
+
+
 def get_wallet(session: Session, principal: Principal, player_id: str, currency: str) -> WalletView:
     exponent(currency)
     player = authorize_player(session, principal, player_id)
@@ -115,7 +123,7 @@ def list_wallets(session: Session, principal: Principal, player_id: str) -> list
     return [_wallet(session, player, currency) for currency in currencies]
 
 
-def _move(
+def move(
     session: Session,
     *,
     operator_id: str,
@@ -130,7 +138,8 @@ def _move(
     external_reference: str | None = None,
     before_post: Callable[[dict[AccountRef, LockedAccount]], None] | None = None,
 ) -> tuple[LedgerTransaction, bool]:
-    """Post ``journal`` once per idempotency key, inside the caller's open transaction."""
+    """Post ``journal`` once per idempotency key, inside the caller's open transaction
+    (here, and for seamless wallets' debits and credits, :mod:`service.usecases.seamless`)."""
     locked = store.lock_accounts(session, [p.account for p in journal.postings], now)
     # Under the locks, a twin request with the same key has either committed (we see its
     # transaction and answer with it) or not started posting (and will see ours).
@@ -228,6 +237,11 @@ def _cashier(
     """A deposit or a withdrawal (``kind``) through the operator's cashier; deposits are
     checked against self-exclusion and the deposit limits under the account locks."""
     operator_id = require_operator(principal)
+    if seamless_wallet(session, operator_id, currency) is not None:
+        raise SeamlessWallet(
+            f"{currency} runs in seamless mode: {player_id}'s money stays in the operator's "
+            f"wallet, and there are no {kind}s here."
+        )
     journal = _CASHIER_JOURNALS[kind](operator_id, player_id, currency, amount)
     owner = authorize_player(session, principal, player_id)
 
@@ -235,7 +249,7 @@ def _cashier(
         available = locked[AccountRef.player_available(operator_id, player_id, currency)]
         check_deposit_allowed(session, owner, available, amount, now, currency)
 
-    txn, replayed = _move(
+    txn, replayed = move(
         session,
         operator_id=operator_id,
         player=owner,
@@ -269,7 +283,7 @@ def _escrow(
     idempotency key, with the wallet after it."""
     player = authorize_player(session, Principal(operator_id), player_id)
     journal = _ESCROW_JOURNALS[kind](operator_id, player.id, match_ref, currency, amount)
-    txn, replayed = _move(
+    txn, replayed = move(
         session,
         operator_id=operator_id,
         player=player,
@@ -378,7 +392,7 @@ def capture(
     fingerprint = store.fingerprint(
         "capture", where, currency, sorted(taken.items()), sorted(paid.items()), fee
     )
-    txn, _ = _move(
+    txn, _ = move(
         session,
         operator_id=operator_id,
         player=None,

@@ -1,0 +1,379 @@
+"""Seamless wallets end to end over HTTP, against the reference operator wallet running as its
+own process: stakes are debited from the operator's wallet, payouts and releases credited to
+it, every ambiguous answer rolled back or retried under the same transaction id, and the
+operator's balances always equal our ledger's view of them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from service.clock import utcnow
+from service.db.models import LedgerAccount
+from service.db.wallet_models import WalletCall
+from service.ledger.postings import AccountRef
+from service.usecases import seamless, settlement, unit_of_work
+from service.usecases.audit import run_audit
+from service.webhook_http import http_sender
+from tests.api.play_clients import open_table, play_match
+from tests.conftest import ApiClient, assert_problem, in_unit, new_operator, serving
+from tests.seamless_support import RefWallet, reference_wallet, wallet_port
+
+POST = http_sender(allow_private=True)
+STAKE = 500
+
+
+@pytest.fixture(scope="module")
+def seamless_app(database_url: str) -> Iterator[Any]:
+    with serving(database_url, WEBHOOK_ALLOW_PRIVATE_NETWORKS=True) as application:
+        yield application
+
+
+class Operator:
+    def __init__(self, app: Any, api: ApiClient, wallet: RefWallet, secret: str) -> None:
+        self.app, self.api, self.wallet, self.secret = app, api, wallet, secret
+
+    def session(self) -> Any:
+        return self.app.extensions["gin"]["sessionmaker"]()
+
+    def player(self, balance: int = 10_000) -> ApiClient:
+        """A player the operator's wallet holds ``balance`` for, acting with its own token."""
+        created = self.api.new_player()
+        self.wallet.player(created["external_id"], balance)
+        response = self.api.post(f"/v1/players/{created['id']}/tokens", {})
+        assert response.status_code == 201, response.get_json()
+        client = self.api.as_(response.get_json()["token"])
+        client.player_id = created["id"]  # type: ignore[attr-defined]
+        client.external_id = created["external_id"]  # type: ignore[attr-defined]
+        return client
+
+    def calls(self, **where: Any) -> list[WalletCall]:
+        db = self.session()
+        try:
+            stmt = select(WalletCall).where(WalletCall.operator_id == self.api.operator_id)  # type: ignore[attr-defined]
+            for name, value in where.items():
+                stmt = stmt.where(getattr(WalletCall, name) == value)
+            return list(unit_of_work.run(db, lambda: list(db.scalars(stmt.order_by(WalletCall.created_at)))))
+        finally:
+            db.close()
+
+    def sweep(self, later: timedelta = timedelta()) -> int:
+        db = self.session()
+        try:
+            return seamless.sweep(db, POST, utcnow() + later)
+        finally:
+            db.close()
+
+    def settle(self, match_id: str) -> None:
+        db = self.session()
+        try:
+            in_unit(db, settlement.settle_match, match_id, utcnow())
+            seamless.send_credits(db, match_id, POST)
+        finally:
+            db.close()
+
+    def clearing(self, player: ApiClient) -> int:
+        """Our ledger's view of what the operator's wallet gained from the player: the
+        player's clearing sub-account (credits in, debits out)."""
+        key = str(AccountRef.cashier_clearing(self.api.operator_id, player.player_id, "EUR"))  # type: ignore[attr-defined]
+        db = self.session()
+        try:
+            found = unit_of_work.run(
+                db, lambda: db.scalar(select(LedgerAccount.balance).where(LedgerAccount.key == key))
+            )
+        finally:
+            db.close()
+        return int(found or 0)
+
+    def audit_ok(self) -> None:
+        db = self.session()
+        try:
+            report = run_audit(db, operator_id=self.api.operator_id)  # type: ignore[attr-defined]
+        finally:
+            db.close()
+        assert report.ok, report
+
+
+@pytest.fixture
+def operator(seamless_app: Any, tmp_path: Path) -> Iterator[Operator]:
+    operator_id, key = new_operator(seamless_app)
+    api = ApiClient(seamless_app.test_client(), key)
+    api.operator_id = operator_id  # type: ignore[attr-defined]
+    port = wallet_port()
+    response = api.put(
+        "/v1/wallet-settings/EUR",
+        {"mode": "seamless", "url": f"http://127.0.0.1:{port}", "timeout_ms": 400},
+    )
+    assert response.status_code == 200, response.get_json()
+    secret = response.get_json()["secret"]
+    assert secret.startswith("whsec_")
+    with reference_wallet(tmp_path, port, secret) as wallet:
+        yield Operator(seamless_app, api, wallet, secret)
+
+
+def _join(client: ApiClient, table_id: str, key: str | None = None) -> Any:
+    return client.post(f"/v1/tables/{table_id}/seats", {}, key=key or secrets.token_hex(8))
+
+
+def _books_agree(operator: Operator, *players: ApiClient, start: int = 10_000) -> None:
+    """The bank-style invariant: each player's balance at the operator moved by exactly what
+    our ledger's clearing account for it says, and every call reached a terminal state."""
+    for player in players:
+        assert operator.wallet.balance(player.external_id) == start + operator.clearing(player)  # type: ignore[attr-defined]
+    open_calls = [c for c in operator.calls() if c.completed_at is None]
+    assert not open_calls, [(c.id, c.kind, c.state) for c in open_calls]
+
+
+def test_settings_are_listed_and_the_secret_is_shown_once(operator: Operator) -> None:
+    listed = operator.api.get("/v1/wallet-settings").get_json()["data"]
+    assert [(s["currency"], s["mode"]) for s in listed] == [("EUR", "seamless")]
+    assert "secret" not in listed[0]
+    again = operator.api.put(
+        "/v1/wallet-settings/EUR", {"mode": "seamless", "url": operator.wallet.url}
+    )
+    assert again.status_code == 200 and "secret" not in again.get_json()
+    rotated = operator.api.post("/v1/wallet-settings/EUR/rotate-secret").get_json()
+    assert rotated["secret"] != operator.secret and rotated["previous_secret_expires_at"]
+
+
+def test_deposits_and_withdrawals_are_refused_in_seamless_mode(operator: Operator) -> None:
+    player = operator.api.new_player()
+    assert_problem(operator.api.deposit(player["id"], 100), 409, "seamless_wallet")
+    response = operator.api.post(
+        f"/v1/players/{player['id']}/withdrawals",
+        {"amount": {"amount": 100, "currency": "EUR"}},
+        key=secrets.token_hex(8),
+    )
+    assert_problem(response, 409, "seamless_wallet")
+
+
+def test_a_match_debits_the_stakes_and_credits_the_payouts(operator: Operator) -> None:
+    table = open_table(operator.api, stake=STAKE, fee={"bps": 1000})
+    alice, bob = operator.player(), operator.player()
+    for client in (alice, bob):
+        response = _join(client, table["id"])
+        assert response.status_code == 201, response.get_json()
+    assert operator.wallet.balance(alice.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
+    debits = operator.calls(kind="debit")
+    assert [c.state for c in debits] == ["booked", "booked"]
+    assert len({c.round_id for c in debits}) == 2  # a round per player's stay
+    final = play_match([alice, bob], table["match_id"])
+    assert final["status"] == "finished"
+    operator.settle(table["match_id"])
+    credits = operator.calls(kind="credit")
+    assert sorted(c.state for c in credits) == ["acknowledged", "acknowledged"]
+    paid = sorted(c.amount for c in credits)
+    assert paid[0] == 0 and paid[1] == 2 * STAKE - 100  # a zero credit closes the loser's round
+    assert all(c.round_closed and c.references for c in credits)
+    total = sum(operator.wallet.balance(p.external_id) for p in (alice, bob))  # type: ignore[attr-defined]
+    assert total == 20_000 - 100  # the fee stays with us
+    _books_agree(operator, alice, bob)
+    operator.audit_ok()
+    day = utcnow().date().isoformat()
+    report = operator.api.get(f"/v1/wallet-calls?date={day}").get_json()["data"]
+    assert {r["id"] for r in report} == {c.id for c in operator.calls()}
+
+
+def test_insufficient_funds_take_no_seat_and_a_retry_gets_the_same_answer(
+    operator: Operator,
+) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    poor = operator.player(balance=STAKE - 1)
+    for _ in range(2):
+        assert_problem(_join(poor, table["id"], key="same"), 422, "insufficient_funds")
+    assert operator.api.get(f"/v1/tables/{table['id']}").get_json()["seats"] == []
+    [call] = operator.calls()
+    assert (call.state, call.declined) == ("failed", "insufficient_funds")
+    assert operator.wallet.balance(poor.external_id) == STAKE - 1  # type: ignore[attr-defined]
+
+
+def test_a_disabled_player_is_declined_by_name(operator: Operator) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    operator.wallet.player(player.external_id, 10_000, disabled=True)  # type: ignore[attr-defined]
+    body = assert_problem(_join(player, table["id"]), 422, "wallet_declined")
+    assert body["wallet_status"] == "player_disabled"
+
+
+@pytest.mark.parametrize(
+    "fault", ["timeout_after_apply", "timeout_before_apply", "error_5xx", "bad_body", "unknown_status"]
+)
+def test_an_ambiguous_debit_is_rolled_back_and_the_retry_seats(
+    operator: Operator, fault: str
+) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    operator.wallet.faults({"kinds": ["debit"], "fault": fault, "times": 1, "seconds": 1.0})
+    assert_problem(_join(player, table["id"], key="k1"), 503, "wallet_unavailable")
+    assert operator.api.get(f"/v1/tables/{table['id']}").get_json()["seats"] == []
+    [first] = operator.calls()
+    assert first.state == "rolled_back" and first.rollback_id
+    assert operator.wallet.balance(player.external_id) == 10_000  # type: ignore[attr-defined]
+    retry = _join(player, table["id"], key="k1")  # the same request again
+    assert retry.status_code == 201, retry.get_json()
+    second = operator.calls()[-1]
+    assert second.id != first.id and second.state == "booked"
+    assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
+    replay = _join(player, table["id"], key="k1")
+    assert replay.status_code == 201 and replay.headers.get("Idempotent-Replayed") == "true"
+    assert len(operator.calls()) == 2  # the replay debited nothing
+    _books_agree(operator, player)
+
+
+def test_a_rollback_that_overtakes_its_debit_leaves_nothing_applied(operator: Operator) -> None:
+    """Reordering: the debit is still on its way when our timeout rolls it back; the
+    operator records the rollback first and then refuses the late debit."""
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    operator.wallet.faults({"kinds": ["debit"], "fault": "delay_apply", "times": 1, "seconds": 1.0})
+    assert_problem(_join(player, table["id"]), 503, "wallet_unavailable")
+    [call] = operator.calls()
+    assert call.state == "rolled_back"
+    from tests.conftest import wait_until
+
+    wait_until(
+        lambda: any(
+            r.get("transaction_id") == call.id and r.get("answer") != "pending"
+            for r in operator.wallet.requests()
+        ),
+        timeout=5,
+        what="the delayed debit to be answered",
+        interval=0.05,
+    )
+    assert operator.wallet.balance(player.external_id) == 10_000  # type: ignore[attr-defined]
+    states = {t["transaction_id"]: t["state"] for t in operator.wallet.transactions()}
+    assert states.get(call.id) in (None, "tombstone", "rolled_back")
+    _books_agree(operator, player)
+
+
+def test_a_rollback_is_retried_until_the_wallet_answers(operator: Operator) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    operator.wallet.faults(
+        {"kinds": ["debit"], "fault": "timeout_after_apply", "times": 1, "seconds": 1.0},
+        {"kinds": ["rollback"], "fault": "error_5xx", "times": 3},
+    )
+    assert_problem(_join(player, table["id"]), 503, "wallet_unavailable")
+    [call] = operator.calls()
+    assert call.state == "rollback_pending"
+    assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
+    for step in range(1, 4):
+        operator.sweep(later=timedelta(minutes=10 * step))
+    [call] = operator.calls()
+    assert call.state == "rolled_back"
+    assert operator.wallet.balance(player.external_id) == 10_000  # type: ignore[attr-defined]
+    sent = [r for r in operator.wallet.requests() if r.get("transaction_id") == call.rollback_id]
+    assert len(sent) == call.attempts == 4  # 3 errors, then done: one rollback id throughout
+    _books_agree(operator, player)
+
+
+def test_a_credit_is_retried_with_its_id_until_acknowledged_and_escalated_meanwhile(
+    operator: Operator,
+) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    alice, bob = operator.player(), operator.player()
+    for client in (alice, bob):
+        assert _join(client, table["id"]).status_code == 201
+    play_match([alice, bob], table["match_id"])
+    operator.wallet.faults({"kinds": ["credit"], "fault": "error_5xx", "times": 40})
+    operator.settle(table["match_id"])
+    for step in range(1, 12):
+        operator.sweep(later=timedelta(hours=step))
+    escalated = operator.api.get("/v1/wallet-calls?escalated=true").get_json()["data"]
+    assert escalated and all(c["kind"] == "credit" and c["state"] == "pending" for c in escalated)
+    operator.wallet.admin("DELETE", "/faults")
+    operator.sweep(later=timedelta(hours=20))
+    credits = operator.calls(kind="credit")
+    assert [c.state for c in credits] == ["acknowledged", "acknowledged"]
+    for credit in credits:
+        ids = {r.get("transaction_id") for r in operator.wallet.requests() if r.get("path", "").endswith("/credit")}
+        assert credit.id in ids
+    _books_agree(operator, alice, bob)
+    operator.audit_ok()
+
+
+def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operator) -> None:
+    """A crash after the operator applied the debit and before we recorded its answer: the
+    intent stays pending, and the sweep rolls it back once it is stale."""
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    db = operator.session()
+    try:
+        stake = unit_of_work.run(
+            db,
+            lambda: seamless.Stake(
+                operator.api.operator_id,  # type: ignore[attr-defined]
+                player.player_id,  # type: ignore[attr-defined]
+                "EUR",
+                STAKE,
+                "stake",
+                table["id"],
+                table["match_id"],
+                table["match_id"],
+                None,
+            ),
+        )
+        call_id, fresh = unit_of_work.run(db, seamless._intend_debit, db, stake, "crash", utcnow())
+        assert fresh
+        assert seamless._exchange(db, call_id, "debit", POST).verdict.value == "ok"
+    finally:
+        db.close()
+    assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
+    assert operator.sweep() == 0  # not stale yet: its request may still be booking it
+    operator.sweep(later=seamless.STALE_AFTER + timedelta(seconds=1))
+    [call] = operator.calls()
+    assert call.state == "rolled_back"
+    assert operator.wallet.balance(player.external_id) == 10_000  # type: ignore[attr-defined]
+    _books_agree(operator, player)
+
+
+def test_leaving_credits_the_stake_back(operator: Operator) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    assert _join(player, table["id"]).status_code == 201
+    left = player.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8))
+    assert left.status_code == 200, left.get_json()
+    operator.sweep()
+    credits = operator.calls(kind="credit")
+    assert [(c.reason, c.amount, c.state) for c in credits] == [("release", STAKE, "acknowledged")]
+    _books_agree(operator, player)
+
+
+def test_per_hand_table_buy_in_top_up_and_leave(operator: Operator) -> None:
+    table = open_table(
+        operator.api,
+        game="rummy",
+        seat_count=4,
+        format="rummy_per_hand",
+        stake_per_point=1,
+        min_buyin=100,
+        max_buyin=300,
+    )
+    player = operator.player()
+    assert player.post(
+        f"/v1/tables/{table['id']}/seats", {"buyin": 100}, key=secrets.token_hex(8)
+    ).status_code == 201
+    topped = player.post(
+        f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 150}, key=secrets.token_hex(8)
+    )
+    assert topped.status_code == 200, topped.get_json()
+    debits = operator.calls(kind="debit")
+    assert [(c.reason, c.amount) for c in debits] == [("buyin", 100), ("top_up", 150)]
+    assert debits[0].round_id == debits[1].round_id  # one stay at the table, one round
+    too_much = player.post(
+        f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 100}, key=secrets.token_hex(8)
+    )
+    assert_problem(too_much, 422, "validation_failed")  # refused before any debit
+    assert len(operator.calls(kind="debit")) == 2
+    assert player.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8)).status_code == 200
+    operator.sweep()
+    [credit] = operator.calls(kind="credit")
+    assert (credit.amount, credit.round_id, credit.state) == (250, debits[0].round_id, "acknowledged")
+    assert sorted(credit.references) == sorted(c.id for c in debits)
+    _books_agree(operator, player)

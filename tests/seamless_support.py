@@ -1,0 +1,91 @@
+"""The reference operator wallet (``service.refwallet``) as a real process, for the seamless
+wallet tests: started on a port chosen beforehand (the operator's wallet settings name its
+URL before the signing secret exists), driven through its admin API over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import free_port
+
+
+class RefWallet:
+    """A running reference wallet: its URL and its admin API."""
+
+    def __init__(self, url: str, process: subprocess.Popen[str]) -> None:
+        self.url = url
+        self.process = process
+
+    def admin(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + "/admin" + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            if error.code != 404:
+                raise AssertionError(f"{method} {path}: {error.code} {raw!r}") from None
+            return None
+        return json.loads(raw) if raw else None
+
+    def player(
+        self, external_id: str, balance: int, currency: str = "EUR", **extra: Any
+    ) -> None:
+        body = {"currency": currency, "balance": balance, "disabled": False, **extra}
+        self.admin("PUT", f"/players/{external_id}", body)
+
+    def balance(self, external_id: str) -> int:
+        return int(self.admin("GET", f"/players/{external_id}")["balance"])
+
+    def faults(self, *rules: dict[str, Any]) -> None:
+        self.admin("POST", "/faults", {"rules": list(rules)})
+
+    def transactions(self) -> list[dict[str, Any]]:
+        return list(self.admin("GET", "/transactions")["data"])
+
+    def requests(self) -> list[dict[str, Any]]:
+        found = self.admin("GET", "/requests")
+        return list(found["data"] if isinstance(found, dict) else found)
+
+
+def wallet_port() -> int:
+    return free_port()
+
+
+@contextmanager
+def reference_wallet(folder: Path, port: int, *secrets: str) -> Iterator[RefWallet]:
+    """``python -m service.refwallet serve`` on ``port`` with its own database in ``folder``,
+    accepting calls signed with any of ``secrets``; stopped (SIGTERM) afterwards."""
+    command = [sys.executable, "-m", "service.refwallet", "serve", "--port", str(port)]
+    command += ["--db", str(folder / f"refwallet-{port}.sqlite")]
+    for secret in secrets:
+        command += ["--secret", secret]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("listening on http://"), line
+        yield RefWallet(line.removeprefix("listening on "), process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
