@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # BIND=HOST:PORT serves elsewhere (make run BIND=0.0.0.0:8000); default 127.0.0.1:8000.
+# SEAMLESS=1 also runs the reference operator wallet and a demo operator in seamless mode.
 run: $(STAMP)
-	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND))
+	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND)) $(if $(SEAMLESS),--seamless-demo)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

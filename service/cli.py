@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from service.config import bind_address, database_configured
 
 if TYPE_CHECKING:
+    import subprocess
+
     from sqlalchemy.orm import Session
 
     from service.config import Settings
@@ -113,10 +115,10 @@ def _close(session: Session) -> None:
 SHUTDOWN_GRACE_SECONDS = 40
 
 
-def _serve(bind: str, workers: int) -> int:
+def _serve(bind: str, workers: int, extra: list[subprocess.Popen[bytes]] | None = None) -> int:
     """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
-    clocks, the outbox relay, sweeps), as child processes; a signal or either child exiting
-    stops both."""
+    clocks, the outbox relay, sweeps), as child processes (and ``extra`` ones already
+    started); a signal or any child exiting stops them all."""
     import signal
     import subprocess
 
@@ -160,7 +162,7 @@ def _serve(bind: str, workers: int) -> int:
             "service.wsgi:app",
         ]
     )
-    children = [web, worker]
+    children = [web, worker, *(extra or [])]
 
     stopping = False
 
@@ -214,6 +216,13 @@ def _parser() -> Parser:
         default=None,
         help="create (once) and print a demo operator, its API key and curl examples "
         "(default: only on the embedded SQLite default, i.e. without DATABASE_URL)",
+    )
+    run.add_argument(
+        "--seamless-demo",
+        action="store_true",
+        help="also run the reference operator wallet (python -m service.refwallet) on "
+        f"127.0.0.1:{SEAMLESS_DEMO_PORT} and a demo operator whose EUR is in seamless mode "
+        "against it (development only: lets the service call loopback addresses)",
     )
     db = sub.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"], help="apply every pending migration")
@@ -272,7 +281,15 @@ def _run(args: argparse.Namespace) -> int:
     demo = not database_configured() if args.demo is None else args.demo
     if demo:
         print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
-    return _serve(args.bind, args.workers)
+    if not args.seamless_demo:
+        return _serve(args.bind, args.workers)
+    import os
+
+    os.environ["WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1"  # the API's and the worker's
+    seamless_demo = ensure_seamless_demo()
+    wallet = _start_reference_wallet(seamless_demo["wallet_secret"])
+    print(seamless_banner(seamless_demo), flush=True)
+    return _serve(args.bind, args.workers, extra=[wallet])
 
 
 def _check_free(bind: str) -> None:
@@ -520,6 +537,100 @@ def ensure_demo_operator() -> dict[str, str]:
     path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
     path.chmod(0o600)  # it holds a working API key
     return demo
+
+
+SEAMLESS_DEMO_PORT = 8070
+SEAMLESS_DEMO_FILE = "demo-seamless-operator.json"
+
+
+def ensure_seamless_demo() -> dict[str, str]:
+    """A demo operator whose EUR is in seamless mode against the reference wallet on
+    :data:`SEAMLESS_DEMO_PORT`: created once, then read back from
+    ``$GIN_VAR_DIR/demo-seamless-operator.json`` while it is still in this database. The
+    wallet's signing secret is read from the database (this is the operators' own tool)."""
+    from service.clock import utcnow
+    from service.config import DEFAULT_VAR_DIR
+    from service.db.models import Operator
+    from service.db.wallet_models import OperatorWallet
+    from service.usecases import seamless, unit_of_work
+    from service.usecases.auth import Principal
+    from service.usecases.operators import create_operator
+
+    path = (DEFAULT_VAR_DIR / SEAMLESS_DEMO_FILE).resolve()
+    session = _session()
+    try:
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            operator_id, api_key = str(saved["operator_id"]), str(saved["api_key"])
+        except (OSError, ValueError, KeyError, TypeError):
+            operator_id = api_key = ""
+        if not operator_id or unit_of_work.run(session, session.get, Operator, operator_id) is None:
+            operator, issued = unit_of_work.run(
+                session, create_operator, session, "Demo Seamless Casino", utcnow()
+            )
+            operator_id, api_key = operator.id, issued.secret
+        unit_of_work.run(
+            session,
+            seamless.configure,
+            session,
+            Principal(operator_id),
+            "EUR",
+            mode="seamless",
+            url=f"http://127.0.0.1:{SEAMLESS_DEMO_PORT}",
+            timeout_ms=seamless.DEFAULT_TIMEOUT_MS,
+            now=utcnow(),
+            allow_private=True,
+        )
+        wallet = unit_of_work.run(session, session.get, OperatorWallet, (operator_id, "EUR"))
+        assert wallet is not None and wallet.secret is not None
+        demo = {"operator_id": operator_id, "api_key": api_key, "wallet_secret": wallet.secret}
+    finally:
+        _close(session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
+    path.chmod(0o600)  # it holds a working API key and the wallet's secret
+    return demo
+
+
+def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
+    """The reference operator wallet as a child process, with its own SQLite file."""
+    import subprocess
+
+    from service.config import DEFAULT_VAR_DIR
+
+    _check_free(f"127.0.0.1:{SEAMLESS_DEMO_PORT}")
+    database = (DEFAULT_VAR_DIR / "refwallet.sqlite").resolve()
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "service.refwallet",
+            "serve",
+            "--port",
+            str(SEAMLESS_DEMO_PORT),
+            "--db",
+            str(database),
+            "--secret",
+            secret,
+        ]
+    )
+
+
+def seamless_banner(demo: dict[str, str]) -> str:
+    wallet = f"http://127.0.0.1:{SEAMLESS_DEMO_PORT}"
+    rule = "-" * 78
+    return "\n".join(
+        [
+            rule,
+            f"Seamless demo operator {demo['operator_id']} (EUR stays in its wallet, {wallet})",
+            f"API key: {demo['api_key']}",
+            "Give a player money in the operator's wallet (its external_id, as registered):",
+            f"  curl -X PUT {wallet}/admin/players/alice-1 -H 'Content-Type: application/json' "
+            '-d \'{"currency": "EUR", "balance": 10000}\'',
+            f"Its calls: GET /v1/wallet-calls; the wallet's side: {wallet}/admin/transactions",
+            rule,
+        ]
+    )
 
 
 def _base_url(bind: str) -> str:

@@ -18,6 +18,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from service.clock import rfc3339
 from service.ledger.money import EXPONENTS, MAX_AMOUNT
+from service.ledger.postings import TransactionKind
 
 #: The largest integer any request field takes: 2^53 - 1, which every JSON client holds
 #: exactly (a JavaScript number) and every 64-bit database column stores.
@@ -280,6 +281,16 @@ class WalletOut(Schema):
     available = fields.Nested(MoneyOut, required=True)
     held = fields.Nested(MoneyOut, required=True)
     balance = fields.Nested(MoneyOut, required=True, metadata={"description": "available + held"})
+    operator_balance = fields.Nested(
+        MoneyOut,
+        allow_none=True,
+        metadata={
+            "description": "Seamless operators only (GET of one wallet): the balance the "
+            "operator's own wallet reports for the player, for display only; null when its "
+            "wallet did not answer. The money here is `held`: a seamless player's stakes "
+            "while they are on a table."
+        },
+    )
 
 
 class WalletList(ListEnvelope):
@@ -316,7 +327,13 @@ class EntryOut(Schema):
     id = fields.String(required=True)
     object = fields.Constant("entry")
     kind = fields.String(
-        required=True, metadata={"description": "deposit, withdrawal, hold, release or capture"}
+        required=True,
+        metadata={
+            "description": "deposit, withdrawal, hold, release or capture; at a seamless "
+            "operator wallet_debit (its wallet paid a stake in) or wallet_credit (paid back "
+            "to its wallet)",
+            "enum": [k.value for k in TransactionKind],
+        },
     )
     account = fields.String(required=True, metadata={"description": "available or escrow"})
     amount = fields.Nested(

@@ -8,7 +8,7 @@ from flask import request
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, idempotent, principal, unit
+from service.api.context import db_session, idempotent, operator_sender, principal, unit
 from service.api.problems import documents
 from service.api.schemas import (
     EntriesQuery,
@@ -35,7 +35,7 @@ from service.errors import (
     UnsupportedCurrency,
     ValidationFailed,
 )
-from service.usecases import wallets
+from service.usecases import seamless, unit_of_work, wallets
 
 blp = Blueprint("wallets", __name__, url_prefix="/v1", description="Wallets and the ledger.")
 
@@ -70,10 +70,21 @@ def list_wallets(player_id: str) -> dict[str, Any]:
 @blp.route("/players/<player_id>/wallets/<currency>")
 @blp.response(200, WalletOut)
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, UnsupportedCurrency)
-@unit
 def get_wallet(player_id: str, currency: str) -> dict[str, Any]:
-    """One wallet: available, held (in escrow) and balance, with display amounts."""
-    return render.wallet(wallets.get_wallet(db_session(), principal(), player_id, currency))
+    """One wallet: available, held (in escrow) and balance, with display amounts. At a
+    seamless operator also the balance its own wallet reports (display only), asked after
+    the wallet is read, outside the transaction."""
+    session, who = db_session(), principal()
+    view = unit_of_work.run(session, wallets.get_wallet, session, who, player_id, currency)
+    out = render.wallet(view)
+    if unit_of_work.run(session, wallets.seamless_wallet, session, who.operator_id, currency):
+        found = seamless.operator_balance(
+            session, who.operator_id, player_id, currency, operator_sender()
+        )
+        out["operator_balance"] = (
+            None if found is None else render.money(found, currency, view.rate)
+        )
+    return out
 
 
 @blp.route("/players/<player_id>/deposits", methods=["POST"])

@@ -567,16 +567,8 @@ def _exchange(session: Session, call_id: str, what: str, post: Post) -> Outcome:
         call = session.get(WalletCall, call_id)
         assert call is not None
         wallet = session.get(OperatorWallet, (call.operator_id, call.currency))
-        assert wallet is not None and wallet.url is not None
-        body = request_body(_fields(session, call, what, now))
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "gin-service-wallet/1",
-            SIGNATURE_HEADER: signature_header(
-                signing_secrets(wallet, now), int(now.timestamp()), body
-            ),
-        }
-        return wallet.url.rstrip("/") + "/" + what, body, headers, wallet.timeout_ms / 1000
+        assert wallet is not None
+        return _signed(wallet, what, request_body(_fields(session, call, what, now)), now)
 
     url, body, headers, timeout = unit_of_work.run(session, prepare)
     outcome = classify(post(url, body, headers, timeout))
@@ -612,6 +604,12 @@ def _take(session: Session, call_id: str, now: datetime) -> str | None:
     if call.kind == "debit":
         if call.state != "rollback_pending":
             return None
+        if _credit_sent(session, call):  # never by rule 4's order; a guard, not a path
+            if call.escalated_at is None:
+                call.escalated_at = now
+                WALLET_ESCALATIONS.labels("rollback").inc()
+                log.error("rollback of %s held: its round saw a credit", call.id)
+            return None
         what = "rollback"
     else:
         if call.state != "pending" or _round_open(session, call):
@@ -621,6 +619,22 @@ def _take(session: Session, call_id: str, now: datetime) -> str | None:
     timeout = (wallet.timeout_ms if wallet else DEFAULT_TIMEOUT_MS) / 1000
     call.locked_until = now + timedelta(seconds=timeout + 2)
     return what
+
+
+def _credit_sent(session: Session, call: WalletCall) -> bool:
+    """Whether a credit of the debit's round was ever sent (no rollback may follow it)."""
+    return bool(
+        session.scalar(
+            select(func.count())
+            .select_from(WalletCall)
+            .where(
+                WalletCall.player_id == call.player_id,
+                WalletCall.round_id == call.round_id,
+                WalletCall.kind == "credit",
+                WalletCall.attempts > 0,
+            )
+        )
+    )
 
 
 def _round_open(session: Session, call: WalletCall) -> bool:
@@ -722,6 +736,50 @@ def send_credits(session: Session, match_id: str, post: Post) -> int:
         ),
     )
     return sum(drive(session, call_id, post) == "acknowledged" for call_id in ids)
+
+
+def operator_balance(
+    session: Session, operator_id: str, player_id: str, currency: str, post: Post
+) -> int | None:
+    """What the seamless operator's wallet says the player holds in ``currency``, for
+    display only (never money here); ``None`` in transfer mode or without a clear answer.
+    Asked outside any transaction."""
+
+    def prepare() -> tuple[str, bytes, dict[str, str], float] | None:
+        now = utcnow()
+        wallet = wallets.seamless_wallet(session, operator_id, currency)
+        player = session.get(Player, player_id)
+        if wallet is None or wallet.url is None or player is None:
+            return None
+        fields = {
+            "player_id": player_id,
+            "external_player_id": player.external_id,
+            "currency": currency,
+            "sent_at": rfc3339(now),
+        }
+        return _signed(wallet, "balance", request_body(fields), now)
+
+    prepared = unit_of_work.run(session, prepare)
+    if prepared is None:
+        return None
+    outcome = classify(post(*prepared))
+    WALLET_CALLS.labels("balance", outcome.verdict.value).inc()
+    return outcome.balance if outcome.verdict is Verdict.OK else None
+
+
+def _signed(
+    wallet: OperatorWallet, what: str, body: bytes, now: datetime
+) -> tuple[str, bytes, dict[str, str], float]:
+    """A call to the operator's wallet: its URL, body, signed headers and time budget."""
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "gin-service-wallet/1",
+        SIGNATURE_HEADER: signature_header(
+            signing_secrets(wallet, now), int(now.timestamp()), body
+        ),
+    }
+    assert wallet.url is not None
+    return wallet.url.rstrip("/") + "/" + what, body, headers, wallet.timeout_ms / 1000
 
 
 # --- reports -----------------------------------------------------------------------------------

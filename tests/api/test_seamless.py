@@ -59,7 +59,9 @@ class Operator:
             stmt = select(WalletCall).where(WalletCall.operator_id == self.api.operator_id)  # type: ignore[attr-defined]
             for name, value in where.items():
                 stmt = stmt.where(getattr(WalletCall, name) == value)
-            return list(unit_of_work.run(db, lambda: list(db.scalars(stmt.order_by(WalletCall.created_at)))))
+            return list(
+                unit_of_work.run(db, lambda: list(db.scalars(stmt.order_by(WalletCall.created_at))))
+            )
         finally:
             db.close()
 
@@ -142,6 +144,15 @@ def test_settings_are_listed_and_the_secret_is_shown_once(operator: Operator) ->
     assert rotated["secret"] != operator.secret and rotated["previous_secret_expires_at"]
 
 
+def test_a_wallet_shows_the_operators_balance_for_display(operator: Operator) -> None:
+    player = operator.player(balance=7_250)
+    path = f"/v1/players/{player.player_id}/wallets/EUR"  # type: ignore[attr-defined]
+    shown = operator.api.get(path).get_json()
+    assert shown["operator_balance"]["amount"] == 7_250 and shown["balance"]["amount"] == 0
+    operator.wallet.faults({"kinds": ["balance"], "fault": "error_5xx", "times": 1})
+    assert operator.api.get(path).get_json()["operator_balance"] is None
+
+
 def test_deposits_and_withdrawals_are_refused_in_seamless_mode(operator: Operator) -> None:
     player = operator.api.new_player()
     assert_problem(operator.api.deposit(player["id"], 100), 409, "seamless_wallet")
@@ -202,7 +213,8 @@ def test_a_disabled_player_is_declined_by_name(operator: Operator) -> None:
 
 
 @pytest.mark.parametrize(
-    "fault", ["timeout_after_apply", "timeout_before_apply", "error_5xx", "bad_body", "unknown_status"]
+    "fault",
+    ["timeout_after_apply", "timeout_before_apply", "error_5xx", "bad_body", "unknown_status"],
 )
 def test_an_ambiguous_debit_is_rolled_back_and_the_retry_seats(
     operator: Operator, fault: str
@@ -292,7 +304,11 @@ def test_a_credit_is_retried_with_its_id_until_acknowledged_and_escalated_meanwh
     credits = operator.calls(kind="credit")
     assert [c.state for c in credits] == ["acknowledged", "acknowledged"]
     for credit in credits:
-        ids = {r.get("transaction_id") for r in operator.wallet.requests() if r.get("path", "").endswith("/credit")}
+        ids = {
+            r.get("transaction_id")
+            for r in operator.wallet.requests()
+            if r.get("path", "").endswith("/credit")
+        }
         assert credit.id in ids
     _books_agree(operator, alice, bob)
     operator.audit_ok()
@@ -356,9 +372,12 @@ def test_per_hand_table_buy_in_top_up_and_leave(operator: Operator) -> None:
         max_buyin=300,
     )
     player = operator.player()
-    assert player.post(
-        f"/v1/tables/{table['id']}/seats", {"buyin": 100}, key=secrets.token_hex(8)
-    ).status_code == 201
+    assert (
+        player.post(
+            f"/v1/tables/{table['id']}/seats", {"buyin": 100}, key=secrets.token_hex(8)
+        ).status_code
+        == 201
+    )
     topped = player.post(
         f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 150}, key=secrets.token_hex(8)
     )
@@ -371,9 +390,16 @@ def test_per_hand_table_buy_in_top_up_and_leave(operator: Operator) -> None:
     )
     assert_problem(too_much, 422, "validation_failed")  # refused before any debit
     assert len(operator.calls(kind="debit")) == 2
-    assert player.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8)).status_code == 200
+    assert (
+        player.delete(f"/v1/tables/{table['id']}/seats/me", key=secrets.token_hex(8)).status_code
+        == 200
+    )
     operator.sweep()
     [credit] = operator.calls(kind="credit")
-    assert (credit.amount, credit.round_id, credit.state) == (250, debits[0].round_id, "acknowledged")
+    assert (credit.amount, credit.round_id, credit.state) == (
+        250,
+        debits[0].round_id,
+        "acknowledged",
+    )
     assert sorted(credit.references) == sorted(c.id for c in debits)
     _books_agree(operator, player)
