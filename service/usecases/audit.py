@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session
 from service.clock import rfc3339, utcnow
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, Seat, Settlement
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.db.wallet_models import OperatorWallet, WalletCall
 from service.errors import NotFound
 from service.formats import (
     Match,
@@ -54,7 +55,7 @@ from service.formats import (
 )
 from service.formats.match import RESIGN, HandRecord
 from service.ledger import store
-from service.ledger.postings import AccountRef
+from service.ledger.postings import AccountRef, TransactionKind
 from service.rules import Action, ActionKind, RulesError, fair
 from service.rules.actions import WITH_CARD
 from service.rules.hand import FORFEIT_ACTION
@@ -1030,7 +1031,71 @@ def audit_ledger(session: Session, operator_id: str | None = None) -> LedgerAudi
                     f"a settled match's escrow; account balance {balance}",
                 )
             )
+    found += _audit_wallet_calls(session, operator_id)
     return report
+
+
+#: The ledger transactions seamless wallet calls post, and the call kind each belongs to.
+_WALLET_KINDS = {
+    TransactionKind.WALLET_DEBIT.value: "debit",
+    TransactionKind.WALLET_CREDIT.value: "credit",
+}
+
+
+def _audit_wallet_calls(session: Session, operator_id: str | None) -> list[Discrepancy]:
+    """Seamless wallets: every debit booked and every credit of money has exactly its ledger
+    transaction (same kind, amount and currency, naming the call), no other call has one,
+    and no wallet transaction lacks its call; a seamless player's available funds are
+    empty between requests (a debit is held in the transaction that books it, a credit
+    leaves in the one that pays it)."""
+    found: list[Discrepancy] = []
+    calls = select(WalletCall)
+    txns = select(LedgerTransaction).where(LedgerTransaction.kind.in_(_WALLET_KINDS))
+    if operator_id is not None:
+        calls = calls.where(WalletCall.operator_id == operator_id)
+        txns = txns.where(LedgerTransaction.operator_id == operator_id)
+    by_call = {t.external_reference: t for t in session.scalars(txns)}
+    for call in session.scalars(calls.order_by(WalletCall.created_at)):
+        txn = by_call.pop(call.id, None)
+        moved = (call.kind == "debit" and call.state == "booked") or (
+            call.kind == "credit" and call.amount > 0
+        )
+        where = f"wallet_call[{call.id}]"
+        if not moved:
+            if txn is not None:
+                found.append(Discrepancy(f"{where}.ledger", None, txn.id, f"a {call.state} call"))
+            continue
+        if txn is None:
+            found.append(Discrepancy(f"{where}.ledger", "a transaction", None, call.state))
+            continue
+        expected = (call.kind, call.amount, call.currency, call.ledger_transaction_id)
+        actual = (_WALLET_KINDS[txn.kind], txn.amount, txn.currency, txn.id)
+        if expected != actual:
+            found.append(Discrepancy(f"{where}.ledger", list(expected), list(actual)))
+    for reference, txn in by_call.items():
+        found.append(
+            Discrepancy(f"ledger.transaction[{txn.id}]", "a wallet call", reference, txn.kind)
+        )
+    seamless = select(OperatorWallet.operator_id, OperatorWallet.currency).where(
+        OperatorWallet.mode == "seamless"
+    )
+    if operator_id is not None:
+        seamless = seamless.where(OperatorWallet.operator_id == operator_id)
+    for owner, currency in session.execute(seamless).all():
+        for key, balance in session.execute(
+            select(LedgerAccount.key, LedgerAccount.balance).where(
+                LedgerAccount.operator_id == owner,
+                LedgerAccount.currency == currency,
+                LedgerAccount.kind == "player_available",
+                LedgerAccount.balance != 0,
+            )
+        ):
+            found.append(
+                Discrepancy(
+                    f"ledger.account[{key}].balance", 0, balance, "a seamless player's funds"
+                )
+            )
+    return found
 
 
 def ledger_report(session: Session, principal: Principal) -> LedgerAudit:

@@ -403,3 +403,23 @@ def test_per_hand_table_buy_in_top_up_and_leave(operator: Operator) -> None:
     )
     assert sorted(credit.references) == sorted(c.id for c in debits)
     _books_agree(operator, player)
+
+
+def test_the_audit_catches_a_wallet_call_that_disagrees_with_the_ledger(
+    operator: Operator,
+) -> None:
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    assert _join(player, table["id"]).status_code == 201
+    operator.audit_ok()
+    [call] = operator.calls()
+    db = operator.session()
+    try:
+        with db.begin():
+            db.get(WalletCall, call.id).amount = STAKE + 1  # the intent no longer matches
+        report = run_audit(db, operator_id=operator.api.operator_id)  # type: ignore[attr-defined]
+    finally:
+        db.close()
+    assert not report.ok
+    assert report.ledger is not None
+    assert any(d.field == f"wallet_call[{call.id}].ledger" for d in report.ledger.discrepancies)
