@@ -480,6 +480,46 @@ class GinClient:
         params = {"limit": limit, "starting_after": starting_after}
         return cast(t.Page, self._call("GET", "/v1/settlements", params=params))
 
+    # --- seamless wallets -----------------------------------------------------------
+
+    @operation("GET", "/v1/wallet-settings")
+    def wallet_settings(self) -> list[t.WalletSettings]:
+        page = self._call("GET", "/v1/wallet-settings")
+        return cast(list[t.WalletSettings], page["data"])
+
+    @operation(
+        "PUT",
+        "/v1/wallet-settings/{currency}",
+        body=("mode", "url", "timeout_ms"),
+        returns=t.WalletSettings,
+    )
+    def set_wallet_settings(
+        self, currency: str, mode: str, url: str | None = None, timeout_ms: int | None = None
+    ) -> t.WalletSettings:
+        body: dict[str, Any] = {"mode": mode, "url": url}
+        if timeout_ms is not None:
+            body["timeout_ms"] = timeout_ms
+        return cast(
+            t.WalletSettings, self._call("PUT", f"/v1/wallet-settings/{currency}", json=body)
+        )
+
+    @operation("POST", "/v1/wallet-settings/{currency}/rotate-secret", returns=t.WalletSettings)
+    def rotate_wallet_secret(self, currency: str) -> t.WalletSettings:
+        path = f"/v1/wallet-settings/{currency}/rotate-secret"
+        return cast(t.WalletSettings, self._call("POST", path))
+
+    @operation(
+        "GET",
+        "/v1/wallet-calls",
+        query=("date", "state", "escalated", "player_id", "limit", "starting_after"),
+        returns=t.Page,
+    )
+    def wallet_calls(self, **filters: Any) -> t.Page:
+        """The wallet call report: ``date="YYYY-MM-DD"`` (a day's reconciliation),
+        ``escalated=True`` (raised to operations), ``state``, ``player_id``, paging."""
+        params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
+        return cast(t.Page, self._call("GET", "/v1/wallet-calls", params=params))
+
     # --- audit -----------------------------------------------------------------------
 
     @operation("GET", "/v1/audit/ledger", returns=t.LedgerAudit)

@@ -36,6 +36,36 @@ class Wallet(TypedDict):
     available: Money
     held: Money
     balance: Money
+    operator_balance: NotRequired[Money | None]  # a seamless operator's own figure
+
+
+class WalletSettings(TypedDict):
+    currency: str
+    mode: str  # transfer or seamless
+    url: str | None
+    timeout_ms: int
+    secret: NotRequired[str]  # only when first made seamless, and after a rotation
+    previous_secret_expires_at: str | None
+
+
+class WalletCall(TypedDict):
+    id: str
+    kind: str  # debit or credit
+    reason: str
+    player_id: str
+    currency: str
+    amount: int
+    round_id: str
+    table_id: str
+    match_id: str | None
+    state: str
+    rollback_id: str | None
+    references: list[str]
+    declined: str | None
+    attempts: int
+    escalated_at: str | None
+    created_at: str
+    completed_at: str | None
 
 
 class Entry(TypedDict):

@@ -47,3 +47,26 @@ def test_money_seats_and_problems_through_the_client(operator: GinClient) -> Non
     with pytest.raises(ApiProblem) as stranger:
         GinClient("http://gin.test", "sk_nope", http=operator._http).operator()
     assert stranger.value.status == 401 and stranger.value.type == "/problems/unauthenticated"
+
+
+def test_wallet_settings_and_the_call_report_through_the_client(operator: GinClient) -> None:
+    assert operator.wallet_settings() == []
+    with pytest.raises(ApiProblem) as refused:  # a seamless wallet needs its URL
+        operator.set_wallet_settings("EUR", "seamless")
+    assert refused.value.code == "validation_failed" and refused.value.fields[0].field == "url"
+    made = operator.set_wallet_settings("EUR", "seamless", "https://wallet.example/gin", 2000)
+    assert made["mode"] == "seamless" and made["secret"].startswith("whsec_")
+    rotated = operator.rotate_wallet_secret("EUR")
+    assert rotated["secret"] != made["secret"] and rotated["previous_secret_expires_at"]
+    assert [s["currency"] for s in operator.wallet_settings()] == ["EUR"]
+    assert operator.wallet_calls(escalated=True, date="2026-12-04")["data"] == []
+    player = operator.create_player("seamless-1", "Sam")
+    with pytest.raises(ApiProblem) as no_deposit:
+        operator.deposit(player["id"], 100, "EUR")
+    assert no_deposit.value.code == "seamless_wallet"
+    back = operator.set_wallet_settings("EUR", "transfer")  # nothing held, nothing open
+    assert back["mode"] == "transfer" and "secret" not in back
+    operator.deposit(player["id"], 100, "EUR")  # money held here: no switch now
+    with pytest.raises(ApiProblem) as held:
+        operator.set_wallet_settings("EUR", "seamless", "https://wallet.example/gin")
+    assert held.value.status == 409 and held.value.code == "conflict"
