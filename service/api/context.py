@@ -349,7 +349,9 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            session = db_session()
+            session, who = db_session(), principal()
+            if not unit_of_work.run(session, seamless.has_seamless, session, who.operator_id):
+                return view(*args, **kwargs)  # transfer mode: one path, the view's
             try:
                 stake = unit_of_work.run(session, lambda: stake_of(*args, **kwargs))
             except ServiceError:

@@ -93,6 +93,19 @@ OPEN_DEBIT_STATES = ("pending", "applied", "rollback_pending")
 # --- configuration -----------------------------------------------------------------------------
 
 
+def has_seamless(session: Session, operator_id: str) -> bool:
+    """Whether any currency of the operator is in seamless mode (one indexed read: a seat
+    request of a transfer-mode operator goes straight to its unit of work)."""
+    return (
+        session.scalar(
+            select(OperatorWallet.currency)
+            .where(OperatorWallet.operator_id == operator_id, OperatorWallet.mode == "seamless")
+            .limit(1)
+        )
+        is not None
+    )
+
+
 def list_settings(session: Session, principal: Principal) -> list[OperatorWallet]:
     operator_id = require_operator(principal)
     return list(
