@@ -42,9 +42,7 @@ class RefWallet:
             return None
         return json.loads(raw) if raw else None
 
-    def player(
-        self, external_id: str, balance: int, currency: str = "EUR", **extra: Any
-    ) -> None:
+    def player(self, external_id: str, balance: int, currency: str = "EUR", **extra: Any) -> None:
         body = {"currency": currency, "balance": balance, "disabled": False, **extra}
         self.admin("PUT", f"/players/{external_id}", body)
 
