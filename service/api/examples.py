@@ -37,6 +37,7 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     },
     "updateWebhookEndpoint": {"enabled": False},
     "rotateWebhookSecret": {"grace_period_seconds": 86400},
+    "rotateWalletSecret": {"grace_period_seconds": 86400},
     "setWalletSettings": {
         "mode": "seamless",
         "url": "https://wallet.casino.example/gin",

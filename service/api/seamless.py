@@ -4,6 +4,7 @@ Operators only."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from flask_smorest import Blueprint
@@ -18,6 +19,7 @@ from service.api.wallet_schemas import (
     WalletSettingsList,
     WalletSettingsOut,
 )
+from service.api.webhook_schemas import RotateSecretIn
 from service.api.webhooks import allow_private_networks
 from service.clock import utcnow
 from service.db.wallet_models import OperatorWallet, WalletCall
@@ -113,13 +115,21 @@ def put_settings(body: dict[str, Any], currency: str) -> dict[str, Any]:
 
 
 @blp.route("/wallet-settings/<currency>/rotate-secret", methods=["POST"])
+@blp.arguments(RotateSecretIn)
 @blp.response(200, WalletSettingsOut)
-@documents(blp, *AUTH, NotFound, UnsupportedCurrency)
+@documents(blp, *AUTH, NotFound, UnsupportedCurrency, ValidationFailed)
 @unit
-def rotate_secret(currency: str) -> dict[str, Any]:
+def rotate_secret(body: dict[str, Any], currency: str) -> dict[str, Any]:
     """A new signing secret, shown in this answer only; the old one keeps signing beside it
-    (a second `v1=`) for 24 hours."""
-    wallet, secret = seamless.rotate_secret(db_session(), principal(), currency, utcnow())
+    (a second `v1=`) for `grace_period_seconds` (default 24 h), so the operator's wallet can
+    switch at its own pace."""
+    wallet, secret = seamless.rotate_secret(
+        db_session(),
+        principal(),
+        currency,
+        utcnow(),
+        timedelta(seconds=body["grace_period_seconds"]),
+    )
     return settings_out(wallet, secret)
 
 

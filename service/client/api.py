@@ -503,10 +503,20 @@ class GinClient:
             t.WalletSettings, self._call("PUT", f"/v1/wallet-settings/{currency}", json=body)
         )
 
-    @operation("POST", "/v1/wallet-settings/{currency}/rotate-secret", returns=t.WalletSettings)
-    def rotate_wallet_secret(self, currency: str) -> t.WalletSettings:
+    @operation(
+        "POST",
+        "/v1/wallet-settings/{currency}/rotate-secret",
+        body=("grace_period_seconds",),
+        returns=t.WalletSettings,
+    )
+    def rotate_wallet_secret(
+        self, currency: str, grace_period_seconds: int | None = None
+    ) -> t.WalletSettings:
         path = f"/v1/wallet-settings/{currency}/rotate-secret"
-        return cast(t.WalletSettings, self._call("POST", path))
+        body = (
+            {} if grace_period_seconds is None else {"grace_period_seconds": grace_period_seconds}
+        )
+        return cast(t.WalletSettings, self._call("POST", path, json=body))
 
     @operation(
         "GET",

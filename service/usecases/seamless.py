@@ -195,15 +195,20 @@ def _check_switch(session: Session, operator_id: str, currency: str, mode: str) 
 
 
 def rotate_secret(
-    session: Session, principal: Principal, currency: str, now: datetime
+    session: Session,
+    principal: Principal,
+    currency: str,
+    now: datetime,
+    grace: timedelta = SECRET_OVERLAP,
 ) -> tuple[OperatorWallet, str]:
-    """A new signing secret; the previous one keeps signing beside it for a day."""
+    """A new signing secret; the previous one keeps signing beside it for ``grace`` (none:
+    retired at once)."""
     operator_id = require_operator(principal)
     wallet = session.get(OperatorWallet, (operator_id, currency), with_for_update=True)
     if wallet is None or wallet.mode != "seamless":
         raise NotFound(f"No seamless wallet for {currency}.")
-    wallet.previous_secret = wallet.secret
-    wallet.previous_secret_expires_at = now + SECRET_OVERLAP
+    wallet.previous_secret = wallet.secret if grace else None
+    wallet.previous_secret_expires_at = now + grace if grace else None
     wallet.secret = new_secret()
     wallet.updated_at = now
     session.flush()

@@ -423,3 +423,23 @@ def test_the_audit_catches_a_wallet_call_that_disagrees_with_the_ledger(
     assert not report.ok
     assert report.ledger is not None
     assert any(d.field == f"wallet_call[{call.id}].ledger" for d in report.ledger.discrepancies)
+
+
+def test_a_rotated_secret_keeps_signing_until_its_overlap_ends(operator: Operator) -> None:
+    """The wallet still knows only the old secret: calls are signed with both while the
+    overlap lasts; once the old one is retired the wallet refuses them, and nothing moves."""
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    rotated = operator.api.post(
+        "/v1/wallet-settings/EUR/rotate-secret", {"grace_period_seconds": 3600}
+    )
+    assert rotated.status_code == 200 and rotated.get_json()["secret"] != operator.secret
+    assert _join(player, table["id"]).status_code == 201  # the old v1= still matches
+    retired = operator.api.post(
+        "/v1/wallet-settings/EUR/rotate-secret", {"grace_period_seconds": 0}
+    )
+    assert retired.get_json()["previous_secret_expires_at"] is None
+    other = operator.player()
+    body = assert_problem(_join(other, table["id"]), 422, "wallet_declined")
+    assert body["wallet_status"] == "bad_signature"
+    assert operator.wallet.balance(other.external_id) == 10_000  # type: ignore[attr-defined]
