@@ -283,9 +283,9 @@ def _run(args: argparse.Namespace) -> int:
         print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
     if not args.seamless_demo:
         return _serve(args.bind, args.workers)
-    import os
+    from service.config import allow_private_networks
 
-    os.environ["WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1"  # the API's and the worker's
+    allow_private_networks()  # the API's and the worker's: the demo wallet is on loopback
     seamless_demo = ensure_seamless_demo()
     wallet = _start_reference_wallet(seamless_demo["wallet_secret"])
     print(seamless_banner(seamless_demo), flush=True)

@@ -195,6 +195,13 @@ def child_environment(**overrides: str) -> dict[str, str]:
     return {**os.environ, **overrides}
 
 
+def allow_private_networks() -> None:
+    """Let this process and the ones it starts reach loopback and private addresses
+    (``WEBHOOK_ALLOW_PRIVATE_NETWORKS``; ``gin-service run --seamless-demo``, whose operator
+    wallet listens on loopback). Development only."""
+    os.environ["WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1"
+
+
 #: Where prometheus-client keeps the metrics of a server's processes (it reads the variable
 #: itself, in every process, so a server that makes the folder exports it).
 METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
