@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test unit lint bench bench-deposits bench-games deploy-check clean
+.PHONY: run test unit lint bench bench-deposits bench-games bench-seamless deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,14 @@ bench-deposits: $(STAMP)
 # Redis: BENCH_DATABASE_URL / TEST_DATABASE_URL, BENCH_BROKER_URL / TEST_BROKER_URL).
 bench-games: $(STAMP)
 	$(BIN)/python bench/games.py
+
+# Seats/s for an operator in seamless wallet mode (stakes debited from the reference wallet
+# process) beside one in transfer mode, and a resigned match's end-to-payout latency (the credit
+# applied at the operator's wallet) beside the settlement's, through gunicorn + PostgreSQL and
+# a real Celery worker (needs PostgreSQL and Redis: BENCH_DATABASE_URL / TEST_DATABASE_URL,
+# BENCH_BROKER_URL / TEST_BROKER_URL).
+bench-seamless: $(STAMP)
+	$(BIN)/python bench/seamless.py
 
 # The Dockerfile, compose file and Kubernetes manifests, checked offline (no Docker daemon or
 # cluster needed): parsing, schema validation, the entrypoint and the builder's wheel.
