@@ -343,7 +343,7 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
     (:func:`wallet_debit` names it). A debit no seat booked is rolled back afterwards.
     ``stake_of`` takes the view's arguments and says what to debit (``None``: transfer
     mode); when it refuses, the view answers (the same refusal, or the key's stored answer
-    of an earlier request)."""
+    of an earlier request). The quote and the debit's intent are one unit of work."""
     from service.usecases import seamless
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -352,22 +352,32 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
             session, who = db_session(), principal()
             if not unit_of_work.run(session, seamless.has_seamless, session, who.operator_id):
                 return view(*args, **kwargs)  # transfer mode: one path, the view's
-            try:
-                stake = unit_of_work.run(session, lambda: stake_of(*args, **kwargs))
-            except ServiceError:
-                stake = None
-            if stake is None:
-                return view(*args, **kwargs)
+
+            def stake() -> seamless.Stake | None:
+                try:
+                    found: seamless.Stake | None = stake_of(*args, **kwargs)
+                except ServiceError:
+                    return None  # refused: the view refuses it the same way
+                return found
+
             key = idempotency.check_key(request.headers.get("Idempotency-Key"))
             post = operator_sender()
             call_id = seamless.debit(session, stake, key, post)
-            if call_id is None:  # booked by an earlier request with this key: its answer
+            if call_id is None:  # nothing to debit, or booked by an earlier request
                 return view(*args, **kwargs)
             g.wallet_debit = call_id
+            response = None
             try:
-                return view(*args, **kwargs)
+                response = view(*args, **kwargs)
+                return response
             finally:
-                seamless.cancel_unbooked(session, call_id, post)
+                # A fresh success booked the debit with the seat; anything else may not have.
+                if not (
+                    isinstance(response, Response)
+                    and response.status_code < 300
+                    and "Idempotent-Replayed" not in response.headers
+                ):
+                    seamless.cancel_unbooked(session, call_id, post)
 
         return wrapper
 

@@ -104,7 +104,13 @@ def lock_accounts(
     locked = {wanted[row.key]: LockedAccount(*row) for row in execute(session, lock_all, params)}
     if locked:
         return locked
-    _create_accounts(session, [wanted[key] for key in keys], now)
+    # Only the missing ones: an account this transaction has already moved (a seamless
+    # seat's debit, then its hold into a new escrow) must not be inserted again apart,
+    # where the insert would wait on this very transaction's row until it gave up.
+    existing = set(session.scalars(select(LedgerAccount.key).where(LedgerAccount.key.in_(keys))))
+    missing = [wanted[key] for key in keys if key not in existing]
+    if missing:
+        _create_accounts(session, missing, now)
     return {wanted[row.key]: LockedAccount(*row) for row in execute(session, lock, params)}
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -246,10 +246,14 @@ class Stake:
     round_id: str | None
 
 
-def debit(session: Session, stake: Stake, key: str, post: Post) -> str | None:
-    """Take ``stake`` from the operator's wallet for the request with ``key``: the id of the
-    debit, applied and ready for :func:`book`, or ``None`` when the request already booked
-    it (its answer is stored: the caller replays it).
+def debit(
+    session: Session, stake_of: Callable[[], Stake | None], key: str, post: Post
+) -> str | None:
+    """Take the stake ``stake_of()`` names (worked out in the intent's own unit, under the
+    seat's checks) from the operator's wallet for the request with ``key``: the id of the
+    debit, applied and ready for :func:`book`; or ``None`` when there is nothing to debit
+    (no stake: transfer mode, or a refusal the request's view will answer) or the request
+    already booked it (its answer is stored: the view replays it).
 
     :raises WalletUnavailable: when the answer was ambiguous (the debit is rolled back).
     :raises InsufficientFunds: when the operator refused for funds.
@@ -257,12 +261,23 @@ def debit(session: Session, stake: Stake, key: str, post: Post) -> str | None:
     :raises IdempotencyKeyInUse: while a twin request with the key is still debiting.
     :raises IdempotencyKeyReused: when the key was used for another stake.
     """
-    call_id, fresh = unit_of_work.run(session, _intend_debit, session, stake, key, utcnow())
-    if not fresh:
+    intended = unit_of_work.run(session, _intend_debit, session, stake_of, key, utcnow())
+    if intended is None:
         return None
-    outcome = _exchange(session, call_id, "debit", post)
-    unit_of_work.run(session, _debit_answered, session, call_id, outcome, utcnow())
-    return _require_applied(session, call_id, post)
+    call_id, request = intended
+    outcome = _send(call_id, "debit", request, post)
+    state, declined = unit_of_work.run(
+        session, _debit_answered, session, call_id, outcome, utcnow()
+    )
+    if state == "applied":
+        return call_id
+    if state == "failed":
+        raise _declined(declined or "declined")
+    drive(session, call_id, post)  # the rollback, once now; the sweep retries it
+    raise WalletUnavailable(
+        "The operator's wallet did not answer the debit clearly; it is being rolled back and "
+        "no seat was taken. Send the same request again."
+    )
 
 
 def _request_scope(stake: Stake, key: str) -> str:
@@ -270,9 +285,14 @@ def _request_scope(stake: Stake, key: str) -> str:
     return f"debit:{stake.player_id}:{digest}"
 
 
-def _intend_debit(session: Session, stake: Stake, key: str, now: datetime) -> tuple[str, bool]:
-    """The debit intent for the request ``key`` (the latest attempt), written now if there is
-    none to go on with; whether it is new (to be sent)."""
+def _intend_debit(
+    session: Session, stake_of: Callable[[], Stake | None], key: str, now: datetime
+) -> tuple[str, Request] | None:
+    """The debit intent for the request ``key`` (its latest attempt), written now if there
+    is none to go on with, and the call to send; ``None`` when nothing is to be sent."""
+    stake = stake_of()
+    if stake is None:
+        return None
     wallet = wallets.seamless_wallet(session, stake.operator_id, stake.currency)
     assert wallet is not None
     scope = _request_scope(stake, key)
@@ -298,7 +318,7 @@ def _intend_debit(session: Session, stake: Stake, key: str, now: datetime) -> tu
                 f"Idempotency key {key!r} was already used for a different stake."
             )
         if latest.state == "booked":
-            return latest.id, False
+            return None
         if latest.state == "failed":
             raise _declined(latest.declined or "declined")
         if latest.state in ("pending", "applied"):
@@ -330,20 +350,24 @@ def _intend_debit(session: Session, stake: Stake, key: str, now: datetime) -> tu
     )
     session.add(call)
     session.flush()
-    return call.id, True
+    return call.id, _prepare(session, call, "debit", wallet, now)
 
 
-def _debit_answered(session: Session, call_id: str, outcome: Outcome, now: datetime) -> None:
+def _debit_answered(
+    session: Session, call_id: str, outcome: Outcome, now: datetime
+) -> tuple[str, str | None]:
+    """Record a debit's answer: its state after (and the operator's refusal, if any)."""
     call = _locked(session, call_id)
     _tried(call, outcome, now)
     if call.state != "pending":  # swept meanwhile into a rollback: no seat on it
-        return
+        return call.state, call.declined
     if outcome.verdict is Verdict.OK:
         call.state = "applied"
     elif outcome.verdict is Verdict.DECLINED:
         call.state, call.declined, call.completed_at = "failed", outcome.status, now
     else:
         _start_rollback(call, now)
+    return call.state, call.declined
 
 
 def _declined(status: str) -> InsufficientFunds | WalletDeclined:
@@ -352,22 +376,6 @@ def _declined(status: str) -> InsufficientFunds | WalletDeclined:
     error = WalletDeclined(f"The operator's wallet declined the debit: {status}.")
     error.extensions["wallet_status"] = status
     return error
-
-
-def _require_applied(session: Session, call_id: str, post: Post) -> str:
-    """``call_id`` when :func:`debit`'s intent ended applied; else the matching error (a
-    declined debit's refusal, or an ambiguous one's rollback, sent once now)."""
-    call = unit_of_work.run(session, lambda: session.get(WalletCall, call_id))
-    assert call is not None
-    if call.state == "applied":
-        return call_id
-    if call.state == "failed":
-        raise _declined(call.declined or "declined")
-    drive(session, call_id, post)
-    raise WalletUnavailable(
-        "The operator's wallet did not answer the debit clearly; it is being rolled back and "
-        "no seat was taken. Send the same request again."
-    )
 
 
 def book(
@@ -576,20 +584,20 @@ def _fields(session: Session, call: WalletCall, what: str, now: datetime) -> dic
     return fields
 
 
-def _exchange(session: Session, call_id: str, what: str, post: Post) -> Outcome:
-    """Send ``call_id`` as ``what`` (debit, credit or rollback) once; its verdict. No
-    transaction is held during the HTTP call."""
+#: One call ready to send: URL, body, signed headers, time budget (seconds).
+Request = tuple[str, bytes, dict[str, str], float]
 
-    def prepare() -> tuple[str, bytes, dict[str, str], float]:
-        now = utcnow()
-        call = session.get(WalletCall, call_id)
-        assert call is not None
-        wallet = session.get(OperatorWallet, (call.operator_id, call.currency))
-        assert wallet is not None
-        return _signed(wallet, what, request_body(_fields(session, call, what, now)), now)
 
-    url, body, headers, timeout = unit_of_work.run(session, prepare)
-    outcome = classify(post(url, body, headers, timeout))
+def _prepare(
+    session: Session, call: WalletCall, what: str, wallet: OperatorWallet, now: datetime
+) -> Request:
+    """``call`` as ``what`` (debit, credit or rollback), built and signed now."""
+    return _signed(wallet, what, request_body(_fields(session, call, what, now)), now)
+
+
+def _send(call_id: str, what: str, request: Request, post: Post) -> Outcome:
+    """Send one prepared call, outside any transaction; its verdict."""
+    outcome = classify(post(*request))
     WALLET_CALLS.labels(what, outcome.verdict.value).inc()
     if outcome.verdict is not Verdict.OK:
         log.warning("wallet %s %s: %s", what, call_id, outcome.error)
@@ -606,16 +614,17 @@ def drive(session: Session, call_id: str, post: Post) -> str | None:
     """Send a rollback or a credit once, if it is due and no one else is sending it (a
     lease while the HTTP call is in flight), and record its answer: its state after, or
     ``None`` when nothing was sent."""
-    what = unit_of_work.run(session, _take, session, call_id, utcnow())
-    if what is None:
+    taken = unit_of_work.run(session, _take, session, call_id, utcnow())
+    if taken is None:
         return None
-    outcome = _exchange(session, call_id, what, post)
+    what, request = taken
+    outcome = _send(call_id, what, request, post)
     return unit_of_work.run(session, _record, session, call_id, what, outcome, utcnow())
 
 
-def _take(session: Session, call_id: str, now: datetime) -> str | None:
-    """Lease ``call_id`` for one send: what to send, or ``None`` when there is nothing to
-    send now (done, leased by another, or a credit whose round has open debits)."""
+def _take(session: Session, call_id: str, now: datetime) -> tuple[str, Request] | None:
+    """Lease ``call_id`` for one send: what to send and the call, or ``None`` when there is
+    nothing to send now (done, leased by another, or a credit whose round has open debits)."""
     call = _locked(session, call_id)
     if call.locked_until is not None and call.locked_until > now:
         return None
@@ -634,9 +643,9 @@ def _take(session: Session, call_id: str, now: datetime) -> str | None:
             return None
         what = "credit"
     wallet = session.get(OperatorWallet, (call.operator_id, call.currency))
-    timeout = (wallet.timeout_ms if wallet else DEFAULT_TIMEOUT_MS) / 1000
-    call.locked_until = now + timedelta(seconds=timeout + 2)
-    return what
+    assert wallet is not None  # a currency with calls keeps its settings (_check_switch)
+    call.locked_until = now + timedelta(seconds=wallet.timeout_ms / 1000 + 2)
+    return what, _prepare(session, call, what, wallet, now)
 
 
 def _credit_sent(session: Session, call: WalletCall) -> bool:

@@ -191,6 +191,19 @@ def test_a_match_debits_the_stakes_and_credits_the_payouts(operator: Operator) -
     assert {r["id"] for r in report} == {c.id for c in operator.calls()}
 
 
+def test_a_seat_creates_its_escrow_apart_without_waiting_on_itself(
+    operator: Operator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The seat's transaction has just booked the debit into the player's available funds
+    when its hold needs the match's new escrow account: only the escrow is created apart
+    (PostgreSQL), never the available account this transaction holds, which would wait on
+    this very transaction until its lock timeout."""
+    table = open_table(operator.api, stake=STAKE)
+    with caplog.at_level("WARNING", logger="service.ledger.store"):
+        assert _join(operator.player(), table["id"]).status_code == 201
+    assert "not created apart" not in caplog.text
+
+
 def test_insufficient_funds_take_no_seat_and_a_retry_gets_the_same_answer(
     operator: Operator,
 ) -> None:
@@ -335,9 +348,12 @@ def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operat
                 None,
             ),
         )
-        call_id, fresh = unit_of_work.run(db, seamless._intend_debit, db, stake, "crash", utcnow())
-        assert fresh
-        assert seamless._exchange(db, call_id, "debit", POST).verdict.value == "ok"
+        intended = unit_of_work.run(
+            db, seamless._intend_debit, db, lambda: stake, "crash", utcnow()
+        )
+        assert intended is not None
+        call_id, request = intended
+        assert seamless._send(call_id, "debit", request, POST).verdict.value == "ok"
     finally:
         db.close()
     assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
