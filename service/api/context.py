@@ -350,8 +350,6 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             session, who = db_session(), principal()
-            if not unit_of_work.run(session, seamless.has_seamless, session, who.operator_id):
-                return view(*args, **kwargs)  # transfer mode: one path, the view's
 
             def stake() -> seamless.Stake | None:
                 try:
@@ -362,8 +360,8 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
 
             key = idempotency.check_key(request.headers.get("Idempotency-Key"))
             post = operator_sender()
-            call_id = seamless.debit(session, stake, key, post)
-            if call_id is None:  # nothing to debit, or booked by an earlier request
+            call_id = seamless.debit(session, who.operator_id, stake, key, post)
+            if call_id is None:  # transfer mode, nothing to debit, or booked already
                 return view(*args, **kwargs)
             g.wallet_debit = call_id
             response = None

@@ -247,13 +247,18 @@ class Stake:
 
 
 def debit(
-    session: Session, stake_of: Callable[[], Stake | None], key: str, post: Post
+    session: Session,
+    operator_id: str,
+    stake_of: Callable[[], Stake | None],
+    key: str,
+    post: Post,
 ) -> str | None:
     """Take the stake ``stake_of()`` names (worked out in the intent's own unit, under the
     seat's checks) from the operator's wallet for the request with ``key``: the id of the
     debit, applied and ready for :func:`book`; or ``None`` when there is nothing to debit
-    (no stake: transfer mode, or a refusal the request's view will answer) or the request
-    already booked it (its answer is stored: the view replays it).
+    (an operator without a seamless currency, whose stake is not even worked out; no stake:
+    transfer mode, or a refusal the request's view will answer) or the request already
+    booked it (its answer is stored: the view replays it).
 
     :raises WalletUnavailable: when the answer was ambiguous (the debit is rolled back).
     :raises InsufficientFunds: when the operator refused for funds.
@@ -261,7 +266,9 @@ def debit(
     :raises IdempotencyKeyInUse: while a twin request with the key is still debiting.
     :raises IdempotencyKeyReused: when the key was used for another stake.
     """
-    intended = unit_of_work.run(session, _intend_debit, session, stake_of, key, utcnow())
+    intended = unit_of_work.run(
+        session, _intend_debit, session, operator_id, stake_of, key, utcnow()
+    )
     if intended is None:
         return None
     call_id, request = intended
@@ -286,10 +293,16 @@ def _request_scope(stake: Stake, key: str) -> str:
 
 
 def _intend_debit(
-    session: Session, stake_of: Callable[[], Stake | None], key: str, now: datetime
+    session: Session,
+    operator_id: str,
+    stake_of: Callable[[], Stake | None],
+    key: str,
+    now: datetime,
 ) -> tuple[str, Request] | None:
     """The debit intent for the request ``key`` (its latest attempt), written now if there
     is none to go on with, and the call to send; ``None`` when nothing is to be sent."""
+    if not has_seamless(session, operator_id):
+        return None
     stake = stake_of()
     if stake is None:
         return None

@@ -349,7 +349,13 @@ def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operat
             ),
         )
         intended = unit_of_work.run(
-            db, seamless._intend_debit, db, lambda: stake, "crash", utcnow()
+            db,
+            seamless._intend_debit,
+            db,
+            operator.api.operator_id,  # type: ignore[attr-defined]
+            lambda: stake,
+            "crash",
+            utcnow(),
         )
         assert intended is not None
         call_id, request = intended
