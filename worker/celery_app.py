@@ -168,11 +168,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "schedule": 1.0,
                 "options": {"expires": 5},
             },
-            # Seamless wallets: rollbacks and credits retried, lost debits rolled back.
+            # Seamless wallets: rollbacks and credits retried, lost debits rolled back (a
+            # credit is first sent by its settlement's task, a rollback by its request).
             "sweep-wallet-calls": {
                 "task": "wallet.sweep",
-                "schedule": 1.0,
-                "options": {"expires": 5},
+                "schedule": 2.0,
+                "options": {"expires": 10},
             },
             "cancel-unfilled-tables": {
                 "task": "tables.cancel_unfilled",

@@ -1,6 +1,6 @@
 """Seamless wallet tasks: thin wrappers over :mod:`service.usecases.seamless`.
 
-``wallet.sweep`` (beat, every second) drives every wallet call that is due: debits whose
+``wallet.sweep`` (beat, every two seconds) drives every wallet call that is due: debits whose
 request is gone are rolled back, rollbacks and credits are sent again with their own ids
 until the operator answers them definitely (rules 2, 3 and 5 of the use case).
 """

@@ -20,7 +20,7 @@ The rules, each kept here:
    operations (metric, log, the API's list) and still retried.
 4. A credit is sent only when every debit of its round is settled (booked, failed or rolled
    back), so no rollback ever follows a credit on its round. A refund is a new credit.
-5. :func:`sweep` (beat, every second) drives whatever is due: stale debits, rollbacks,
+5. :func:`sweep` (beat, every two seconds) drives whatever is due: stale debits, rollbacks,
    credits; every round reaches a terminal state.
 
 A debit happens before the seat's unit of work, outside any database transaction (the HTTP

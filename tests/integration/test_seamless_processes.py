@@ -1,5 +1,5 @@
 """Seamless wallets with every part a real process: the API served by gunicorn, Celery workers
-(with beat: ``wallet.sweep`` every second) on Redis, PostgreSQL, and the reference operator
+(with beat: ``wallet.sweep`` every two seconds) on Redis, PostgreSQL, and the reference operator
 wallet (``python -m service.refwallet``) misbehaving on purpose.
 
 Faults on debits while players sit down, on credits while matches settle and while unfilled
@@ -90,7 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @contextmanager
 def celery_worker(stack: Stack, *, beat: bool, concurrency: int = 2) -> Iterator[Any]:
     """A Celery worker process of the stack's queue, allowed to call a wallet on loopback;
-    with ``beat``, embedded beat (``wallet.sweep`` every second). SIGTERM on exit."""
+    with ``beat``, embedded beat (``wallet.sweep`` every two seconds). SIGTERM on exit."""
     env = dict(
         os.environ,
         DATABASE_URL=stack.url,
