@@ -60,6 +60,26 @@ class RefWallet:
         return list(found["data"] if isinstance(found, dict) else found)
 
 
+def clearing_balance(sessions: Any, operator_id: str, player_id: str, currency: str = "EUR") -> int:
+    """Our ledger's view of what the operator's wallet gained from the player: the player's
+    clearing sub-account (credits in, debits out); ``sessions`` makes a session."""
+    from sqlalchemy import select
+
+    from service.db.models import LedgerAccount
+    from service.ledger.postings import AccountRef
+    from service.usecases import unit_of_work
+
+    key = str(AccountRef.cashier_clearing(operator_id, player_id, currency))
+    db = sessions()
+    try:
+        found = unit_of_work.run(
+            db, lambda: db.scalar(select(LedgerAccount.balance).where(LedgerAccount.key == key))
+        )
+    finally:
+        db.close()
+    return int(found or 0)
+
+
 def wallet_port() -> int:
     return free_port()
 

@@ -663,34 +663,27 @@ def _take(session: Session, call_id: str, now: datetime) -> tuple[str, Request] 
 
 def _credit_sent(session: Session, call: WalletCall) -> bool:
     """Whether a credit of the debit's round was ever sent (no rollback may follow it)."""
-    return bool(
-        session.scalar(
-            select(func.count())
-            .select_from(WalletCall)
-            .where(
-                WalletCall.player_id == call.player_id,
-                WalletCall.round_id == call.round_id,
-                WalletCall.kind == "credit",
-                WalletCall.attempts > 0,
-            )
-        )
-    )
+    return _in_round(session, call, "credit", WalletCall.attempts > 0)
 
 
 def _round_open(session: Session, call: WalletCall) -> bool:
     """Whether a debit of the credit's round is still unsettled (rule 4: the credit waits)."""
-    return bool(
-        session.scalar(
-            select(func.count())
-            .select_from(WalletCall)
-            .where(
-                WalletCall.player_id == call.player_id,
-                WalletCall.round_id == call.round_id,
-                WalletCall.kind == "debit",
-                WalletCall.state.in_(OPEN_DEBIT_STATES),
-            )
+    return _in_round(session, call, "debit", WalletCall.state.in_(OPEN_DEBIT_STATES))
+
+
+def _in_round(session: Session, call: WalletCall, kind: str, condition: Any) -> bool:
+    """Whether the player's round of ``call`` has a call of ``kind`` meeting ``condition``."""
+    found = session.scalar(
+        select(WalletCall.id)
+        .where(
+            WalletCall.player_id == call.player_id,
+            WalletCall.round_id == call.round_id,
+            WalletCall.kind == kind,
+            condition,
         )
+        .limit(1)
     )
+    return found is not None
 
 
 def _record(session: Session, call_id: str, what: str, outcome: Outcome, now: datetime) -> str:

@@ -15,15 +15,13 @@ import pytest
 from sqlalchemy import select
 
 from service.clock import utcnow
-from service.db.models import LedgerAccount
 from service.db.wallet_models import WalletCall
-from service.ledger.postings import AccountRef
 from service.usecases import seamless, settlement, unit_of_work
 from service.usecases.audit import run_audit
 from service.webhook_http import http_sender
 from tests.api.play_clients import open_table, play_match
 from tests.conftest import ApiClient, assert_problem, in_unit, new_operator, serving
-from tests.seamless_support import RefWallet, reference_wallet, wallet_port
+from tests.seamless_support import RefWallet, clearing_balance, reference_wallet, wallet_port
 
 POST = http_sender(allow_private=True)
 STAKE = 500
@@ -81,17 +79,7 @@ class Operator:
             db.close()
 
     def clearing(self, player: ApiClient) -> int:
-        """Our ledger's view of what the operator's wallet gained from the player: the
-        player's clearing sub-account (credits in, debits out)."""
-        key = str(AccountRef.cashier_clearing(self.api.operator_id, player.player_id, "EUR"))  # type: ignore[attr-defined]
-        db = self.session()
-        try:
-            found = unit_of_work.run(
-                db, lambda: db.scalar(select(LedgerAccount.balance).where(LedgerAccount.key == key))
-            )
-        finally:
-            db.close()
-        return int(found or 0)
+        return clearing_balance(self.session, self.api.operator_id, player.player_id)  # type: ignore[attr-defined]
 
     def audit_ok(self) -> None:
         db = self.session()

@@ -33,16 +33,14 @@ import pytest
 from sqlalchemy import select
 
 from service.clock import utcnow
-from service.db.models import LedgerAccount
 from service.db.wallet_models import WalletCall
-from service.ledger.postings import AccountRef
 from service.usecases import unit_of_work
 from service.usecases.audit import run_audit
 from tests.api.play_clients import open_table, play_match
 from tests.conftest import ApiClient, make_test_app, new_operator, throwaway_postgres
 from tests.integration.workers import ROOT, Broker, _log, kill, wait_until
 from tests.ops.servers import HttpClient, gunicorn
-from tests.seamless_support import RefWallet, reference_wallet, wallet_port
+from tests.seamless_support import RefWallet, clearing_balance, reference_wallet, wallet_port
 
 pytestmark = [
     pytest.mark.postgres,
@@ -173,16 +171,7 @@ class Operator:
             db.close()
 
     def clearing(self, player: Player) -> int:
-        """Our ledger's view of what the operator's wallet gained from the player."""
-        key = str(AccountRef.cashier_clearing(self.operator_id, player.player_id, "EUR"))
-        db = self.session()
-        try:
-            found = unit_of_work.run(
-                db, lambda: db.scalar(select(LedgerAccount.balance).where(LedgerAccount.key == key))
-            )
-        finally:
-            db.close()
-        return int(found or 0)
+        return clearing_balance(self.session, self.operator_id, player.player_id)
 
     def balance(self, player: Player) -> int:
         return self.wallet.balance(player.external_id)
