@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from marshmallow import Schema, fields, validate
 
 from service.api.schemas import ListEnvelope, ListQuery, StrictInteger, Timestamp
@@ -13,6 +15,16 @@ _STATES = sorted(set(DEBIT_STATES) | set(CREDIT_STATES))
 
 
 class WalletSettingsIn(Schema):
+    """An operator's wallet mode for one currency; a seamless wallet needs its URL (the
+    rule between the fields is stated in ``json_schema``)."""
+
+    json_schema: ClassVar[dict[str, Any]] = {
+        "description": "`seamless` needs the `url` of the operator's wallet (a string); "
+        "`transfer` may leave it out or null.",
+        "if": {"properties": {"mode": {"const": "seamless"}}, "required": ["mode"]},
+        "then": {"required": ["url"], "properties": {"url": {"type": "string"}}},
+    }
+
     mode = fields.String(
         required=True,
         validate=validate.OneOf(MODES),
