@@ -77,6 +77,7 @@ class WalletCall(Base):
         Index(None, "state", "next_attempt_at"),
         Index(None, "player_id", "round_id"),
         Index(None, "operator_id", "created_at"),
+        Index(None, "match_id"),  # a settled match's credits, sent by its settlement task
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)

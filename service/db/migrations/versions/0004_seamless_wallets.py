@@ -97,6 +97,7 @@ def upgrade() -> None:
     op.create_index(
         op.f("ix_wallet_calls_player_id"), "wallet_calls", ["player_id", "round_id"], unique=False
     )
+    op.create_index(op.f("ix_wallet_calls_match_id"), "wallet_calls", ["match_id"], unique=False)
     op.create_index(
         op.f("ix_wallet_calls_operator_id"),
         "wallet_calls",
