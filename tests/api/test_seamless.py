@@ -453,3 +453,53 @@ def test_a_rotated_secret_keeps_signing_until_its_overlap_ends(operator: Operato
     body = assert_problem(_join(other, table["id"]), 422, "wallet_declined")
     assert body["wallet_status"] == "bad_signature"
     assert operator.wallet.balance(other.external_id) == 10_000  # type: ignore[attr-defined]
+
+
+def test_the_day_reconciles_with_the_operators_export_and_a_tampered_one_does_not(
+    operator: Operator,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``gin-service wallet report`` lists the day's transaction ids (debits, rollbacks,
+    credits); ``wallet diff`` against the reference wallet's own export finds nothing, and
+    finds each change made to that export."""
+    import json
+
+    from tests.integration.test_cli import run_cli
+
+    table = open_table(operator.api, stake=STAKE)
+    alice, bob = operator.player(), operator.player()
+    operator.wallet.faults({"kinds": ["debit"], "fault": "bad_body", "times": 1})
+    assert_problem(_join(alice, table["id"]), 503, "wallet_unavailable")  # one rolled back
+    for client in (alice, bob):
+        assert _join(client, table["id"]).status_code == 201
+    play_match([alice, bob], table["match_id"])
+    operator.settle(table["match_id"])
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    operator_id, day = operator.api.operator_id, utcnow().date().isoformat()  # type: ignore[attr-defined]
+    status, out, err = run_cli(capsys, "wallet", "report", operator_id, day)
+    assert status == 0, err
+    kinds = sorted(line["kind"] for line in json.loads(out)["data"])
+    assert kinds == ["credit", "credit", "debit", "debit", "debit", "rollback"]
+    export = operator.wallet.admin("GET", f"/export?date={day}")
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    status, out, err = run_cli(capsys, "wallet", "diff", operator_id, day, str(path))
+    assert (status, json.loads(out)["discrepancies"]) == (0, []), err
+    rows = export["transactions"]
+    credit = next(r for r in rows if r["kind"] == "credit" and r["amount"] > 0)
+    credit["amount"] -= 1  # the operator paid a cent less
+    debit = next(r for r in rows if r["kind"] == "debit" and r["state"] == "applied")
+    rows.remove(debit)  # and lost a stake
+    rows.append({**debit, "transaction_id": "wtx_theirs"})  # and has one we never sent
+    path.write_text(json.dumps(export))
+    status, out, _ = run_cli(capsys, "wallet", "diff", operator_id, day, str(path))
+    found = {d["transaction_id"]: d["problem"] for d in json.loads(out)["discrepancies"]}
+    assert status == 1
+    assert found == {
+        credit["transaction_id"]: "mismatch",
+        debit["transaction_id"]: "missing_at_operator",
+        "wtx_theirs": "unknown_to_us",
+    }
