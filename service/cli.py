@@ -807,7 +807,7 @@ def _wallet(args: argparse.Namespace) -> int:
         unit_of_work.run(session, get_operator, session, args.operator)
         ours = unit_of_work.run(session, seamless.report, session, args.operator, args.date)
     finally:
-        session.close()
+        _close(session)
     if args.action == "report":
         listing = {
             "operator_id": args.operator,
