@@ -25,9 +25,10 @@ The rules, each kept here:
 
 A debit happens before the seat's unit of work, outside any database transaction (the HTTP
 call must not hold a lock or a connection, and SQLite takes its write lock with the
-transaction): :func:`debit` works out the stake under the seat's checks and writes the intent
-in one unit, sends the call, and records the answer in another; the seat's unit then :func:`book`\\ s the applied debit into the ledger together
-with the seat. What the operator applied but no seat booked, :func:`cancel_unbooked` rolls back.
+transaction): :func:`debit` works out the stake under the seat's checks and writes the
+intent in one unit, sends the call, and records the answer in another; the seat's unit then
+:func:`book`\\ s the applied debit into the ledger together with the seat. What the operator
+applied but no seat booked, :func:`cancel_unbooked` rolls back.
 """
 
 from __future__ import annotations
