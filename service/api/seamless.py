@@ -11,7 +11,7 @@ from flask_smorest import Blueprint
 
 from service.api.context import db_session, principal, unit
 from service.api.problems import documents
-from service.api.render import page
+from service.api.render import money, page
 from service.api.wallet_schemas import (
     WalletCallList,
     WalletCallQuery,
@@ -63,8 +63,7 @@ def call_out(call: WalletCall) -> dict[str, Any]:
         "kind": call.kind,
         "reason": call.reason,
         "player_id": call.player_id,
-        "currency": call.currency,
-        "amount": call.amount,
+        "amount": money(call.amount, call.currency),
         "round_id": call.round_id,
         "table_id": call.table_id,
         "match_id": call.match_id,

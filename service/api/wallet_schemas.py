@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from marshmallow import Schema, fields, validate
 
-from service.api.schemas import ListEnvelope, ListQuery, StrictInteger, Timestamp
+from service.api.schemas import ListEnvelope, ListQuery, MoneyOut, StrictInteger, Timestamp
 from service.api.webhook_schemas import _url
 from service.db.wallet_models import CREDIT_STATES, DEBIT_STATES
 from service.usecases.seamless import DEFAULT_TIMEOUT_MS, MODES
@@ -110,8 +110,11 @@ class WalletCallOut(Schema):
     kind = fields.String(required=True, metadata={"enum": ["debit", "credit"]})
     reason = fields.String(required=True)
     player_id = fields.String(required=True)
-    currency = fields.String(required=True)
-    amount = fields.Integer(required=True)
+    amount = fields.Nested(
+        MoneyOut,
+        required=True,
+        metadata={"description": "What the call moves (0: a credit that only closes the round)."},
+    )
     round_id = fields.String(required=True)
     table_id = fields.String(required=True)
     match_id = fields.String(allow_none=True, required=True)

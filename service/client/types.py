@@ -53,8 +53,7 @@ class WalletCall(TypedDict):
     kind: str  # debit or credit
     reason: str
     player_id: str
-    currency: str
-    amount: int
+    amount: Money
     round_id: str
     table_id: str
     match_id: str | None

@@ -177,6 +177,8 @@ def test_a_match_debits_the_stakes_and_credits_the_payouts(operator: Operator) -
     day = utcnow().date().isoformat()
     report = operator.api.get(f"/v1/wallet-calls?date={day}").get_json()["data"]
     assert {r["id"] for r in report} == {c.id for c in operator.calls()}
+    assert sorted(r["amount"]["amount"] for r in report if r["kind"] == "credit") == paid
+    assert {r["amount"]["currency"] for r in report} == {"EUR"}  # money objects
 
 
 def test_a_seat_creates_its_escrow_apart_without_waiting_on_itself(
