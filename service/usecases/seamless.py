@@ -451,18 +451,28 @@ def cancel_unbooked(session: Session, call_id: str, post: Post) -> None:
 
 def round_of(session: Session, operator_id: str, player_id: str, escrow_ref: str) -> str | None:
     """The player's open round for ``escrow_ref``: the round of its latest booked debit."""
-    return session.scalar(
-        select(WalletCall.round_id)
-        .where(
-            WalletCall.operator_id == operator_id,
-            WalletCall.player_id == player_id,
-            WalletCall.escrow_ref == escrow_ref,
-            WalletCall.kind == "debit",
-            WalletCall.state == "booked",
+    booked = _booked(session, operator_id, player_id, escrow_ref)
+    return booked[0][0] if booked else None
+
+
+def _booked(
+    session: Session, operator_id: str, player_id: str, escrow_ref: str
+) -> list[tuple[str, str]]:
+    """The player's booked debits for ``escrow_ref``, newest first: (round, debit id)."""
+    return [
+        (round_id, call_id)
+        for round_id, call_id in session.execute(
+            select(WalletCall.round_id, WalletCall.id)
+            .where(
+                WalletCall.operator_id == operator_id,
+                WalletCall.player_id == player_id,
+                WalletCall.escrow_ref == escrow_ref,
+                WalletCall.kind == "debit",
+                WalletCall.state == "booked",
+            )
+            .order_by(WalletCall.created_at.desc(), WalletCall.id.desc())
         )
-        .order_by(WalletCall.created_at.desc(), WalletCall.id.desc())
-        .limit(1)
-    )
+    ]
 
 
 def _start_rollback(call: WalletCall, now: datetime) -> None:
@@ -506,19 +516,9 @@ def pay_out(
         if existing is not None:
             ids.append(existing)
             continue
-        round_id = round_of(session, operator_id, player_id, escrow_ref)
-        debits = list(
-            session.scalars(
-                select(WalletCall.id)
-                .where(
-                    WalletCall.player_id == player_id,
-                    WalletCall.round_id == round_id,
-                    WalletCall.kind == "debit",
-                    WalletCall.state == "booked",
-                )
-                .order_by(WalletCall.created_at)
-            )
-        )
+        booked = _booked(session, operator_id, player_id, escrow_ref)
+        round_id = booked[0][0] if booked else None
+        debits = [debit for of, debit in reversed(booked) if of == round_id]  # oldest first
         if round_id is None:  # money held before the switch to seamless: never (configure)
             log.error("wallet credit for %s at %s has no round", player_id, escrow_ref)
             round_id = new_id("rnd")
