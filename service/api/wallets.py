@@ -75,12 +75,17 @@ def get_wallet(player_id: str, currency: str) -> dict[str, Any]:
     seamless operator also the balance its own wallet reports (display only), asked after
     the wallet is read, outside the transaction."""
     session, who = db_session(), principal()
-    view = unit_of_work.run(session, wallets.get_wallet, session, who, player_id, currency)
-    out = render.wallet(view)
-    if unit_of_work.run(session, wallets.seamless_wallet, session, who.operator_id, currency):
-        found = seamless.operator_balance(
-            session, who.operator_id, player_id, currency, operator_sender()
+
+    def read() -> tuple[wallets.WalletView, seamless.Request | None]:
+        view = wallets.get_wallet(session, who, player_id, currency)
+        return view, seamless.balance_request(
+            session, who.operator_id, player_id, currency, utcnow()
         )
+
+    view, asking = unit_of_work.run(session, read)
+    out = render.wallet(view)
+    if asking is not None:
+        found = seamless.ask_balance(asking, operator_sender())
         out["operator_balance"] = (
             None if found is None else render.money(found, currency, view.rate)
         )

@@ -772,31 +772,28 @@ def send_credits(session: Session, match_id: str, post: Post) -> int:
     return sum(drive(session, call_id, post) == "acknowledged" for call_id in ids)
 
 
-def operator_balance(
-    session: Session, operator_id: str, player_id: str, currency: str, post: Post
-) -> int | None:
-    """What the seamless operator's wallet says the player holds in ``currency``, for
-    display only (never money here); ``None`` in transfer mode or without a clear answer.
-    Asked outside any transaction."""
-
-    def prepare() -> tuple[str, bytes, dict[str, str], float] | None:
-        now = utcnow()
-        wallet = wallets.seamless_wallet(session, operator_id, currency)
-        player = session.get(Player, player_id)
-        if wallet is None or wallet.url is None or player is None:
-            return None
-        fields = {
-            "player_id": player_id,
-            "external_player_id": player.external_id,
-            "currency": currency,
-            "sent_at": rfc3339(now),
-        }
-        return _signed(wallet, "balance", request_body(fields), now)
-
-    prepared = unit_of_work.run(session, prepare)
-    if prepared is None:
+def balance_request(
+    session: Session, operator_id: str, player_id: str, currency: str, now: datetime
+) -> Request | None:
+    """Inside the caller's unit: the signed call that asks the seamless operator's wallet
+    what the player holds in ``currency`` (display only); ``None`` in transfer mode."""
+    wallet = wallets.seamless_wallet(session, operator_id, currency)
+    player = session.get(Player, player_id)
+    if wallet is None or player is None:
         return None
-    outcome = classify(post(*prepared))
+    fields = {
+        "player_id": player_id,
+        "external_player_id": player.external_id,
+        "currency": currency,
+        "sent_at": rfc3339(now),
+    }
+    return _signed(wallet, "balance", request_body(fields), now)
+
+
+def ask_balance(request: Request, post: Post) -> int | None:
+    """Send :func:`balance_request`'s call, outside any transaction: the balance the
+    operator's wallet reports, or ``None`` without a clear answer."""
+    outcome = classify(post(*request))
     WALLET_CALLS.labels("balance", outcome.verdict.value).inc()
     return outcome.balance if outcome.verdict is Verdict.OK else None
 
