@@ -500,17 +500,17 @@ def _simulate(argv: list[str]) -> int:
 DEMO_FILE = "demo-operator.json"
 
 
-def ensure_demo_operator() -> dict[str, str]:
+def ensure_demo_operator(file: str = DEMO_FILE, name: str = "Demo Casino") -> dict[str, str]:
     """The demo operator and its API key: created on the first run, then read back from
-    ``$GIN_VAR_DIR/demo-operator.json`` as long as the key still works in this database
-    (a deleted database or a revoked key gets a fresh demo operator)."""
+    ``$GIN_VAR_DIR/<file>`` (``demo-operator.json``) as long as the key still works in this
+    database (a deleted database or a revoked key gets a fresh demo operator)."""
     from service.clock import utcnow
     from service.db.models import ApiKey
     from service.usecases import unit_of_work
     from service.usecases.auth import hash_api_key
     from service.usecases.operators import create_operator
 
-    path = demo_file()
+    path = demo_file(file)
     session = _session()
     try:
         try:
@@ -527,9 +527,7 @@ def ensure_demo_operator() -> dict[str, str]:
                     and key.key_hash == hash_api_key(secret)
                 ):
                     return {name: str(value) for name, value in saved.items()}
-        operator, issued = unit_of_work.run(
-            session, create_operator, session, "Demo Casino", utcnow()
-        )
+        operator, issued = unit_of_work.run(session, create_operator, session, name, utcnow())
         demo = {"operator_id": operator.id, "api_key_id": issued.key.id, "api_key": issued.secret}
     finally:
         _close(session)
@@ -544,36 +542,23 @@ SEAMLESS_DEMO_FILE = "demo-seamless-operator.json"
 
 
 def ensure_seamless_demo() -> dict[str, str]:
-    """A demo operator whose EUR is in seamless mode against the reference wallet on
-    :data:`SEAMLESS_DEMO_PORT`: created once, then read back from
-    ``$GIN_VAR_DIR/demo-seamless-operator.json`` while it is still in this database. The
-    wallet's signing secret is read from the database (this is the operators' own tool)."""
+    """A demo operator (:func:`ensure_demo_operator`, kept in
+    ``$GIN_VAR_DIR/demo-seamless-operator.json``) whose EUR is in seamless mode against the
+    reference wallet on :data:`SEAMLESS_DEMO_PORT`, with the wallet's signing secret, read
+    from the database (this is the operators' own tool)."""
     from service.clock import utcnow
-    from service.config import DEFAULT_VAR_DIR
-    from service.db.models import Operator
     from service.db.wallet_models import OperatorWallet
     from service.usecases import seamless, unit_of_work
     from service.usecases.auth import Principal
-    from service.usecases.operators import create_operator
 
-    path = (DEFAULT_VAR_DIR / SEAMLESS_DEMO_FILE).resolve()
+    demo = ensure_demo_operator(SEAMLESS_DEMO_FILE, "Demo Seamless Casino")
     session = _session()
     try:
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-            operator_id, api_key = str(saved["operator_id"]), str(saved["api_key"])
-        except (OSError, ValueError, KeyError, TypeError):
-            operator_id = api_key = ""
-        if not operator_id or unit_of_work.run(session, session.get, Operator, operator_id) is None:
-            operator, issued = unit_of_work.run(
-                session, create_operator, session, "Demo Seamless Casino", utcnow()
-            )
-            operator_id, api_key = operator.id, issued.secret
         unit_of_work.run(
             session,
             seamless.configure,
             session,
-            Principal(operator_id),
+            Principal(demo["operator_id"]),
             "EUR",
             mode="seamless",
             url=f"http://127.0.0.1:{SEAMLESS_DEMO_PORT}",
@@ -581,15 +566,12 @@ def ensure_seamless_demo() -> dict[str, str]:
             now=utcnow(),
             allow_private=True,
         )
-        wallet = unit_of_work.run(session, session.get, OperatorWallet, (operator_id, "EUR"))
+        key = (demo["operator_id"], "EUR")
+        wallet = unit_of_work.run(session, session.get, OperatorWallet, key)
         assert wallet is not None and wallet.secret is not None
-        demo = {"operator_id": operator_id, "api_key": api_key, "wallet_secret": wallet.secret}
+        return demo | {"wallet_secret": wallet.secret}
     finally:
         _close(session)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
-    path.chmod(0o600)  # it holds a working API key and the wallet's secret
-    return demo
 
 
 def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
@@ -714,11 +696,11 @@ def demo_script(demo: dict[str, str], base_url: str) -> str:
     return f"GIN={base_url}\nKEY={demo['api_key']}\n" + DEMO_SCRIPT
 
 
-def demo_file() -> Path:
-    """Where the demo operator and its key are kept, as an absolute path."""
+def demo_file(file: str = DEMO_FILE) -> Path:
+    """Where a demo operator and its key are kept, as an absolute path."""
     from service.config import DEFAULT_VAR_DIR
 
-    return (DEFAULT_VAR_DIR / DEMO_FILE).resolve()
+    return (DEFAULT_VAR_DIR / file).resolve()
 
 
 def demo_banner(demo: dict[str, str], base_url: str) -> str:

@@ -301,6 +301,33 @@ def test_simulate_without_the_module_says_so(
 # --- gin-service run: the demo operator and the printed examples -----------------------------
 
 
+def test_the_seamless_demo_operator_is_made_once_with_its_wallet_secret(
+    fresh_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run --seamless-demo``: a demo operator of its own (the plain demo's file is left
+    alone), EUR seamless against the reference wallet's port, the signing secret to start
+    that wallet with; a restart reuses all three."""
+    import service.config
+    from service.cli import SEAMLESS_DEMO_PORT, ensure_seamless_demo
+
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    monkeypatch.setattr(service.config, "DEFAULT_VAR_DIR", tmp_path / "var")
+    first = ensure_seamless_demo()
+    assert first["wallet_secret"].startswith("whsec_")
+    assert not (tmp_path / "var" / "demo-operator.json").exists()
+    assert ensure_seamless_demo() == first
+    app = make_test_app(fresh_database_url)
+    try:
+        [settings] = as_key(app, first["api_key"], "/v1/wallet-settings").get_json()["data"]
+    finally:
+        app.extensions["gin"]["engine"].dispose()
+    assert (settings["currency"], settings["mode"], settings["url"]) == (
+        "EUR",
+        "seamless",
+        f"http://127.0.0.1:{SEAMLESS_DEMO_PORT}",
+    )
+
+
 def test_the_demo_operator_is_made_once_and_replaced_when_it_stops_working(
     fresh_database_url: str,
     tmp_path: Path,
