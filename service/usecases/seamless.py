@@ -66,6 +66,7 @@ from service.observability.metrics import WALLET_CALLS, WALLET_ESCALATIONS
 from service.usecases import unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
+from service.usecases.webhooks import check_url
 from service.wallet_protocol import (
     ESCALATE_AFTER,
     Line,
@@ -136,8 +137,6 @@ def configure(
     :raises ValidationFailed: on a bad URL, a seamless mode without one, play money.
     :raises Conflict: when the mode would change while money is held or calls are open.
     """
-    from service.usecases.webhooks import check_url
-
     operator_id = require_operator(principal)
     exponent(currency)
     if currency == PRACTICE_CURRENCY:
