@@ -558,6 +558,14 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def percentiles(
+    label: str, samples: dict[str, list[float]], p: float
+) -> tuple[str, float, float, float, str, str]:
+    """A table row: the p-th percentile of each mode and their ratio, no target."""
+    transfer, seamless = (percentile(samples[m], p) for m in ("transfer", "seamless"))
+    return (label, transfer, seamless, seamless / transfer, "", "")
+
+
 def final_table(
     rounds: dict[str, list[Round]], ended: dict[str, list[Ended]], problems: list[str]
 ) -> None:
@@ -574,35 +582,11 @@ def final_table(
             ">= 0.5 ratio",
             verdict(ratio >= 0.5),
         ),
+        percentiles("seat p50 ms", seat_ms, 50),
+        percentiles("seat p99 ms", seat_ms, 99),
+        percentiles("end -> payout p50 ms", pay, 50),
         (
-            "seat p50 ms",
-            percentile(seat_ms["transfer"], 50),
-            percentile(seat_ms["seamless"], 50),
-            percentile(seat_ms["seamless"], 50) / percentile(seat_ms["transfer"], 50),
-            "",
-            "",
-        ),
-        (
-            "seat p99 ms",
-            percentile(seat_ms["transfer"], 99),
-            percentile(seat_ms["seamless"], 99),
-            percentile(seat_ms["seamless"], 99) / percentile(seat_ms["transfer"], 99),
-            "",
-            "",
-        ),
-        (
-            "end -> payout p50 ms",
-            percentile(pay["transfer"], 50),
-            percentile(pay["seamless"], 50),
-            percentile(pay["seamless"], 50) / percentile(pay["transfer"], 50),
-            "",
-            "",
-        ),
-        (
-            "end -> payout p99 ms",
-            percentile(pay["transfer"], 99),
-            percentile(pay["seamless"], 99),
-            percentile(pay["seamless"], 99) / percentile(pay["transfer"], 99),
+            *percentiles("end -> payout p99 ms", pay, 99)[:4],
             "< 1000 ms seamless",
             verdict(percentile(pay["seamless"], 99) < 1000),
         ),
