@@ -753,7 +753,12 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
     },
     "getWebhookDelivery": _WEBHOOK_DELIVERY,
     "redeliverWebhook": _WEBHOOK_DELIVERY,
-    "listWalletSettings": {"object": "list", "data": [_WALLET_SETTINGS]},
+    "listWalletSettings": {
+        "object": "list",
+        "has_more": False,
+        "next_cursor": None,
+        "data": [_WALLET_SETTINGS],
+    },
     "setWalletSettings": {
         **_WALLET_SETTINGS,
         "secret": "whsec_b3Jd8kQ2mZp5sV9xT1wN6yR4cF7gH0aL2eU8iO3qW5t",

@@ -88,7 +88,8 @@ def call_out(call: WalletCall) -> dict[str, Any]:
 def list_settings() -> dict[str, Any]:
     """The operator's wallet mode per currency it has set one for (any other currency is in
     `transfer` mode)."""
-    return {"data": [settings_out(w) for w in seamless.list_settings(db_session(), principal())]}
+    found = seamless.list_settings(db_session(), principal())
+    return page([settings_out(w) for w in found], False, None)  # one page: a row a currency
 
 
 @blp.route("/wallet-settings/<currency>", methods=["PUT"])

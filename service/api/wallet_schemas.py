@@ -73,8 +73,7 @@ class WalletSettingsOut(Schema):
     updated_at = Timestamp(required=True)
 
 
-class WalletSettingsList(Schema):
-    object = fields.Constant("list")
+class WalletSettingsList(ListEnvelope):
     data = fields.List(fields.Nested(WalletSettingsOut), required=True)
 
 

@@ -482,7 +482,7 @@ class GinClient:
 
     # --- seamless wallets -----------------------------------------------------------
 
-    @operation("GET", "/v1/wallet-settings")
+    @operation("GET", "/v1/wallet-settings", returns=t.Page)
     def wallet_settings(self) -> list[t.WalletSettings]:
         page = self._call("GET", "/v1/wallet-settings")
         return cast(list[t.WalletSettings], page["data"])

@@ -121,7 +121,9 @@ def _books_agree(operator: Operator, *players: ApiClient, start: int = 10_000) -
 
 
 def test_settings_are_listed_and_the_secret_is_shown_once(operator: Operator) -> None:
-    listed = operator.api.get("/v1/wallet-settings").get_json()["data"]
+    answer = operator.api.get("/v1/wallet-settings").get_json()
+    assert (answer["has_more"], answer["next_cursor"]) == (False, None)  # one page
+    listed = answer["data"]
     assert [(s["currency"], s["mode"]) for s in listed] == [("EUR", "seamless")]
     assert "secret" not in listed[0]
     again = operator.api.put(
