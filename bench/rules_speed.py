@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/rules_speed.py`` (or ``make bench``). Prints, for each workload,
 the engine's rate, the rate of a naive exhaustive arrangement (every disjoint combination of
 every meld, searched recursively) on the same inputs in the same run, and their ratio.
-Targets (issue 2): >= 150,000 random 10-card arrangements/s, >= 50,000 meld-dense ones,
+Targets: >= 150,000 random 10-card arrangements/s, >= 50,000 meld-dense ones,
 >= 20,000 best discards, >= 2,000 complete random hands played out.
 """
 

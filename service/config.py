@@ -89,7 +89,7 @@ class Settings:
     player_token_ttl_seconds: int = 900
     db_pool_size: int = 10
     match_states_kept: int = 1024
-    # Operations (issue 6): logs, metrics and rate limits.
+    # Operations: logs, metrics and rate limits.
     log_format: str = "text"
     log_level: str = "INFO"
     metrics_token: str | None = None
@@ -100,12 +100,12 @@ class Settings:
     ratelimit_player: str = "30000 per minute"
     ratelimit_anonymous: str = "30000 per minute"
     ratelimit_key_prefix: str = "gin"
-    # Request bodies (issue 19): a longer one is refused (413), unread by its Content-Length.
+    # Request bodies: a longer one is refused (413), unread by its Content-Length.
     max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH
     # Webhooks may reach loopback and private addresses (service.webhook_targets): for
     # development only, in production that is server-side request forgery.
     webhook_allow_private_networks: bool = False
-    # Workers and beat (issue 19): how often beat sweeps for finished matches left unsettled.
+    # Workers and beat: how often beat sweeps for finished matches left unsettled.
     settlement_sweep_seconds: int = 5
     # The broker: Redis redelivers an unacknowledged task (a worker killed mid-task) after
     # this long; keys and the queue's name, so that deployments can share a server.

@@ -1,4 +1,4 @@
-"""Periodic reconciliation (issue 5, Audit): beat runs the ledger's invariant checks and any
+"""Periodic reconciliation (Audit): beat runs the ledger's invariant checks and any
 failure is loud, an ERROR log line per problem and the ``gin_audit_failures_total`` metric."""
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def purge_expired_idempotency_keys() -> int:
 
 @app.task(name="matches.enforce_clocks", acks_late=True, ignore_result=True)
 def enforce_clocks() -> int:
-    """Act for every player whose turn clock and bank ran out (RULES.md 9.2). Each match is
+    """Act for every player whose turn clock and bank ran out (docs/engine.md 9.2). Each match is
     re-checked under its row lock, so a player's action that got in first wins and running
     this twice at once changes nothing twice."""
     changed = _with_session(lambda session: play.run_timeouts(session, utcnow()))
@@ -83,7 +83,7 @@ def enforce_clocks() -> int:
 
 @app.task(name="tables.cancel_unfilled", acks_late=True, ignore_result=True)
 def cancel_unfilled_tables() -> int:
-    """Cancel tables whose seats did not fill in time and refund every seat (RULES.md 9.6)."""
+    """Cancel tables whose seats did not fill in time and refund every seat (docs/engine.md 9.6)."""
     return _with_session(lambda session: tables.cancel_unfilled(session, utcnow()))
 
 

@@ -34,7 +34,7 @@ from service.rules.game import NOT_OFFERED
 from service.rules.rummy import RummyRules
 from service.rules.rummy.actions import RummyActionKind
 
-CARD = fields.String(metadata={"example": "TD", "description": "Card code (RULES.md 0.2)."})
+CARD = fields.String(metadata={"example": "TD", "description": "Card code (docs/engine.md 0.2)."})
 
 
 def _card_list(**kwargs: Any) -> fields.List:
@@ -62,13 +62,13 @@ class ClockIn(Schema):
     fill_timeout_seconds = StrictInteger(load_default=300, minimum=1, maximum=7 * 86_400)
 
 
-#: Rule options whose range is not 0 to 10 000 (RULES.md 2.7.2, 3.2.1, 4.2.6).
+#: Rule options whose range is not 0 to 10 000 (docs/engine.md 2.7.2, 3.2.1, 4.2.6).
 _RULE_RANGES = {"knock_limit": (0, 10), "target": (1, 10_000), "partnership_target": (1, 10_000)}
-#: The options RULES.md Appendix A spells ``oklahoma.*``; every other one is ``gin.*``.
+#: The options docs/engine.md section A spells ``oklahoma.*``; every other one is ``gin.*``.
 _OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
 
 
-#: Rummy options whose range is not 0 to 10 000 (RULES.md 5, 11.3).
+#: Rummy options whose range is not 0 to 10 000 (docs/rummy.md 5, 11.3).
 _RUMMY_RANGES = {"max_players": (2, 6), "max_turns": (1, 10_000)}
 
 
@@ -154,7 +154,7 @@ _RUMMY_FORMATS = [
     Format.RUMMY_TARGET.value,
     Format.RUMMY_DEALS.value,
 ]
-#: Money Play and classic take a fee, if any, from the transfer (RULES.md 6.1.3).
+#: Money Play and classic take a fee, if any, from the transfer (docs/engine.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
         {"required": ["base"], "properties": {"base": {"const": FeeBase.WINNINGS.value}}},
@@ -331,7 +331,7 @@ class TableIn(Schema):
         RulesetIn,
         load_default=dict,
         metadata={
-            "description": "Rule options (RULES.md Appendix A), each under its bare "
+            "description": "Rule options (docs/engine.md section A), each under its bare "
             'name or its Appendix key: `{"gin_bonus": 25, '
             '"gin.oklahoma": true}`; left out: the default.'
         },
@@ -439,7 +439,7 @@ class JoinIn(Schema):
     invite_code = fields.String(validate=validate.Length(max=64))
     client_seed = fields.String(
         validate=validate.Length(min=1, max=64),
-        metadata={"description": "Your fairness seed (RULES.md 10.1)."},
+        metadata={"description": "Your fairness seed (docs/engine.md 10.1)."},
     )
 
 
@@ -572,7 +572,7 @@ class MatchOut(Schema):
     currency = fields.String(required=True)
     play = fields.Dict(
         metadata={
-            "description": "Games other than two-player Gin: the game's own view (RULES.md "
+            "description": "Games other than two-player Gin: the game's own view (docs/rummy.md "
             "11.6.5): every table's public part, the caller's own hand and legal actions, "
             "the hands that ended, the standings, who acts and the turn's deadline. Never "
             "another player's cards, never a stock card."

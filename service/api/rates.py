@@ -1,4 +1,4 @@
-"""Operator-set exchange rates for display amounts (RULES.md 6.5)."""
+"""Operator-set exchange rates for display amounts (docs/engine.md 6.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Practice bots (issue 7): which players are bots, and where each one sits.
+"""Practice bots: which players are bots, and where each one sits.
 
 A bot is an ordinary player of its operator (it has a wallet, sits down and acts through the
 same use cases as a person); this table marks it as a bot seated at one practice table and

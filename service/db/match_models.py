@@ -1,4 +1,4 @@
-"""Tables, seats, matches, hands, the action log and the event outbox (issue 4).
+"""Tables, seats, matches, hands, the action log and the event outbox.
 
 A table hosts exactly one match (its id is allocated with the table, so escrow can be booked
 against the match from the first seat on). The match row holds the pure engine's serialised

@@ -132,7 +132,8 @@ class DepositLimit(Base):
 
 
 class ExchangeRate(Base):
-    """Display units of ``quote`` per one unit of ``base``, set by the operator (RULES 6.5)."""
+    """Display units of ``quote`` per one unit of ``base``, set by the operator
+    (docs/engine.md 6.5)."""
 
     __tablename__ = "exchange_rates"
 

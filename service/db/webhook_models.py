@@ -1,4 +1,4 @@
-"""Webhook endpoints, their deliveries and the log of every delivery attempt (issue 5).
+"""Webhook endpoints, their deliveries and the log of every delivery attempt.
 
 An endpoint belongs to one operator: a URL, an optional list of event types (``NULL`` means
 every type), and a signing secret. The server must sign with the secret, so it is stored as

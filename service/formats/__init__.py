@@ -1,4 +1,4 @@
-"""Pure match formats and payout maths (RULES.md 3, 6, 7, 9.4): no Flask, SQLAlchemy or Celery.
+"""Pure match formats and payout maths (docs/engine.md 3, 6, 7, 9.4): no Flask, SQLAlchemy, Celery.
 
 * :class:`MatchSettings` (with :class:`FeeRule`): what a table fixes about its matches;
 * :class:`Match`: hands chained into a match by the format's rules, serialisable;

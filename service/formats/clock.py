@@ -1,4 +1,4 @@
-"""The turn clock (RULES.md 9.1-9.2, 9.6), as pure values and arithmetic in milliseconds.
+"""The turn clock (docs/engine.md 9.1-9.2, 9.6), as pure values and arithmetic in milliseconds.
 
 Each action has ``turn_seconds``; beyond that the acting player's bank (``bank_seconds`` per
 match) is drawn down. When both are spent the server acts (``AUTO_PLAY``: pass an offer, draw

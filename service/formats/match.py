@@ -1,4 +1,4 @@
-"""A whole match as a pure state machine: hands chained by the format's rules (RULES.md 3, 6).
+"""A whole match as a pure state machine: hands chained by the format's rules (docs/engine.md 3, 6).
 
 :class:`Match` wraps the current :class:`~service.rules.Hand` and the list of finished hands.
 The service supplies each hand's deck (from the fair shuffle) when the match asks for a deal;
@@ -12,7 +12,7 @@ Status:
 ``VOID``           First To Knock only: too many dead hands (6.2.4); stakes are refunded
 
 A forfeit in the middle of a hand ends that hand too (:meth:`Hand.forfeit`): it is *cut short*
-(outcome ``forfeit``), has ended like any other (its history can be revealed, RULES.md 10.4)
+(outcome ``forfeit``), has ended like any other (its history can be revealed, docs/engine.md 10.4)
 but is no :class:`HandRecord`, since it scores nothing. Once the match is over no hand is in
 play: no seat is to act and nobody has a legal action.
 """

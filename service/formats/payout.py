@@ -1,5 +1,5 @@
 """Payout maths: a finished match and its table settings in, a settlement statement out
-(RULES.md 3.1-3.2, 6.1-6.4, 9.4). Pure integer arithmetic in minor units.
+(docs/engine.md 3.1-3.2, 6.1-6.4, 9.4). Pure integer arithmetic in minor units.
 
 Every statement satisfies ``sum(payouts) + fee == sum(escrow)`` (6.1.3) and no payout is
 negative: a player never loses more than they escrowed. ``payouts[s]`` is what leaves escrow

@@ -1,4 +1,4 @@
-"""Table settings for every game and stake format (RULES.md 6, 3.2.6, 11.4, Appendix A).
+"""Table settings for every game and stake format (docs/engine.md 6, 3.2.6, 11.4, Appendix A).
 
 A :class:`MatchSettings` value fixes everything a table's matches need besides the players:
 the game (:class:`GameKind`) and its number of seats, the format, the stake, the target, the

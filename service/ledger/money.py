@@ -1,4 +1,4 @@
-"""Currencies, minor units and display conversion (RULES.md 6.5). Pure: no framework imports.
+"""Currencies, minor units and display conversion (docs/engine.md 6.5). Pure: no framework imports.
 
 Amounts are ``int`` minor units everywhere; a ``float`` or ``bool`` is refused. Display amounts are
 computed with :class:`decimal.Decimal`, rounded half up, and returned as strings; they are never
@@ -108,7 +108,7 @@ def parse_rate(text: str) -> Decimal:
 
 @dataclass(frozen=True)
 class DisplayAmount:
-    """A converted amount for display only (RULES 6.5.2), with the rate used."""
+    """A converted amount for display only (docs/engine.md 6.5.2), with the rate used."""
 
     amount: str
     currency: str

@@ -1,4 +1,4 @@
-"""Operations: metrics, structured logs with request ids, rate limits (issue 6).
+"""Operations: metrics, structured logs with request ids, rate limits.
 
 Everything hooks in from the outside: the app factory calls :func:`init_app`, which registers
 ``before_request``/``after_request``/``teardown_request`` hooks (keyed on ``request.endpoint``

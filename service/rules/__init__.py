@@ -1,11 +1,11 @@
-"""The pure Gin Rummy rules engine (RULES.md sections 0-3 and 10, two players).
+"""The pure Gin Rummy rules engine (docs/engine.md sections 0-3 and 10, two players).
 
 Nothing here imports Flask, SQLAlchemy or Celery. The stable public surface:
 
 * cards: :class:`Card`, :func:`parse_cards`, :func:`format_cards`, :data:`DECK`
 * arrangement: :func:`arrange` -> :class:`Arrangement`, :func:`best_discard`, :func:`deadwood`
 * showdown: :func:`lay_off` -> :class:`Layoff`, :func:`score_hand` -> :class:`HandScore`
-* options: :class:`Ruleset` (RULES.md Appendix A ``gin.*`` / ``oklahoma.*``)
+* options: :class:`Ruleset` (docs/engine.md section A ``gin.*`` / ``oklahoma.*``)
 * play: :class:`Hand` (the state machine), :class:`Action`, :class:`Phase`
 * games: :class:`Game`, :func:`final_totals`
 * fairness: :mod:`service.rules.fair`

@@ -1,4 +1,4 @@
-"""Player actions in a hand of Gin (RULES.md 2.3-2.10), as immutable values with a text form.
+"""Player actions in a hand of Gin (docs/engine.md 2.3-2.10), as immutable values with a text form.
 
 ``Action.parse("KNOCK 7D")`` and ``str(action) == "KNOCK 7D"``; a manual knocker arrangement
 follows after bars: ``"KNOCK 7D | 4C 4D 4H | 7S 8S 9S"``. The same action as fields, the shape

@@ -1,4 +1,4 @@
-"""Cards as immutable, interned values (RULES.md 0.2, 1.1-1.4).
+"""Cards as immutable, interned values (docs/engine.md 0.2, 1.1-1.4).
 
 A :class:`Card` *is* its two-character code: it subclasses ``str``, so ``Card.parse("TD") ==
 "TD"``, it prints, hashes and serialises as ``"TD"``, and code strings can be used wherever

@@ -1,6 +1,6 @@
 """The rules engine's exception family.
 
-Every exception carries a stable ``code`` (the error codes of RULES.md, e.g.
+Every exception carries a stable ``code`` (the error codes of docs/engine.md, e.g.
 ``KNOCK_LIMIT_EXCEEDED``) so the API layer can map it to a problem type in one place.
 """
 
@@ -38,7 +38,7 @@ class IllegalKnock(RulesError):
 
 
 class KnockLimitExceeded(IllegalKnock):
-    """Raised when the knocker's deadwood is above the hand's knock limit (RULES.md 2.7.3)."""
+    """Raised when the knocker's deadwood is above the hand's knock limit (docs/engine.md 2.7.3)."""
 
     code = "KNOCK_LIMIT_EXCEEDED"
 

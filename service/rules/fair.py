@@ -1,4 +1,4 @@
-"""Provably fair shuffling (RULES.md 10.1-10.3).
+"""Provably fair shuffling (docs/engine.md 10.1-10.3).
 
 Before a hand the server draws ``server_seed`` (32 bytes from the OS CSPRNG) and publishes
 ``commitment = SHA-256(server_seed)`` (hex). The deck order is then fixed by:

@@ -1,4 +1,4 @@
-"""Game scoring for two-player Gin (RULES.md 3.1-3.3).
+"""Game scoring for two-player Gin (docs/engine.md 3.1-3.3).
 
 A :class:`Game` accumulates hand results (who won, how many points) into hand points ``h``
 and boxes ``b`` per seat, ends after the hand in which a seat's ``h`` first reaches the

@@ -1,4 +1,4 @@
-"""One hand of two-player Gin as a state machine (RULES.md 2.1-2.12, 3.3).
+"""One hand of two-player Gin as a state machine (docs/engine.md 2.1-2.12, 3.3).
 
 A :class:`Hand` is dealt from a 52-card deck (injected, or derived by :mod:`service.rules.fair`)
 and then driven only by :meth:`Hand.apply`, which validates every action and either applies
@@ -16,7 +16,7 @@ Seats are 0 and 1. Phases:
 ``ENDED``       the hand is over: :attr:`Hand.outcome` says how
 
 A hand also ends when a player forfeits the match in the middle of it (:meth:`Hand.forfeit`,
-RULES.md 9.3-9.4): its log ends with a ``FORFEIT`` entry and its outcome is ``forfeit``, which
+docs/engine.md 9.3-9.4): its log ends with a ``FORFEIT`` entry and its outcome is ``forfeit``, which
 scores nothing; like any ended hand, its history is then revealed (10.4).
 
 The state serialises to plain data (:meth:`Hand.to_dict`) and restores exactly

@@ -1,4 +1,4 @@
-"""Layoffs at the showdown (RULES.md 2.8.4).
+"""Layoffs at the showdown (docs/engine.md 2.8.4).
 
 The defender's own melds and the cards laid off on the knocker's melds are chosen together
 to minimise the defender's remaining deadwood. Each knocker meld offers a few ways to

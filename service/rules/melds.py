@@ -1,4 +1,4 @@
-"""Melds, deadwood and the optimal arrangement (RULES.md 1.5-1.9), on 52-bit hand masks.
+"""Melds, deadwood and the optimal arrangement (docs/engine.md 1.5-1.9), on 52-bit hand masks.
 
 Design. A hand is a 52-bit mask (bit = display index, 13 bits per suit). Runs live inside
 one suit, so for every 13-bit suit mask the best use of runs alone is precomputed once

@@ -1,4 +1,4 @@
-"""The immutable table of rule options (RULES.md Appendix A, ``gin.*`` and ``oklahoma.*``).
+"""The immutable table of rule options (docs/engine.md section A, ``gin.*`` and ``oklahoma.*``).
 
 Field names are the Appendix keys without their prefix (``gin.gin_bonus`` is ``gin_bonus``,
 ``oklahoma.spade_doubles`` is ``spade_doubles``); defaults are the Appendix defaults.
@@ -71,7 +71,7 @@ class InvalidRuleset(RulesError):
 
 @dataclass(frozen=True, slots=True)
 class Ruleset:
-    """Every two-player Gin option of RULES.md Appendix A, with the Appendix defaults."""
+    """Every two-player Gin option of docs/engine.md section A, with the Appendix defaults."""
 
     opening: Opening = Opening.PASS_SEQUENCE
     knock_limit: int = 10

@@ -1,4 +1,4 @@
-"""Hand scoring (RULES.md 2.7-2.9, 3.3): knock, undercut, gin, big gin, Oklahoma.
+"""Hand scoring (docs/engine.md 2.7-2.9, 3.3): knock, undercut, gin, big gin, Oklahoma.
 
 ``score_hand`` takes the knocker's kept cards and the defender's hand and returns a
 :class:`HandScore`. The knocker's arrangement is chosen automatically among the minimal ones

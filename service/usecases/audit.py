@@ -1,4 +1,4 @@
-"""Auditing settlements and the ledger (issue 5, Audit).
+"""Auditing settlements and the ledger (Audit).
 
 Anyone with the right key can prove afterwards that every settlement is right:
 
@@ -276,7 +276,7 @@ def _first_difference(field_: str, expected: Any, actual: Any) -> Discrepancy:
 
 
 def _deck_of(hand: HandEvidence, seeds: tuple[str, str], found: list[Discrepancy]) -> Any:
-    """The hand's deck from its revealed seed; the checks of RULES.md 10.3 on the way."""
+    """The hand's deck from its revealed seed; the checks of docs/engine.md 10.3 on the way."""
     where = f"hands[{hand.number}]"
     if hand.nonce != hand.number:
         found.append(Discrepancy(f"{where}.nonce", hand.number, hand.nonce))

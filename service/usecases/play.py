@@ -172,7 +172,7 @@ def _seats(session: Session, table_id: str) -> list[Seat]:
 
 def _deal(session: Session, row: AnyMatchRow, match: AnyMatch, now: datetime) -> None:
     """Deal every hand the match is waiting for (a partnership deal has two), each from a
-    fresh committed seed (RULES.md 10, 11.6.4). The row's commitment is the last hand's."""
+    fresh committed seed (docs/engine.md 10, 11.6.4). The row's commitment is the last hand's."""
     assert row.seats is not None
     seeds = [s["client_seed"] for s in row.seats]
     while games.pending_deal(match) is not None:
@@ -202,7 +202,7 @@ def _deal(session: Session, row: AnyMatchRow, match: AnyMatch, now: datetime) ->
 def _finish_hand(
     session: Session, row: AnyMatchRow, match: AnyMatch, number: int, now: datetime
 ) -> None:
-    """Hand ``number``, which just ended (a hand cut short by a forfeit too, RULES.md 10.4):
+    """Hand ``number``, which just ended (a hand cut short by a forfeit too, docs/engine.md 10.4):
     its record and history on its row, which reveals its seed, and ``hand.ended``."""
     ended = games.ended_hand(match, number)
     hand_row = session.scalars(
@@ -622,7 +622,7 @@ def resign(
     expected_version: int | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """The caller forfeits the match (RULES.md 9.3-9.4)."""
+    """The caller forfeits the match (docs/engine.md 9.3-9.4)."""
     ctx = _context(session, principal, match_id, lock=True)
     row = ctx.row
     if ctx.seat is None:
@@ -647,7 +647,7 @@ def resign(
 
 
 def run_timeouts(session: Session, now: datetime, *, limit: int = 100) -> int:
-    """Act for every player whose time ran out by ``now`` (RULES.md 9.2); returns how many
+    """Act for every player whose time ran out by ``now`` (docs/engine.md 9.2); returns how many
     matches changed. Each match is handled in a unit of work of its own under its row lock,
     and re-checked there, so a player's action that got in first wins."""
     due = unit_of_work.run(
@@ -701,7 +701,7 @@ def hand_history(
     session: Session, principal: Principal, match_id: str, number: int
 ) -> dict[str, Any]:
     """A finished hand's full record: fairness data with the revealed seed, the deck, every
-    action, the showdown and the score (RULES.md 10.3-10.4)."""
+    action, the showdown and the score (docs/engine.md 10.3-10.4)."""
     ctx = _context(session, principal, match_id, lock=False)
     hand_row = session.scalars(
         select(HandRow).where(HandRow.match_id == ctx.row.id, HandRow.number == number)

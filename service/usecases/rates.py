@@ -1,4 +1,4 @@
-"""Operator-set exchange rates and display amounts (RULES.md 6.5): display only, never money."""
+"""Operator-set exchange rates and display amounts (docs/engine.md 6.5): display only."""
 
 from __future__ import annotations
 

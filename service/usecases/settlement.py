@@ -163,7 +163,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
 def _display(
     session: Session, row: MatchRow, net: tuple[int, ...], now: datetime
 ) -> list[dict[str, Any] | None]:
-    """Each player's net in their display currency, with the rate and its time (RULES 6.5),
+    """Each player's net in their display currency, with the rate and its time (docs/engine.md 6.5),
     as recorded at settlement."""
     out: list[dict[str, Any] | None] = []
     ids = [seat["player_id"] for seat in row.seats or []]

@@ -3,7 +3,7 @@
 A table hosts one match, whose id is allocated with the table: a seat's stake or buy-in is
 held in that match's escrow account from the moment the player sits down, in the same
 transaction that takes the seat. Leaving before the match starts releases it; a table that
-does not fill by its deadline is cancelled and every seat refunded (RULES.md 9.6). When the
+does not fill by its deadline is cancelled and every seat refunded (docs/engine.md 9.6). When the
 second seat fills, the match starts in that same transaction.
 """
 
@@ -672,7 +672,7 @@ def _next_dealer(
 
 
 def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
-    """Cancel open tables past their fill deadline and refund every seat (RULES.md 9.6);
+    """Cancel open tables past their fill deadline and refund every seat (docs/engine.md 9.6);
     each table in a unit of work of its own. Returns how many were cancelled."""
     due = unit_of_work.run(
         session,

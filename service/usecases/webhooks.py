@@ -1,5 +1,5 @@
 """Webhooks: operators' endpoints, fanning outbox events out to them, and signed delivery with
-retries (issue 5; API_CONVENTIONS "Webhooks").
+retries (API_CONVENTIONS "Webhooks").
 
 Flow. The outbox relay sends ``webhooks.fan_out(event_id)`` for every event; :func:`fan_out`
 creates one delivery per enabled endpoint of the event's operator that wants the event's type

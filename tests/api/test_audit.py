@@ -1,4 +1,4 @@
-"""The audit over HTTP (issue 5): operator only, tenant-scoped, clean for honest settlements,
+"""The audit over HTTP: operator only, tenant-scoped, clean for honest settlements,
 and a stored statement altered by hand shows up in the report."""
 
 from __future__ import annotations

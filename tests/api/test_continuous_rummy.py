@@ -1,6 +1,6 @@
-"""Continuous Rummy tables (``rummy_per_hand``, RULES.md 11.5.1) end to end over HTTP: players
-sit down with a buy-in between hands, a hand is dealt when two are ready, each hand is a
-match of its own settled by moving money between the table balances of the players dealt in
+"""Continuous Rummy tables (``rummy_per_hand``, docs/multiplayer-money.md 11.5.1) end to end over
+HTTP: players sit down with a buy-in between hands, a hand is dealt when two are ready, each hand
+is a match of its own settled by moving money between the table balances of the players dealt in
 and the house fee, players top up, sit out and leave between hands, the audit recomputes
 every hand against the ledger, and no answer ever shows a card its reader may not know."""
 

@@ -1,4 +1,4 @@
-"""A forfeit in the middle of a hand (RULES.md 9.3-9.4, 10.3-10.4), and the match view of a
+"""A forfeit in the middle of a hand (docs/engine.md 9.3-9.4, 10.3-10.4), and the match view of a
 person playing by hand: legal actions as ready-to-send bodies, the caller's deadwood, and
 nothing left to do once the match is over."""
 

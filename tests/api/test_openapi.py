@@ -240,7 +240,7 @@ def test_the_docs_page_and_its_assets_are_served_locally(api: Any) -> None:
             served.close()  # a file response: close it
 
 
-# The contract states the rules the code enforces (issue 19).
+# The contract states the rules the code enforces.
 
 
 def _component(spec: dict[str, Any], name: str) -> dict[str, Any]:

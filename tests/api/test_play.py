@@ -1,4 +1,4 @@
-"""Tables, seats and whole matches through the HTTP API (issue 4)."""
+"""Tables, seats and whole matches through the HTTP API."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_whole_match_of_every_format(api: ApiClient, settings: dict[str, Any]) -
             f["nonce"],
             record["history"]["deck"],
         )
-    # The escrow stays held until settlement (issue 5).
+    # The escrow stays held until settlement.
     for client in clients:
         assert wallet(client, client.player_id)["held"]["amount"] == escrow  # type: ignore[attr-defined]
 

@@ -1,4 +1,4 @@
-"""Settling finished matches: statements, ledger postings, exactly once (issue 5)."""
+"""Settling finished matches: statements, ledger postings, exactly once."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Every integer a request carries is a JSON integer within a stated range: a number with a
 fraction or an exponent, a string or a boolean is a 422 naming the field, and so is a value
 above the field's maximum (never more than 2^53 - 1); the contract says ``type: integer``
-with ``minimum`` and ``maximum`` for each of them (issue 19)."""
+with ``minimum`` and ``maximum`` for each of them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Webhook endpoints over HTTP: CRUD, secrets shown once, rotation, validation problems,
-tenancy, the delivery log and redelivery (issue 5)."""
+tenancy, the delivery log and redelivery."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audit (issue 5): settled matches of every format replay and reconcile clean; a statement,
+"""The audit: settled matches of every format replay and reconcile clean; a statement,
 a hand's action, a server seed or a ledger entry altered behind the service's back is found,
 and the command line exits non-zero."""
 

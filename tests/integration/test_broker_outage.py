@@ -1,4 +1,4 @@
-"""Prompt settlement after a broker outage or a worker restart (issue 19), with real Celery
+"""Prompt settlement after a broker outage or a worker restart, with real Celery
 worker processes and a Redis server of the test's own.
 
 A Redis that comes back empty has lost every task it held, and a SIGKILLed worker takes its

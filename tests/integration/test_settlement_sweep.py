@@ -1,4 +1,4 @@
-"""Beat's settlement sweep (issue 19): every SETTLEMENT_SWEEP_SECONDS, over the matches that
+"""Beat's settlement sweep: every SETTLEMENT_SWEEP_SECONDS, over the matches that
 have waited that long unsettled, read from ix_matches_unsettled."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Webhook delivery against a real HTTP receiver on 127.0.0.1 that checks every signature:
 success, retries with backoff (time driven by passing ``now``), duplicate tasks, in-flight
-claims, redelivery, rotation, timeouts, giving up, and the Celery wrappers (issue 5)."""
+claims, redelivery, rotation, timeouts, giving up, and the Celery wrappers."""
 
 from __future__ import annotations
 

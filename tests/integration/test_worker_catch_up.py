@@ -1,4 +1,4 @@
-"""A worker's prompt recovery after a broker outage (issue 19), piece by piece: it retries a
+"""A worker's prompt recovery after a broker outage, piece by piece: it retries a
 lost broker every second for as long as it takes, queues its catch-up on each connection, and
 its relay drains a backlog batch after batch. (tests/integration/test_broker_outage.py puts
 them together with real processes.)"""

@@ -55,6 +55,35 @@ def test_nothing_points_outside_the_repository() -> None:
     assert lines_naming(documents() + sources(), OUTSIDE) == []
 
 
+#: A citation of the team's specification file, or of the tracker's issue numbers: the rules are
+#: cited by their sections in docs/ (``docs/engine.md 6.5``), and a change says why in the code.
+CITATION = re.compile(r"RULES(\.md)?\b|\b[Ii]ssue #?[0-9]+")
+
+
+def test_nothing_cites_the_specification_file_or_an_issue_number() -> None:
+    everything = [
+        *documents(),
+        *sources(),
+        ROOT / "openapi.yaml",
+        *(
+            path
+            for folder in ("tests", "bench", "deploy")
+            for path in sorted((ROOT / folder).rglob("*"))
+            if path.is_file()
+            and path.suffix in TEXT | {".json"}
+            and "__pycache__" not in path.parts
+        ),
+    ]
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in everything
+        if path.name != Path(__file__).name
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if CITATION.search(line)
+    ]
+    assert cited == []
+
+
 def test_the_documents_named_exist() -> None:
     named = {
         name

@@ -125,7 +125,8 @@ def test_minor_units_refuse_floats_bools_strings(bad: object) -> None:
 
 
 def test_display_amounts_follow_rules_6_5() -> None:
-    # RULES.md 7.16: EUR 15.00 at 1.0837 USD -> 16.2555 -> 16.26; at 162.47 JPY -> 2437.05 -> 2437
+    # docs/engine.md 7.16: EUR 15.00 at 1.0837 USD -> 16.2555 -> 16.26;
+    # at 162.47 JPY -> 2437.05 -> 2437
     assert display_amount(1500, "EUR", Decimal("1.0837"), "USD").amount == "16.26"
     assert display_amount(1500, "EUR", Decimal("162.47"), "JPY").amount == "2437"
     # round half up, not half even

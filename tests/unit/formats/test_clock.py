@@ -1,4 +1,4 @@
-"""The turn clock (RULES.md 9.1-9.2): deadlines, banks, automatic actions, forfeits."""
+"""The turn clock (docs/engine.md 9.1-9.2): deadlines, banks, automatic actions, forfeits."""
 
 from __future__ import annotations
 

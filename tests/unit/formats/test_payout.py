@@ -1,4 +1,4 @@
-"""Payout maths: the worked examples of RULES.md 7.8-7.11, forfeits (9.4) and invariants."""
+"""Payout maths: the worked examples of docs/engine.md 7.8-7.11, forfeits (9.4) and invariants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Slow, obviously-correct reference solver for the Gin Rummy rules (RULES.md 1.9, 2.7-2.9, 3.3).
+"""Slow, obviously-correct reference solver for the Gin Rummy rules
+(docs/engine.md 1.9, 2.7-2.9, 3.3).
 
 Written independently of ``service.rules`` and used only by the tests, on hands of at most
 11 cards. Everything here is brute force on purpose:
@@ -23,7 +24,7 @@ from typing import Any
 
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"
-# Display order (RULES 1.4): suit C < D < H < S, then rank.
+# Display order (docs/engine.md 1.4): suit C < D < H < S, then rank.
 ALL_CODES: tuple[str, ...] = tuple(r + s for s in SUITS for r in RANKS)
 
 Arrangement = frozenset[frozenset[str]]
@@ -41,7 +42,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 
 
 class RefIllegalKnock(Exception):
-    """The reference's verdict that a knock is illegal; ``code`` is None when RULES names none."""
+    """The reference's verdict that a knock is illegal; ``code`` is None when the rules
+    name none."""
 
     def __init__(self, code: str | None, message: str) -> None:
         super().__init__(message)
@@ -229,7 +231,8 @@ def score(
     options: Mapping[str, Any] | None = None,
     upcard: object | None = None,
 ) -> RefScore:
-    """RULES 2.9 table; the 2.8.3 knocker tie-break tries every minimal knocker arrangement."""
+    """docs/engine.md 2.9 table; the 2.8.3 knocker tie-break tries every minimal knocker
+    arrangement."""
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     k_hand = codes(knocker)
     d_hand = codes(defender)

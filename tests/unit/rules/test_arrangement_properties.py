@@ -75,7 +75,8 @@ def test_arrange_is_an_optimal_partition(hand: list[str]) -> None:
 
 @given(meld_dense_hand(), st.randoms(use_true_random=False))
 def test_arrange_is_deterministic_whatever_the_input_order(hand: list[str], rnd: Any) -> None:
-    # RULES 1.9: ties are broken deterministically (1.4 order), so input order cannot matter.
+    # docs/engine.md 1.9: ties are broken deterministically (1.4 order), so input order
+    # cannot matter.
     shuffled = list(hand)
     rnd.shuffle(shuffled)
     first = arrange(hand)
@@ -158,7 +159,7 @@ def knock_case(draw: Any) -> tuple[list[str], list[str], dict[str, Any], str | N
 def _expected_from_table(
     k: int, d: int, options: dict[str, Any], upcard: str | None, kind: str
 ) -> tuple[str, int]:
-    """(winner, points) that RULES 2.9 gives for deadwoods K and D (D0 or D1)."""
+    """(winner, points) that docs/engine.md 2.9 gives for deadwoods K and D (D0 or D1)."""
     opts = {**ref.DEFAULT_OPTIONS, **options}
     _, m = ref.knock_limit_and_multiplier(opts, upcard)
     if kind == "gin":

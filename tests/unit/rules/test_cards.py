@@ -1,4 +1,5 @@
-"""Card values: parsing/printing, invalid codes, display order (RULES 1.4) and points (1.3)."""
+"""Card values: parsing/printing, invalid codes, display order (docs/engine.md 1.4) and points
+(1.3)."""
 
 from __future__ import annotations
 

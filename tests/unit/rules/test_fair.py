@@ -1,4 +1,4 @@
-"""Provably fair shuffle (RULES.md 10.1-10.3)."""
+"""Provably fair shuffle (docs/engine.md 10.1-10.3)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ SEED = "00" * 31 + "2a"
 
 
 def reference_deck(server_seed: str, c1: str, c2: str, nonce: int) -> list[str]:
-    """RULES.md 10.2 written out again, as plainly as possible, independently of fair.py."""
+    """docs/engine.md 10.2 written out again, as plainly as possible, independently of fair.py."""
     key = bytes.fromhex(server_seed)
     stream: list[int] = []
     counter = 0

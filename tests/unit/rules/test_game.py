@@ -1,4 +1,4 @@
-"""Game scoring (RULES.md 3.1-3.3) with the worked examples of 7.7-7.9."""
+"""Game scoring (docs/engine.md 3.1-3.3) with the worked examples of 7.7-7.9."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from service.rules import Game, RulesError, Ruleset, ShutoutMode, final_totals
 
-# RULES 7.7: #1 P1 +40, #2 P2 +27, #3 P1 +72 (seat 0 = P1).
+# docs/engine.md 7.7: #1 P1 +40, #2 P2 +27, #3 P1 +72 (seat 0 = P1).
 CLASSIC = [(0, 40), (1, 27), (0, 72)]
 
 
@@ -53,13 +53,13 @@ def test_shutout_modes(mode: ShutoutMode, expected: int) -> None:
 
 
 def test_money_play_100_formula_with_zero_point_bonus() -> None:
-    # RULES 7.8: line 25, target 100, zero-point 100 -> 362 vs 0.
+    # docs/engine.md 7.8: line 25, target 100, zero-point 100 -> 362 vs 0.
     totals = final_totals((112, 0), (2, 0), 0, box_bonus=25, game_bonus=100, shutout_bonus=100)
     assert totals.final == (362, 0) and totals.margin == 362 and totals.winner == 0
 
 
 def test_money_play_50_target_reacher_can_lose() -> None:
-    # RULES 7.9: P2 wins five hands for 46; P1's gin for 52 reaches 50.
+    # docs/engine.md 7.9: P2 wins five hands for 46; P1's gin for 52 reaches 50.
     game = play(Game(target=50), [(1, 9), (1, 8), (1, 6), (1, 12), (1, 11), (0, 52)])
     assert game.target_reacher == 0
     totals = final_totals(

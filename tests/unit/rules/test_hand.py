@@ -1,4 +1,4 @@
-"""The hand state machine (RULES.md 2.1-2.12): deal, opening, turns, knocks, dead hands."""
+"""The hand state machine (docs/engine.md 2.1-2.12): deal, opening, turns, knocks, dead hands."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_deal_rejects_bad_decks() -> None:
 
 
 def test_opening_both_pass_then_first_player_must_draw_stock() -> None:
-    # RULES 7.6: P2 deals, P1 is first player, upcard 9H.
+    # docs/engine.md 7.6: P2 deals, P1 is first player, upcard 9H.
     hand = deal(JUNK, LOW, "QC")
     assert_rejected(hand, 0, "DRAW_STOCK", "ACTION_NOT_ALLOWED")
     assert_rejected(hand, 1, "PASS", "NOT_YOUR_TURN")
@@ -190,7 +190,7 @@ def pass_both(hand: Hand) -> None:
 
 
 def test_undercut_and_next_dealer() -> None:
-    # RULES 7.2: knocker K = 8, the defender lays off to D1 = 6 and wins 27.
+    # docs/engine.md 7.2: knocker K = 8, the defender lays off to D1 = 6 and wins 27.
     knocker = "2H 3H 4H 9C 9D 9S JD QD KD 8C"
     defender = "6C 6D 6H TS JS QS 5H 9H AC 5C"
     hand = deal(knocker, defender, "2S", "KC", dealer=1)
@@ -239,7 +239,7 @@ OTHER = "AH 3H 5C 7D 9C JD KC QS TD 2D"
 
 
 def test_dead_hand_after_discard_with_two_left() -> None:
-    # RULES 7.6: X draws from the discard pile at stock 3, Y draws (stock 2) and discards.
+    # docs/engine.md 7.6: X draws from the discard pile at stock 3, Y draws (stock 2) and discards.
     hand = deal(JUNK, OTHER, "4S")
     run_down_stock(hand, 3)
     x = hand.to_act
@@ -367,7 +367,7 @@ def test_manual_knocker_arrangement() -> None:
     assert_rejected(hand, 0, "KNOCK 7D | 4C 4D 4H", "KNOCK_LIMIT_EXCEEDED")
     assert_rejected(hand, 0, "KNOCK 7D | 7C 8C 9C", "ILLEGAL_KNOCK")
     hand.apply(0, "KNOCK 7D | 4C 4D 4H | 7S 8S 9S")
-    assert hand.outcome is not None and hand.outcome.points == 40  # RULES 7.1
+    assert hand.outcome is not None and hand.outcome.points == 40  # docs/engine.md 7.1
     restored = Hand.from_dict(hand.to_dict())
     assert restored.outcome == hand.outcome
 

@@ -8,7 +8,7 @@ import pytest
 
 from service.rules import InvalidRuleset, Ruleset
 
-# RULES.md Appendix A, gin.* and oklahoma.* keys with their defaults, as written there.
+# docs/engine.md section A, gin.* and oklahoma.* keys with their defaults, as written there.
 APPENDIX = {
     "gin.opening": "PASS_SEQUENCE",
     "gin.knock_limit": 10,
