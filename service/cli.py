@@ -12,14 +12,20 @@
   once); ``gin-service rates set OPERATOR_ID BASE QUOTE RATE``: a display exchange rate;
 - ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``.
 
+Every command but ``run`` (a server: its banner and logs), ``openapi`` (YAML) and ``simulate``
+(a readable summary; ``--report PATH`` writes its JSON) prints one JSON document on stdout.
+``run``, ``db upgrade`` and ``create-operator`` create and migrate the database as needed; every
+other command only uses an existing, migrated one: it never creates a SQLite file, and names
+the database it looked for when there is none (:func:`_session`).
+
 On the embedded default (no ``DATABASE_URL``), ``run`` also creates a demo operator once (kept
 in ``$GIN_VAR_DIR/demo-operator.json``, reused across restarts) and prints its API key, the
 file's path and copy-paste ``curl`` examples.
 
 Exit status: 0 for success; 1 only for a finding (an audit discrepancy); 2, with one line on
 stderr, for every input the caller can fix (a usage error, an unknown operator or key, an
-empty name, a bad rate, an address in use, a database that cannot be reached). ``--help``
-shows every option's default.
+empty name, a bad rate, an address in use, a database that is missing, unmigrated or cannot
+be reached). ``--help`` shows every option's default.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from service.config import bind_address, database_configured
 if TYPE_CHECKING:
     import subprocess
 
+    from sqlalchemy import URL, Engine
     from sqlalchemy.orm import Session
 
     from service.config import Settings
@@ -97,9 +104,81 @@ def _settings() -> Settings:
 
 
 def _session() -> Session:
+    """A session on the configured database, which must already exist and be migrated: a
+    command that only uses the database never creates one (:func:`_existing_database`)."""
+    from service.config import Settings
     from service.db import make_engine, make_sessionmaker
 
-    return make_sessionmaker(make_engine(_settings().database_url, pool_size=1))()
+    engine = make_engine(_existing_database(Settings.from_env().database_url), pool_size=1)
+    try:
+        _check_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return make_sessionmaker(engine)()
+
+
+#: How to point a command at the right database, for the messages below.
+WHICH_DATABASE = (
+    "point DATABASE_URL (or GIN_VAR_DIR) at the service's database, or run the command from "
+    "the checkout where `make run` keeps var/"
+)
+
+
+def _existing_database(url: str) -> str:
+    """``url``, refused when it names a SQLite file that does not exist: connecting would
+    create an empty one and leave it behind (what ``run`` and ``db upgrade`` are for).
+
+    :raises Refused: no such file, naming its absolute path and where the URL came from.
+    """
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    database = parsed.database or ""
+    in_memory = database in ("", ":memory:") or "mode=memory" in database
+    if parsed.get_backend_name() != "sqlite" or in_memory or parsed.query.get("uri"):
+        return url
+    path = Path(database).resolve()
+    if path.is_file():
+        return url
+    if os.environ.get("DATABASE_URL"):
+        source = "from DATABASE_URL"
+    else:
+        under = "GIN_VAR_DIR" if os.environ.get("GIN_VAR_DIR") else "the current folder"
+        source = f"DATABASE_URL is not set: the default is var/gin.sqlite under {under}"
+    raise Refused(
+        f"no database at {path} ({source}); {WHICH_DATABASE} (`gin-service db upgrade` creates one)"
+    )
+
+
+def _where(url: URL | str) -> str:
+    """A database as the messages name it: a SQLite file's absolute path, else the URL
+    without its password."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        return str(Path(parsed.database).resolve())
+    return parsed.render_as_string(hide_password=True)
+
+
+def _check_schema(engine: Engine) -> None:
+    """Refuse a database that has no schema (never migrated) before a command runs into
+    ``no such table``.
+
+    :raises Refused: no migration was ever applied to it.
+    """
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        revision = MigrationContext.configure(connection).get_current_revision()
+    if revision is None:
+        raise Refused(
+            f"the database {_where(engine.url)} has no schema (never migrated): "
+            f"{WHICH_DATABASE}, or migrate this one with `gin-service db upgrade`"
+        )
 
 
 def _close(session: Session) -> None:
@@ -199,7 +278,7 @@ def _parser() -> Parser:
     parser = Parser(
         prog="gin-service",
         description="The operators' tool: serve, migrate, operators and keys, "
-        "audit, simulate. Prints JSON.",
+        "audit, simulate. Prints JSON (run: logs; openapi: YAML; simulate: a summary).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="migrate, then serve the API and run a worker with beat")
@@ -315,10 +394,11 @@ def _check_free(bind: str) -> None:
 
 
 def _db(args: argparse.Namespace) -> int:
-    from service.db.migrate import upgrade
+    from service.db.migrate import head_revision, upgrade
 
-    upgrade(_settings().database_url)
-    print("database is at the newest revision")
+    url = _settings().database_url
+    upgrade(url)
+    print(json.dumps({"database": _where(url), "revision": head_revision()}, indent=2))
     return 0
 
 
@@ -388,7 +468,7 @@ def _purge_idempotency(args: argparse.Namespace) -> int:
         purged = unit_of_work.run(session, purge_expired, session, utcnow())
     finally:
         _close(session)
-    print(f"purged {purged} expired idempotency keys")
+    print(json.dumps({"purged": purged}, indent=2))
     return 0
 
 
@@ -753,7 +833,9 @@ def _add_audit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         help="settlements created before this time (default: now)",
     )
     audit.add_argument("--operator", metavar="OPERATOR_ID", help="one operator's books only")
-    audit.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    audit.add_argument(
+        "--report", metavar="PATH", help="also write the JSON report (the one printed) here"
+    )
     audit.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -830,7 +912,6 @@ def _wallet(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    from service.db import make_engine, make_sessionmaker
     from service.usecases import unit_of_work
     from service.usecases.audit import run_audit
     from service.usecases.operators import get_operator
@@ -854,8 +935,7 @@ def _audit(args: argparse.Namespace) -> int:
             dynamic_ncols=True,
         )
 
-    engine = make_engine(_settings().database_url, pool_size=1)
-    session = make_sessionmaker(engine)()
+    session = _session()
     try:
         if args.operator:  # an unknown one is a typo, not an operator with clean books
             unit_of_work.run(session, get_operator, session, args.operator)
@@ -868,28 +948,20 @@ def _audit(args: argparse.Namespace) -> int:
             progress=progress,
         )
     finally:
-        session.close()
-        engine.dispose()
-    data = report.to_dict()
+        _close(session)
+    data = json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n"
     if args.report:
         try:
-            with open(args.report, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=2, sort_keys=True)
-                out.write("\n")
+            Path(args.report).write_text(data, encoding="utf-8")
         except OSError as exc:
             raise Refused(f"--report {args.report}: {exc.strerror}") from None
-    for failed in report.failed:
+    for failed in report.failed:  # for the reader at a terminal; the report has them all
         for problem in failed.discrepancies:
             print(f"{failed.match_id} ({failed.settlement_id}): {problem}", file=sys.stderr)
     if report.ledger is not None:
         for problem in report.ledger.discrepancies:
             print(f"ledger: {problem}", file=sys.stderr)
-    ledger_problems = 0 if report.ledger is None else len(report.ledger.discrepancies)
-    print(
-        f"audit {'OK' if report.ok else 'FAILED'}: {len(report.settlements)} settlements, "
-        f"{len(report.failed)} with discrepancies; ledger: {ledger_problems} problems"
-        + (f"; report written to {args.report}" if args.report else "")
-    )
+    sys.stdout.write(data)
     return 0 if report.ok else 1
 
 

@@ -293,6 +293,40 @@ def test_audit_of_an_unknown_match_is_a_usage_error(
     assert main(["audit", "--match", "mch_nope", "--since", "2026-01-01"]) == 2
 
 
+def test_audit_of_one_match_prints_its_report_as_json(
+    books: Books,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``gin-service audit --match ID`` prints the report it writes with ``--report``; a
+    discrepancy still prints it (``ok`` false), exit status 1, and one line on stderr."""
+    monkeypatch.setenv("DATABASE_URL", books.url)
+    match_id = books.finished(resign=True, **FTK)
+    path = tmp_path / "report.json"
+    status = main(["audit", "--match", match_id, "--no-progress", "--report", str(path)])
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert status == 0 and report["ok"] is True, err
+    assert report == json.loads(path.read_text())
+    [audited] = report["settlements"]
+    assert (audited["object"], audited["match_id"], audited["ok"]) == (
+        "settlement_audit",
+        match_id,
+        True,
+    )
+    books.tamper(
+        "UPDATE ledger_entries SET amount = amount - 1 WHERE transaction_id IN "
+        "(SELECT ledger_transaction_id FROM settlements WHERE match_id = :m) AND amount < 0",
+        m=match_id,
+    )
+    status = main(["audit", "--match", match_id, "--no-progress"])
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert status == 1 and report["ok"] is False
+    assert err.strip() and all(line.startswith((match_id, "ledger:")) for line in err.splitlines())
+
+
 def run_clock_until_over(books: Books, match_id: str, limit: int = 1000) -> str:
     """Let every turn time out (the server plays automatically) until the match is over."""
     from service.db.match_models import MatchRow

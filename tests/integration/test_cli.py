@@ -32,8 +32,9 @@ def test_create_operator_prints_a_working_key_once(
     url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
     monkeypatch.setenv("DATABASE_URL", url)
     assert main(["db", "upgrade"]) == 0
+    capsys.readouterr()
     assert main(["create-operator", "Acme"]) == 0
-    printed: dict[str, Any] = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    printed: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert printed["operator_id"].startswith("op_") and printed["api_key"].startswith("sk_")
     app = make_test_app(url)
     client = app.test_client()
@@ -233,10 +234,138 @@ def test_operators_are_listed_without_secrets(
     ]
     assert all(set(o) == {"operator_id", "name", "created_at"} for o in listed)
     assert first["api_key"] not in json.dumps(listed)
-    status, out, err = run_cli(
+    status, report, err = cli(
         capsys, "audit", "--operator", listed[1]["operator_id"], "--no-progress"
     )  # a known operator: audited, clean books
-    assert status == 0 and out.startswith("audit OK"), out + err
+    assert status == 0 and report["ok"] is True, err
+    assert report["ledger"]["operator_id"] == listed[1]["operator_id"]
+
+
+# --- the database a command uses: found, never created ------------------------------------
+
+#: Every command that uses the database without creating or migrating it (``run``,
+#: ``db upgrade`` and ``create-operator`` do, and so create a missing SQLite file).
+USES_THE_DATABASE = [
+    ("operators", "list"),
+    ("api-key", "create", "op_x"),
+    ("api-key", "list", "op_x"),
+    ("api-key", "revoke", "key_x"),
+    ("rates", "set", "op_x", "EUR", "USD", "1.1"),
+    ("purge-idempotency",),
+    ("audit", "--no-progress"),
+    ("audit", "--match", "mch_x", "--no-progress"),
+    ("wallet", "report", "op_x", "2026-12-04"),
+    ("wallet", "diff", "op_x", "2026-12-04", "-"),
+]
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder that is not the checkout, as the current one, with neither
+    DATABASE_URL nor GIN_VAR_DIR set: the embedded default is var/gin.sqlite under it."""
+    import service.config
+
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("GIN_VAR_DIR", raising=False)
+    monkeypatch.setattr(service.config, "DEFAULT_VAR_DIR", Path("var"))
+    monkeypatch.chdir(folder)
+    return folder
+
+
+@pytest.mark.parametrize("argv", USES_THE_DATABASE, ids=" ".join)
+def test_a_command_run_elsewhere_names_the_database_it_looked_for_and_creates_none(
+    elsewhere: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    status, out, err = run_cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"no database at {elsewhere.resolve() / 'var' / 'gin.sqlite'} " in err, err
+    assert "DATABASE_URL" in err and "no such table" not in err
+    assert list(elsewhere.iterdir()) == []  # no empty var/gin.sqlite left behind
+
+
+def test_the_console_script_run_elsewhere_leaves_nothing_behind(tmp_path: Path) -> None:
+    """As a newcomer types it, from another folder: ``gin-service audit --match ID``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "GIN_VAR_DIR")}
+    done = subprocess.run(
+        [str(GIN_SERVICE), "audit", "--match", "mch_x", "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"no database at {tmp_path.resolve() / 'var' / 'gin.sqlite'} " in done.stderr
+    assert "DATABASE_URL" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_file_named_by_database_url_is_not_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo.sqlite"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{missing}")
+    status, out, err = run_cli(capsys, "operators", "list")
+    assert (status, out) == (2, "")
+    assert f"no database at {missing} (from DATABASE_URL)" in err, err
+    assert not missing.exists()
+
+
+@pytest.fixture(scope="module")
+def unmigrated_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A database that exists but was never migrated (an empty SQLite file, or an empty
+    PostgreSQL database when TEST_DATABASE_URL is set)."""
+    from tests.conftest import throwaway_postgres
+
+    base = os.environ.get("TEST_DATABASE_URL")
+    if base:
+        with throwaway_postgres(base, migrate=lambda url: None) as url:
+            yield url
+    else:
+        path = tmp_path_factory.mktemp("unmigrated") / "empty.sqlite"
+        path.touch()
+        yield f"sqlite:///{path}"
+
+
+@pytest.mark.parametrize("argv", USES_THE_DATABASE, ids=" ".join)
+def test_a_database_without_a_schema_is_named_rather_than_no_such_table(
+    unmigrated_database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+) -> None:
+    from sqlalchemy.engine import make_url
+
+    monkeypatch.setenv("DATABASE_URL", unmigrated_database_url)
+    status, out, err = run_cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "has no schema" in err and "gin-service db upgrade" in err, err
+    assert str(make_url(unmigrated_database_url).database) in err
+    assert "no such table" not in err and "does not exist" not in err
+
+
+# --- every command prints JSON (but run, openapi and simulate) ------------------------------
+
+
+def test_db_upgrade_and_purge_print_json(
+    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlalchemy.engine import make_url
+
+    from service.db.migrate import head_revision
+
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    status, upgraded, _ = cli(capsys, "db", "upgrade")
+    url = make_url(fresh_database_url)
+    named = url.database if url.get_backend_name() == "sqlite" else url.render_as_string()
+    assert (status, upgraded) == (0, {"database": named, "revision": head_revision()})
+    status, purged, _ = cli(capsys, "purge-idempotency")
+    assert (status, purged) == (0, {"purged": 0})
 
 
 @pytest.mark.parametrize(
