@@ -93,12 +93,13 @@ class RefWallet:
 
     def __init__(self, folder: str, port: int, secret: str) -> None:
         command = [sys.executable, "-m", "service.refwallet", "serve", "--port", str(port)]
-        command += ["--db", str(Path(folder) / "refwallet.sqlite"), "--secret", secret]
+        command += ["--db", str(Path(folder) / "refwallet.sqlite")]
+        env = {**os.environ, "REFWALLET_SECRET": secret}  # never on a command line
         self.port = port
         self.log = Path(folder) / "refwallet.log"  # its request log (werkzeug's, on stderr)
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                command, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True
+                command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True
             )
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()

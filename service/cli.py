@@ -131,8 +131,6 @@ def _existing_database(url: str) -> str:
 
     :raises Refused: no such file, naming its absolute path and where the URL came from.
     """
-    import os
-
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
@@ -143,11 +141,13 @@ def _existing_database(url: str) -> str:
     path = Path(database).resolve()
     if path.is_file():
         return url
-    if os.environ.get("DATABASE_URL"):
+    if database_configured():
         source = "from DATABASE_URL"
     else:
-        under = "GIN_VAR_DIR" if os.environ.get("GIN_VAR_DIR") else "the current folder"
-        source = f"DATABASE_URL is not set: the default is var/gin.sqlite under {under}"
+        source = (
+            "DATABASE_URL is not set: the default is gin.sqlite in GIN_VAR_DIR, else in var/ "
+            "under the current folder"
+        )
     raise Refused(
         f"no database at {path} ({source}); {WHICH_DATABASE} (`gin-service db upgrade` creates one)"
     )
@@ -655,10 +655,12 @@ def ensure_seamless_demo() -> dict[str, str]:
 
 
 def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
-    """The reference operator wallet as a child process, with its own SQLite file."""
+    """The reference operator wallet as a child process, with its own SQLite file; its
+    signing secret goes in its environment (``REFWALLET_SECRET``), which only its user may
+    read, not on its command line, which every user sees in ``ps``."""
     import subprocess
 
-    from service.config import DEFAULT_VAR_DIR
+    from service.config import DEFAULT_VAR_DIR, child_environment
 
     _check_free(f"127.0.0.1:{SEAMLESS_DEMO_PORT}")
     database = (DEFAULT_VAR_DIR / "refwallet.sqlite").resolve()
@@ -672,9 +674,8 @@ def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
             str(SEAMLESS_DEMO_PORT),
             "--db",
             str(database),
-            "--secret",
-            secret,
-        ]
+        ],
+        env=child_environment(REFWALLET_SECRET=secret),
     )
 
 

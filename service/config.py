@@ -190,6 +190,13 @@ def simulation_api_key() -> str | None:
     return optional_env("GIN_API_KEY")
 
 
+def refwallet_secrets() -> list[str]:
+    """``REFWALLET_SECRET``: the reference operator wallet's signing secrets, comma-separated
+    (several while a rotated one overlaps); none when unset."""
+    raw = optional_env("REFWALLET_SECRET") or ""
+    return [secret.strip() for secret in raw.split(",") if secret.strip()]
+
+
 def child_environment(**overrides: str) -> dict[str, str]:
     """This process's environment with ``overrides``, for a child process it starts."""
     return {**os.environ, **overrides}

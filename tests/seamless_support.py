@@ -5,6 +5,7 @@ URL before the signing secret exists), driven through its admin API over HTTP.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.error
@@ -90,9 +91,8 @@ def reference_wallet(folder: Path, port: int, *secrets: str) -> Iterator[RefWall
     accepting calls signed with any of ``secrets``; stopped (SIGTERM) afterwards."""
     command = [sys.executable, "-m", "service.refwallet", "serve", "--port", str(port)]
     command += ["--db", str(folder / f"refwallet-{port}.sqlite")]
-    for secret in secrets:
-        command += ["--secret", secret]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "REFWALLET_SECRET": ",".join(secrets)}  # never on a command line
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         line = process.stdout.readline().strip()

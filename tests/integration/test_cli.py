@@ -457,6 +457,58 @@ def test_the_seamless_demo_operator_is_made_once_with_its_wallet_secret(
     )
 
 
+def test_the_seamless_demo_wallet_gets_its_secret_out_of_sight_and_verifies_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run --seamless-demo`` starts the reference wallet with the signing secret in its
+    environment: not in its command line (``ps``, ``/proc/<pid>/cmdline``, readable by every
+    user), and the wallet still accepts what that secret signs and refuses anything else."""
+    import service.cli
+    import service.config
+    from service.webhooks_signing import SIGNATURE_HEADER, signature_header
+
+    port = free_port()
+    monkeypatch.setattr(service.cli, "SEAMLESS_DEMO_PORT", port)
+    monkeypatch.setattr(service.config, "DEFAULT_VAR_DIR", tmp_path / "var")
+    secret = "whsec_" + os.urandom(16).hex()
+    wallet = service.cli._start_reference_wallet(secret)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:  # its "listening on" line goes to our stdout: ask it instead
+            assert wallet.poll() is None, "the wallet exited"
+            try:
+                with urllib.request.urlopen(f"{base}/admin/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the wallet never answered"
+                time.sleep(0.05)
+        # read once it serves: right after exec the kernel may not have set it up yet
+        command_line = Path(f"/proc/{wallet.pid}/cmdline").read_bytes()
+        assert b"service.refwallet" in command_line and secret.encode() not in command_line
+
+        def balance(signed_with: str) -> int:
+            query = {"player_id": "ply_x", "external_player_id": "ghost", "currency": "EUR"}
+            raw = json.dumps(query).encode()
+            headers = {
+                "Content-Type": "application/json",
+                SIGNATURE_HEADER: signature_header([signed_with], int(time.time()), raw),
+            }
+            request = urllib.request.Request(f"{base}/balance", raw, headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                return exc.code
+
+        assert balance(secret) == 404  # verified, then answered: unknown_player
+        assert balance("whsec_someone_else") == 401
+    finally:
+        wallet.terminate()
+        wallet.wait(timeout=10)
+
+
 def test_the_demo_operator_is_made_once_and_replaced_when_it_stops_working(
     fresh_database_url: str,
     tmp_path: Path,

@@ -8,6 +8,7 @@ only a real socket can time out or race.
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
@@ -26,6 +27,8 @@ from typing import Any
 import pytest
 
 from service.refwallet import create_app
+from service.refwallet.__main__ import SECRET_ENV
+from service.refwallet.__main__ import main as refwallet_main
 from service.webhooks_signing import SIGNATURE_HEADER, signature_header
 
 SECRET = "whsec_refwallet_test_current"
@@ -571,11 +574,12 @@ class Live:
         method: str = "POST",
         timeout: float = 10.0,
         signed: bool = True,
+        secret: str = SECRET,
     ) -> tuple[int, Any]:
         raw = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"}
         if signed and raw is not None and not path.startswith("/admin"):
-            headers[SIGNATURE_HEADER] = signature_header([SECRET], int(time.time()), raw)
+            headers[SIGNATURE_HEADER] = signature_header([secret], int(time.time()), raw)
         req = urllib.request.Request(self.base_url + path, raw, headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as response:
@@ -617,9 +621,11 @@ class Live:
 
 
 @contextmanager
-def serving(db: Path, log: Path, *secrets: str) -> Iterator[tuple[Live, subprocess.Popen[str]]]:
-    """Start the wallet process (its stderr to ``log``), wait for its one line, stop it with
-    SIGTERM on exit."""
+def serving(
+    db: Path, log: Path, *secrets: str, secret_file: Path | None = None
+) -> Iterator[tuple[Live, subprocess.Popen[str]]]:
+    """Start the wallet process (its stderr to ``log``) with ``secrets`` in its environment
+    (or only ``secret_file``), wait for its one line, stop it with SIGTERM on exit."""
     args = [
         sys.executable,
         "-m",
@@ -632,10 +638,15 @@ def serving(db: Path, log: Path, *secrets: str) -> Iterator[tuple[Live, subproce
         "--db",
         str(db),
     ]
-    for secret in secrets or (SECRET,):
-        args += ["--secret", secret]
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
+    if secret_file is not None:
+        args += ["--secret-file", str(secret_file)]
+    else:
+        env[SECRET_ENV] = ",".join(secrets or (SECRET,))
     with open(log, "a") as stderr:
-        process = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        process = subprocess.Popen(
+            args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
         assert process.stdout is not None
         try:
             ready, _, _ = select.select([process.stdout], [], [], 20)
@@ -685,6 +696,64 @@ def test_the_process_serves_stops_on_sigterm_and_keeps_its_books(tmp_path: Path)
         assert server.balance("p1") == 750
         assert server.call("/debit", debit)[1] == {"status": "already_processed", "balance": 750}
     assert process.returncode == 0
+
+
+def test_the_secrets_come_from_a_file_never_from_the_command_line(tmp_path: Path) -> None:
+    """``--secret-file``: one secret a line (both accepted during a rotation), and nothing
+    of them in the process's command line, which every user of the machine can read."""
+    secret_file = tmp_path / "secrets"
+    secret_file.write_text(f"{OLD_SECRET}\n\n{SECRET}\n")
+    secret_file.chmod(0o600)
+    debit = tx("debit", "d1", player="p1", amount=100)
+    with serving(tmp_path / "wallet.sqlite", tmp_path / "wallet.log", secret_file=secret_file) as (
+        server,
+        process,
+    ):
+        command_line = Path(f"/proc/{process.pid}/cmdline").read_bytes().decode()
+        assert "whsec_" not in command_line and str(secret_file) in command_line
+        server.player("p1", 1000)
+        assert server.call("/debit", debit, secret=OLD_SECRET) == (
+            200,
+            {"status": "ok", "balance": 900},
+        )
+        assert server.call("/debit", debit)[1]["status"] == "already_processed"
+        wrong = server.call("/debit", tx("debit", "d2", player="p1"), secret="whsec_someone_else")
+        assert wrong == (401, {"status": "bad_signature"})
+
+
+@pytest.mark.parametrize(
+    "argv, environment, said",
+    [
+        (["--secret", "whsec_on_the_command_line"], SECRET, "REFWALLET_SECRET"),
+        ([], None, "REFWALLET_SECRET"),
+        ([], " , ", "no signing secret"),
+        (["--secret-file", "{empty}"], SECRET, "no signing secret in"),
+        (["--secret-file", "{missing}"], SECRET, "No such file"),
+    ],
+)
+def test_a_secret_on_the_command_line_or_none_at_all_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    environment: str | None,
+    said: str,
+) -> None:
+    (tmp_path / "empty").write_text("\n")
+    argv = [a.format(empty=tmp_path / "empty", missing=tmp_path / "missing") for a in argv]
+    if environment is None:
+        monkeypatch.delenv(SECRET_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SECRET_ENV, environment)
+    db = tmp_path / "wallet.sqlite"
+    try:
+        status = refwallet_main(["serve", "--port", "0", "--db", str(db), *argv])
+    except SystemExit as exc:  # argparse
+        status = exc.code if isinstance(exc.code, int) else 2
+    err = capsys.readouterr().err
+    assert status == 2 and said in err, err
+    assert "whsec_on_the_command_line" not in err  # a refused secret is not echoed
+    assert not db.exists()
 
 
 def test_timeout_after_apply_applies_once_and_the_retry_is_already_processed(live: Live) -> None:
