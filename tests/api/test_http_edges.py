@@ -16,7 +16,6 @@ from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUES
 from service.errors import problem_classes
 from tests.conftest import ApiClient, assert_problem
 
-
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
 METHODS = ("get", "put", "post", "patch", "delete")
 
