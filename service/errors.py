@@ -366,16 +366,6 @@ class HeaderFieldsTooLarge(ServiceError):
     decision = False
 
 
-class NotImplementedCoding(ServiceError):
-    """Raised by the HTTP server when a request's ``Transfer-Encoding`` names a coding it does
-    not implement (it reads ``chunked`` only)."""
-
-    status = 501
-    code = "not_implemented"
-    title = "Not implemented"
-    decision = False
-
-
 class InternalError(ServiceError):
     """Answered when the service failed to answer (a bug or an unexpected fault); the error
     is logged, and the answer carries no detail of it."""
@@ -383,6 +373,16 @@ class InternalError(ServiceError):
     status = 500
     code = "internal_error"
     title = "Internal server error"
+    decision = False
+
+
+class NotImplementedCoding(ServiceError):
+    """Raised by the HTTP server when a request's ``Transfer-Encoding`` names a coding it does
+    not implement (it reads ``chunked`` only)."""
+
+    status = 501
+    code = "not_implemented"
+    title = "Not implemented"
     decision = False
 
 

@@ -126,9 +126,11 @@ def server_refusal(exc: BaseException) -> ServiceError:
     if isinstance(exc, http_errors.InvalidResponseHeader | http_errors.InvalidResponseHeaderName):
         pass  # a header the application tried to send: the application's fault
     elif isinstance(exc, http_errors.LimitRequestLine):
-        return UriTooLong(f"The request line is longer than the server reads: {detail}.")
+        return UriTooLong(f"The request line is longer than the server reads ({detail}).")
     elif isinstance(exc, http_errors.LimitRequestHeaders):
-        return HeaderFieldsTooLarge(f"The header fields are more than the server reads: {detail}.")
+        return HeaderFieldsTooLarge(
+            f"The header fields are more, or longer, than the server reads ({detail})."
+        )
     elif isinstance(exc, http_errors.InvalidHeader | http_errors.InvalidHeaderName):
         name = str(getattr(exc, "hdr", "")).title() or "(headers)"
         message = (
