@@ -206,7 +206,8 @@ def json_bodies(app: Flask) -> dict[tuple[str, str], bool]:
     for rule in app.url_map.iter_rules():
         view = app.view_functions[rule.endpoint]
         view_class = getattr(view, "view_class", None)
-        for method in rule.methods or ():
+        # A function view serves OPTIONS and HEAD too (Flask adds them): no body for those.
+        for method in (rule.methods or set()) - {"OPTIONS", "HEAD"}:
             handler = getattr(view_class, method.lower(), None) if view_class else view
             declared = getattr(handler, "_apidoc", {}).get("arguments", {})
             for argument in declared.get("parameters", []):
