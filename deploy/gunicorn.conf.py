@@ -34,11 +34,14 @@
   removed when the server stops. ``GET /metrics`` then sums every worker's samples.
 - Limits: gunicorn refuses a request line longer than 8190 bytes (its maximum,
   ``limit_request_line``), and header fields beyond twice the service's own limits
-  (``limit_request_fields``, ``limit_request_field_size``), with its own HTML pages; within
-  them the application reads the request and refuses what is longer than it reads (a path
-  and query over ``MAX_REQUEST_TARGET_BYTES``, more or longer header fields than
-  ``MAX_HEADER_FIELDS`` / ``MAX_HEADER_FIELD_BYTES``, a body over ``MAX_CONTENT_LENGTH``) as
-  problems (414, 431, 413). docs/deploy.md, "Request limits", lists which answers are whose.
+  (``limit_request_fields``, ``limit_request_field_size``); within them the application
+  reads the request and refuses what is longer than it reads (a path and query over
+  ``MAX_REQUEST_TARGET_BYTES``, more or longer header fields than ``MAX_HEADER_FIELDS`` /
+  ``MAX_HEADER_FIELD_BYTES``, a body over ``MAX_CONTENT_LENGTH``) as problems (414, 431,
+  413). The worker (``gthread``: ``service.gunicorn_worker.Worker``) answers gunicorn's own
+  refusals as problems too, and reads a refused body before it closes the connection, so
+  that a client that sends its whole body before reading gets its 413. docs/deploy.md,
+  "Request limits", lists which answers are whose.
 - Logs: one line per record on stdout, JSON with ``LOG_FORMAT=json`` (see
   ``service.observability.logs``), at ``LOG_LEVEL``. The application logs one line per request
   (method, route, status, duration, request id); gunicorn's own access log (same format, with
@@ -75,7 +78,13 @@ from service.observability.logs import dict_config  # noqa: E402
 _settings = ServerSettings.from_env()
 bind = _settings.bind or "0.0.0.0:8000"
 workers = _settings.web_concurrency or multiprocessing.cpu_count() + 1
-worker_class = _settings.worker_class
+# "gthread" is gunicorn's threaded worker as the service extends it: its own refusals are
+# problems, and a refused body is read before the connection closes (service.gunicorn_worker).
+worker_class = (
+    "service.gunicorn_worker.Worker"
+    if _settings.worker_class == "gthread"
+    else _settings.worker_class
+)
 threads = _settings.threads
 timeout = _settings.timeout
 graceful_timeout = _settings.graceful_timeout

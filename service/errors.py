@@ -327,6 +327,16 @@ class UriTooLong(ServiceError):
     decision = False
 
 
+class ExpectationFailed(ServiceError):
+    """Raised by the HTTP server when a request's ``Expect`` header asks for anything but
+    ``100-continue``."""
+
+    status = 417
+    code = "expectation_failed"
+    title = "Expectation failed"
+    decision = False
+
+
 class UnsupportedMediaType(ServiceError):
     """Raised when a request body is not ``application/json`` (UTF-8) where an operation
     reads JSON."""
@@ -363,6 +373,16 @@ class InternalError(ServiceError):
     status = 500
     code = "internal_error"
     title = "Internal server error"
+    decision = False
+
+
+class NotImplementedCoding(ServiceError):
+    """Raised by the HTTP server when a request's ``Transfer-Encoding`` names a coding it does
+    not implement (it reads ``chunked`` only)."""
+
+    status = 501
+    code = "not_implemented"
+    title = "Not implemented"
     decision = False
 
 

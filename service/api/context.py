@@ -173,6 +173,18 @@ def _refuse_unreadable() -> None:
             raise _too_large(limit)
 
 
+def _answer_options() -> Response | None:
+    """``OPTIONS`` on any path the service routes: 204 with ``Allow`` listing the methods the
+    path takes (every rule matching it), before authentication, as a CORS preflight sends no
+    credentials, and before any operation's body rule (``OPTIONS`` sends no body). A path
+    nothing routes is left to the routing error (404)."""
+    if request.method != "OPTIONS" or request.routing_exception is not None:
+        return None
+    adapter = current_app.create_url_adapter(request)
+    methods = adapter.allowed_methods() if adapter is not None else []
+    return Response(status=204, headers={"Allow": ", ".join(sorted(methods))})
+
+
 def _header_name(environ_key: str) -> str:
     """``HTTP_IDEMPOTENCY_KEY`` as ``Idempotency-Key``."""
     return "-".join(part.capitalize() for part in environ_key.removeprefix("HTTP_").split("_"))
@@ -194,7 +206,8 @@ def json_bodies(app: Flask) -> dict[tuple[str, str], bool]:
     for rule in app.url_map.iter_rules():
         view = app.view_functions[rule.endpoint]
         view_class = getattr(view, "view_class", None)
-        for method in rule.methods or ():
+        # A function view serves OPTIONS and HEAD too (Flask adds them): no body for those.
+        for method in (rule.methods or set()) - {"OPTIONS", "HEAD"}:
             handler = getattr(view_class, method.lower(), None) if view_class else view
             declared = getattr(handler, "_apidoc", {}).get("arguments", {})
             for argument in declared.get("parameters", []):
@@ -284,6 +297,7 @@ def register(app: Flask) -> None:
     app.extensions["gin"][JSON_BODIES] = json_bodies(app)
     app.before_request(_take_request_id)
     app.before_request(_refuse_unreadable)
+    app.before_request(_answer_options)
     app.before_request(_authenticate)
     app.before_request(_read_body)
     app.after_request(_request_id)

@@ -28,12 +28,15 @@ from werkzeug.exceptions import HTTPException
 from service.api.schemas import ProblemSchema
 from service.errors import (
     ContentTooLarge,
+    ExpectationFailed,
     FieldError,
+    Forbidden,
     HeaderFieldsTooLarge,
     InternalError,
     MalformedRequest,
     MethodNotAllowed,
     NotFound,
+    NotImplementedCoding,
     ServiceError,
     ServiceUnavailable,
     Unauthenticated,
@@ -52,11 +55,14 @@ HTTP_PROBLEMS: dict[int, type[ServiceError]] = {
         MalformedRequest,
         NotFound,
         MethodNotAllowed,
+        Forbidden,
         ContentTooLarge,
         UriTooLong,
         UnsupportedMediaType,
+        ExpectationFailed,
         HeaderFieldsTooLarge,
         InternalError,
+        NotImplementedCoding,
     )
 }
 
@@ -70,6 +76,40 @@ def problem_type(code: str) -> str:
 log = logging.getLogger(__name__)
 
 
+def problem_document(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    instance: str | None,
+    errors: Iterable[FieldError] = (),
+    extensions: Mapping[str, str] | None = None,
+) -> str:
+    """A problem's JSON text; ``instance`` is left out when no path is known (the HTTP
+    server's refusal of a request line it could not read)."""
+    body: dict[str, Any] = {
+        "type": problem_type(code),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **({"instance": instance} if instance is not None else {}),
+        "code": code,
+        **(extensions or {}),
+    }
+    errors = list(errors)
+    if errors:
+        body["errors"] = [{"field": e.field, "message": e.message} for e in errors]
+    return json.dumps(body)
+
+
+def refusal_document(error: ServiceError, instance: str | None) -> str:
+    """``error`` as a problem's JSON text outside any Flask request: the HTTP server's own
+    refusals (:mod:`service.gunicorn_worker`)."""
+    return problem_document(
+        error.status, error.code, error.title, error.detail, instance, error.errors
+    )
+
+
 def problem(
     status: int,
     code: str,
@@ -79,19 +119,8 @@ def problem(
     headers: Mapping[str, str] | None = None,
     extensions: Mapping[str, str] | None = None,
 ) -> Response:
-    body: dict[str, Any] = {
-        "type": problem_type(code),
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "instance": request.path,
-        "code": code,
-        **(extensions or {}),
-    }
-    errors = list(errors)
-    if errors:
-        body["errors"] = [{"field": e.field, "message": e.message} for e in errors]
-    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_JSON)
+    document = problem_document(status, code, title, detail, request.path, errors, extensions)
+    response = Response(document, status=status, mimetype=PROBLEM_JSON)
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

@@ -4,14 +4,20 @@ than their rule, and cursors that name nothing, each named in ``errors``."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 import pytest
+import yaml
 
 from service.config import MAX_HEADER_FIELD_BYTES, MAX_HEADER_FIELDS, MAX_REQUEST_TARGET_BYTES
 from service.errors import problem_classes
 from tests.conftest import ApiClient, assert_problem
+
+SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
+METHODS = ("get", "put", "post", "patch", "delete")
 
 
 def fields(problem: dict[str, Any]) -> list[str]:
@@ -114,3 +120,38 @@ def test_two_cursors_at_once_name_both(api: ApiClient) -> None:
         api.get("/v1/players?starting_after=a&ending_before=b"), 422, "validation_failed"
     )
     assert fields(problem) == ["starting_after", "ending_before"]
+
+
+# --- OPTIONS -------------------------------------------------------------------------------------
+
+
+def _paths_and_methods() -> list[tuple[str, set[str]]]:
+    """Every path of openapi.yaml with its parameters filled ("1" routes for any of them),
+    and the methods it documents."""
+    spec = yaml.safe_load(SPEC.read_text())
+    return [
+        (re.sub(r"\{[^}]+\}", "1", path), {m.upper() for m in item if m in METHODS})
+        for path, item in spec["paths"].items()
+    ]
+
+
+@pytest.mark.parametrize(("path", "methods"), _paths_and_methods())
+def test_options_answers_204_allowing_the_paths_methods(
+    api: ApiClient, path: str, methods: set[str]
+) -> None:
+    """Before: a 400 on paths whose POST or PUT takes a body (the body rule was applied to
+    OPTIONS too), and a 401 without credentials (a CORS preflight sends none)."""
+    expected = methods | {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set())
+    for client in (api, api.as_(None)):
+        response = client.request("OPTIONS", path)
+        assert response.status_code == 204, (path, response.get_data(as_text=True))
+        allowed = {m.strip() for m in response.headers["Allow"].split(",")}
+        assert allowed == expected, path
+        assert response.get_data() == b""
+        assert response.headers.get("X-Request-Id")
+
+
+def test_options_on_an_unknown_path_is_404(api: ApiClient) -> None:
+    for path in ("/v1/nothing-here", "/v1/players/1/nothing"):
+        response = api.request("OPTIONS", path)
+        assert_problem(response, 404, "not_found")

@@ -1,0 +1,193 @@
+"""The service's gunicorn worker: gunicorn's threaded worker (gthread) with the two edges of
+HTTP that only the server reaches (``deploy/gunicorn.conf.py`` runs it; docs/deploy.md,
+"Request limits").
+
+- **Its own refusals are problems.** What gunicorn refuses before the application sees the
+  request (a request line over 8190 bytes, header fields past its limits, a CR, LF or NUL in
+  a header, a request that is not HTTP) is answered as every other refusal is: an
+  ``application/problem+json`` body whose ``type`` is a page under ``/problems/``
+  (:func:`service.api.problems.refusal_document`), with an ``X-Request-Id``, where gunicorn
+  writes an HTML page. The status is gunicorn's; a header at fault is named in ``errors``.
+- **A refused body is read before the connection closes** (nginx's "lingering close"). The
+  application refuses a body longer than it reads by its ``Content-Length``, unread (413).
+  Closing a socket with unread data in it makes the kernel reset the connection, and a
+  client that writes its whole request before it reads (most do) sees its write fail
+  instead of the 413. So after the answer is written, what is left of the request body is
+  read and discarded, up to :data:`LINGER_BYTES` and :data:`LINGER_SECONDS` (with
+  :data:`LINGER_IDLE_SECONDS` at most between two reads); past those the connection is
+  closed. gunicorn drains a kept-alive connection's body itself, but only 64 KiB of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import ssl
+import time
+from datetime import datetime
+from typing import Any
+
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.http.wsgi import Response, default_environ
+from gunicorn.workers.gthread import ThreadWorker
+
+from service.api.context import new_request_id, request_id
+from service.api.problems import PROBLEM_JSON, refusal_document
+from service.errors import (
+    ExpectationFailed,
+    FieldError,
+    Forbidden,
+    HeaderFieldsTooLarge,
+    InternalError,
+    MalformedRequest,
+    NotImplementedCoding,
+    ServiceError,
+    UriTooLong,
+)
+
+#: At most this much of a request body the application left unread is read and discarded
+#: before the connection closes (a 10 MB upload refused by its length gets its 413).
+LINGER_BYTES = 64 * 1024 * 1024
+#: ... and for at most this long in all,
+LINGER_SECONDS = 30.0
+#: ... and at most this long waiting for the next piece of it.
+LINGER_IDLE_SECONDS = 5.0
+_PIECE = 256 * 1024
+#: The longest ``detail`` taken from gunicorn's message (it may quote what the client sent).
+_DETAIL_CHARS = 300
+
+
+class Worker(ThreadWorker):  # type: ignore[misc]
+    """gunicorn's gthread worker, answering its own refusals as problems and reading a
+    refused body before it closes (the module docstring says why)."""
+
+    def handle_request(self, req: Any, conn: Any) -> bool:
+        keep_alive = bool(super().handle_request(req, conn))
+        return discard_body(req, conn.sock) and keep_alive
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        started = datetime.now()
+        addr = addr or ("", -1)  # a unix socket
+        if req is None and isinstance(
+            exc, http_errors.InvalidHeader | http_errors.InvalidHeaderName
+        ):
+            req = getattr(exc, "req", None)  # the request whose headers were being read
+        error = server_refusal(exc)
+        if isinstance(error, InternalError):
+            self.log.exception("Error handling request %s", getattr(req, "uri", "(no URI read)"))
+        else:
+            self.log.warning("Invalid request from ip=%s: %s", addr[0], exc)
+        given = _header(req, "X-REQUEST-ID") if req is not None else None
+        answer_id = request_id(given) if given is not None else new_request_id()
+        body = refusal_document(error, getattr(req, "path", None)).encode()
+        head = (
+            f"HTTP/1.1 {error.status} {error.title}\r\n"
+            "Connection: close\r\n"
+            f"Content-Type: {PROBLEM_JSON}\r\n"
+            f"Content-Length: {len(body)}\r\n"
+            f"X-Request-Id: {answer_id}\r\n\r\n"
+        )
+        try:
+            util.write_nonblock(client, head.encode("latin-1") + body)
+        except Exception:  # the client is gone: nothing to answer
+            self.log.debug("Failed to send error message.")
+        if req is not None and self.log.access_log.isEnabledFor(logging.INFO):
+            self._log_access(req, client, addr, error, answer_id, len(body), started)
+
+    def _log_access(
+        self,
+        req: Any,
+        client: Any,
+        addr: Any,
+        error: ServiceError,
+        answer_id: str,
+        length: int,
+        started: datetime,
+    ) -> None:
+        """gunicorn's access log line for a refused request, as gunicorn writes it."""
+        try:
+            environ = default_environ(req, client, self.cfg)
+            environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
+            resp = Response(req, client, self.cfg)
+            resp.status = f"{error.status} {error.title}"
+            resp.headers = [("X-Request-Id", answer_id)]
+            resp.response_length = length
+            self.log.access(resp, req, environ, datetime.now() - started)
+        except Exception:  # a request read only in part: no line rather than no answer
+            self.log.debug("No access log line for the refused request.")
+
+
+def server_refusal(exc: BaseException) -> ServiceError:
+    """The problem for an error gunicorn's worker caught, with gunicorn's status: a request
+    it refused (its limits, a request that is not HTTP), else a failure of its own (500)."""
+    detail = str(exc)[:_DETAIL_CHARS]
+    if isinstance(exc, http_errors.InvalidResponseHeader | http_errors.InvalidResponseHeaderName):
+        pass  # a header the application tried to send: the application's fault
+    elif isinstance(exc, http_errors.LimitRequestLine):
+        return UriTooLong(f"The request line is longer than the server reads ({detail}).")
+    elif isinstance(exc, http_errors.LimitRequestHeaders):
+        return HeaderFieldsTooLarge(
+            f"The header fields are more, or longer, than the server reads ({detail})."
+        )
+    elif isinstance(exc, http_errors.InvalidHeader | http_errors.InvalidHeaderName):
+        name = str(getattr(exc, "hdr", "")).title() or "(headers)"
+        message = (
+            "Given twice, or with a value that does not say where the body ends."
+            if name in ("Content-Length", "Transfer-Encoding")
+            else "Not a valid header field: a name is a token, a value has no CR, LF or NUL."
+        )
+        return MalformedRequest(
+            f"The request's {name} header cannot be read: {message}",
+            errors=[FieldError(name, message)],
+        )
+    elif isinstance(exc, http_errors.UnsupportedTransferCoding):
+        return NotImplementedCoding(f"{detail}; only chunked is read.")
+    elif isinstance(exc, http_errors.ExpectationFailed):
+        return ExpectationFailed(detail)
+    elif isinstance(exc, http_errors.ForbiddenProxyRequest | ssl.SSLError):
+        return Forbidden(detail)
+    elif isinstance(exc, http_errors.ConfigurationProblem):
+        pass
+    elif isinstance(exc, http_errors.ParseException):
+        return MalformedRequest(f"The request is not valid HTTP: {detail}.")
+    return InternalError("The server failed to answer; the error has been logged.")
+
+
+def discard_body(req: Any, sock: socket.socket) -> bool:
+    """Read and drop what is left of ``req``'s body, within the linger bounds; whether all of
+    it was read (else the connection must close, the next request's start unknown)."""
+    body = req.body
+    if body is None:
+        return True
+    if getattr(body, "failed", False):
+        return False  # reading it raised (a malformed chunk): where it ends is unknown
+    if getattr(body.reader, "length", None) == 0:
+        return True  # read to its end (or empty): the common case, no system call
+    start = time.monotonic()
+    prior = sock.gettimeout()
+    read = 0
+    try:
+        while read <= LINGER_BYTES:
+            left = LINGER_SECONDS - (time.monotonic() - start)
+            if left <= 0:
+                return False
+            sock.settimeout(min(left, LINGER_IDLE_SECONDS))
+            piece = body.read(_PIECE)
+            if not piece:
+                return True
+            read += len(piece)
+        return False
+    except (OSError, http_errors.ParseException, http_errors.NoMoreData):
+        return False  # timed out, the client went away, or the body is not valid chunked
+    finally:
+        with contextlib.suppress(OSError):  # the socket is closed already
+            sock.settimeout(prior)
+
+
+def _header(req: Any, name: str) -> str | None:
+    for key, value in getattr(req, "headers", ()):
+        if key == name:
+            return str(value)
+    return None
