@@ -7,11 +7,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.connection import Connection
 
-from service.config import Settings
+from service.config import Settings, worker_ready_file
 from service.observability import tasks as task_signals
 
 log = logging.getLogger(__name__)
@@ -199,10 +199,19 @@ def make_celery(settings: Settings | None = None) -> Celery:
     return app
 
 
+def _say_ready(**_: Any) -> None:
+    """Create the worker's ready file, if it is asked for (``gin-service run`` waits for it
+    before printing its banner: see :func:`service.config.worker_ready_file`)."""
+    ready = worker_ready_file()
+    if ready:
+        Path(ready).touch()
+
+
 # Request ids into tasks, one log line and metrics per task, LOG_FORMAT/LOG_LEVEL logging,
 # worker metrics on WORKER_METRICS_PORT.
 task_signals.prepare_worker_metrics()
 task_signals.connect()
+signals.worker_ready.connect(_say_ready, weak=False, dispatch_uid="gin-ready-file")
 app = make_celery()
 
 
