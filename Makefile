@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test unit lint bench bench-deposits bench-games bench-seamless deploy-check clean
+.PHONY: run test unit lint bench bench-deposits bench-games bench-seamless bench-embedded deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,13 @@ bench-games: $(STAMP)
 # BENCH_BROKER_URL / TEST_BROKER_URL).
 bench-seamless: $(STAMP)
 	$(BIN)/python bench/seamless.py
+
+# On what `make run` starts (gin-service run: SQLite, the filesystem broker, a worker with beat):
+# a match's end to its settlement readable and a per-hand Rummy hand's end to the next hand
+# dealt, p50/p99, beside the same command on PostgreSQL and Redis when both answer
+# (BENCH_DATABASE_URL / TEST_DATABASE_URL, BENCH_BROKER_URL / TEST_BROKER_URL).
+bench-embedded: $(STAMP)
+	$(BIN)/python bench/embedded.py
 
 # The Dockerfile, compose file and Kubernetes manifests, checked offline (no Docker daemon or
 # cluster needed): parsing, schema validation, the entrypoint and the builder's wheel.

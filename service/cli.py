@@ -190,23 +190,57 @@ def _close(session: Session) -> None:
     (bind if isinstance(bind, Engine) else bind.engine).dispose()
 
 
-#: How long ``gin-service run`` waits for the API and the worker to stop after a signal.
-SHUTDOWN_GRACE_SECONDS = 40
+#: How long ``gin-service run`` gives the API and the worker to stop after a signal (Ctrl-C):
+#: in-flight requests (a long-poll included) and tasks get this long, then what is still
+#: running is killed with every process it started. The deployed services keep their own,
+#: longer grace (deploy/gunicorn.conf.py); a task cut short is redone (docs/performance.md,
+#: "The embedded default").
+SHUTDOWN_GRACE_SECONDS = 6
+
+#: Celery's warning about a worker running as root (usual in a container), silenced in the
+#: worker that ``gin-service run`` starts: it warns because a worker that accepts pickle
+#: would run what a message holds, and this one accepts JSON only.
+ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
 
 
-def _serve(bind: str, workers: int, extra: list[subprocess.Popen[bytes]] | None = None) -> int:
+#: How long ``gin-service run`` waits for the API and the worker to be ready before it prints
+#: its banner anyway.
+BANNER_WAIT_SECONDS = 60
+
+
+def _serve(
+    bind: str,
+    workers: int,
+    extra: list[subprocess.Popen[bytes]] | None = None,
+    banner: str | None = None,
+) -> int:
     """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
     clocks, the outbox relay, sweeps), as child processes (and ``extra`` ones already
-    started); a signal or any child exiting stops them all."""
+    started); ``banner`` printed once the API answers ``/readyz`` and the worker is ready,
+    so that it ends what they print on starting; a signal or any child exiting stops them
+    all within :data:`SHUTDOWN_GRACE_SECONDS`, a second signal at once.
+
+    gunicorn and the worker each lead a process group of their own: a signal to this
+    process's group (Ctrl-C in a terminal) reaches each of them once, from here (a second
+    SIGTERM made Celery's warm shutdown hang), and what is left of one at the end (its pool
+    processes, beat, its web workers) is killed with its group."""
+    import contextlib
+    import os
     import signal
     import subprocess
+    import time
+    from importlib.metadata import version
 
-    from service.config import DEFAULT_VAR_DIR
+    from service.config import DEFAULT_VAR_DIR, WORKER_READY_FILE_VARIABLE, child_environment
 
     DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
+    worker_ready = DEFAULT_VAR_DIR.resolve() / "worker.ready"
+    worker_ready.unlink(missing_ok=True)
     worker = subprocess.Popen(
         [
             sys.executable,
+            "-W",
+            ROOT_WARNING,
             "-m",
             "celery",
             "-A",
@@ -219,10 +253,12 @@ def _serve(bind: str, workers: int, extra: list[subprocess.Popen[bytes]] | None 
             "INFO",
             "--schedule",
             str(DEFAULT_VAR_DIR.resolve() / "celerybeat-schedule"),
-        ]
+        ],
+        env=child_environment(**{WORKER_READY_FILE_VARIABLE: str(worker_ready)}),
+        process_group=0,
     )
-    # The production settings (logs, metrics across workers, graceful shutdown) where the
-    # checkout has them; the flags below still choose the address and the process count.
+    # The production settings (logs, metrics across workers) where the checkout has them; the
+    # flags below still choose the address, the process count and the grace on stopping.
     config = Path(__file__).resolve().parents[1] / "deploy" / "gunicorn.conf.py"
     web = subprocess.Popen(
         [
@@ -238,39 +274,64 @@ def _serve(bind: str, workers: int, extra: list[subprocess.Popen[bytes]] | None 
             "gthread",
             "--threads",
             "4",
+            "--graceful-timeout",
+            str(SHUTDOWN_GRACE_SECONDS - 1),
+            # gunicorn 27's control socket is one a user ($HOME/.gunicorn/gunicorn.ctl), which
+            # a second run would take over; nothing here uses it.
+            *(["--no-control-socket"] if int(version("gunicorn").split(".")[0]) >= 27 else []),
             "service.wsgi:app",
-        ]
+        ],
+        process_group=0,
     )
-    children = [web, worker, *(extra or [])]
+    groups = [web, worker]
+    children = [*groups, *(extra or [])]
 
     stopping = False
 
+    def kill(child: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+            if child in groups:
+                os.killpg(child.pid, signal.SIGKILL)
+            else:
+                child.kill()
+
     def stop(_signum: int = 0, _frame: object = None) -> None:
-        # One SIGTERM per child: a second one makes Celery's warm shutdown hang in its pool.
         nonlocal stopping
         if stopping:
+            if _signum:  # asked twice: no more waiting
+                for child in children:
+                    kill(child)
             return
         stopping = True
         for child in children:
             if child.poll() is None:
                 child.terminate()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    # A terminal that closes sends SIGHUP to this process's group only, which the children
+    # are not in any more: they are stopped as for Ctrl-C.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+    banner_by = time.monotonic() + BANNER_WAIT_SECONDS
     try:
         while all(child.poll() is None for child in children):
+            if banner is not None and (
+                (worker_ready.exists() and _answers(bind)) or time.monotonic() > banner_by
+            ):
+                print(banner, flush=True)
+                banner = None
             try:
-                web.wait(timeout=1)
+                web.wait(timeout=1 if banner is None else 0.1)
             except subprocess.TimeoutExpired:
                 continue
     finally:
         stop()
+        deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+        for child in children:  # in-flight requests and tasks get the grace to finish
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
         for child in children:
-            try:  # in-flight requests and tasks get the grace period to finish
-                child.wait(timeout=SHUTDOWN_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                child.kill()  # never left running behind us (beat's sweeps redo its work)
-                child.wait()
+            kill(child)  # never left running behind us (beat's sweeps redo its work)
+            child.wait()
     return web.returncode or 0
 
 
@@ -358,17 +419,30 @@ def _run(args: argparse.Namespace) -> int:
     _check_free(args.bind)
     upgrade(_settings().database_url)
     demo = not database_configured() if args.demo is None else args.demo
-    if demo:
-        print(demo_banner(ensure_demo_operator(), _base_url(args.bind)), flush=True)
+    banners = [demo_banner(ensure_demo_operator(), _base_url(args.bind))] if demo else []
     if not args.seamless_demo:
-        return _serve(args.bind, args.workers)
+        return _serve(args.bind, args.workers, banner="\n".join(banners) or None)
     from service.config import allow_private_networks
 
     allow_private_networks()  # the API's and the worker's: the demo wallet is on loopback
     seamless_demo = ensure_seamless_demo()
     wallet = _start_reference_wallet(seamless_demo["wallet_secret"])
-    print(seamless_banner(seamless_demo), flush=True)
-    return _serve(args.bind, args.workers, extra=[wallet])
+    banners.append(seamless_banner(seamless_demo))
+    return _serve(args.bind, args.workers, extra=[wallet], banner="\n".join(banners))
+
+
+def _answers(bind: str) -> bool:
+    """Whether the API at ``bind`` answers ``GET /readyz`` with 200 (a unix socket: taken
+    as yes)."""
+    import urllib.request
+
+    if bind.startswith("unix:"):
+        return True
+    try:
+        with urllib.request.urlopen(f"{_base_url(bind)}/readyz", timeout=1) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
 
 
 def _check_free(bind: str) -> None:
@@ -793,7 +867,7 @@ def demo_banner(demo: dict[str, str], base_url: str) -> str:
             f"API key: {demo['api_key']}",
             f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
             f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
-            "Paste this into bash once the API answers (python3 and curl needed):",
+            "Paste this into bash (python3 and curl needed):",
             rule,
             demo_script(demo, base_url).rstrip("\n"),
             rule,

@@ -197,6 +197,16 @@ def refwallet_secrets() -> list[str]:
     return [secret.strip() for secret in raw.split(",") if secret.strip()]
 
 
+#: The file a Celery worker creates once it is ready, when the variable names one (set by
+#: ``gin-service run`` for the worker it starts).
+WORKER_READY_FILE_VARIABLE = "GIN_WORKER_READY_FILE"
+
+
+def worker_ready_file() -> str | None:
+    """``GIN_WORKER_READY_FILE``: where this worker says it is ready, if anywhere."""
+    return optional_env(WORKER_READY_FILE_VARIABLE)
+
+
 def child_environment(**overrides: str) -> dict[str, str]:
     """This process's environment with ``overrides``, for a child process it starts."""
     return {**os.environ, **overrides}

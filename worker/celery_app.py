@@ -7,30 +7,42 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.connection import Connection
 
-from service.config import Settings
+from service.config import Settings, worker_ready_file
 from service.observability import tasks as task_signals
 
 log = logging.getLogger(__name__)
 
 
+#: Seconds between a worker's looks into the embedded broker's folder while it finds nothing
+#: (kombu's filesystem transport cannot wait for a message, it polls). kombu's default of a
+#: second let beat's ticks (about three a second) outrun the worker: each looked-for task
+#: waited behind a queue of ticks, a match's settlement 5 to 10 s, and ticks expired unrun.
+#: Twenty looks a second cost the idle worker a directory listing each (figures in
+#: docs/performance.md, "The embedded default").
+FILESYSTEM_POLLING_SECONDS = 0.05
+
+
 def _transport_options(settings: Settings) -> dict[str, object]:
-    broker_url = settings.broker_url
     """``filesystem://<folder>``: kombu's filesystem transport in that folder (embedded
-    default); other brokers: a visibility timeout longer than any countdown or retry delay."""
+    default), polled every :data:`FILESYSTEM_POLLING_SECONDS`; other brokers: a visibility
+    timeout longer than any countdown or retry delay."""
+    broker_url = settings.broker_url
     if broker_url.startswith("filesystem://"):
         folder = Path(broker_url.removeprefix("filesystem://") or "var/broker")
-        for sub in ("queue", "processed", "control"):
+        for sub in ("queue", "staging", "processed", "control"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         return {
             "data_folder_in": str(folder / "queue"),
             "data_folder_out": str(folder / "queue"),
+            "staging_folder": str(folder / "staging"),
             "processed_folder": str(folder / "processed"),
             "control_folder": str(folder / "control"),
             "store_processed": False,
+            "polling_interval": FILESYSTEM_POLLING_SECONDS,
         }
     # Redis redelivers an unacknowledged task (a worker killed mid-task) after this long.
     options: dict[str, object] = {"visibility_timeout": settings.celery_visibility_timeout}
@@ -98,6 +110,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
     sweep = settings.settlement_sweep_seconds
     app = Celery("gin", broker=broker_url)
     app.steps["consumer"].add(CatchUp)
+    if broker_url.startswith("filesystem://"):  # kombu's, each message written whole
+        app.conf.broker_transport = "worker.embedded_broker:Transport"
     app.conf.update(
         worker_consumer="worker.celery_app:Consumer",
         broker_transport_options=_transport_options(settings),
@@ -185,10 +199,19 @@ def make_celery(settings: Settings | None = None) -> Celery:
     return app
 
 
+def _say_ready(**_: Any) -> None:
+    """Create the worker's ready file, if it is asked for (``gin-service run`` waits for it
+    before printing its banner: see :func:`service.config.worker_ready_file`)."""
+    ready = worker_ready_file()
+    if ready:
+        Path(ready).touch()
+
+
 # Request ids into tasks, one log line and metrics per task, LOG_FORMAT/LOG_LEVEL logging,
 # worker metrics on WORKER_METRICS_PORT.
 task_signals.prepare_worker_metrics()
 task_signals.connect()
+signals.worker_ready.connect(_say_ready, weak=False, dispatch_uid="gin-ready-file")
 app = make_celery()
 
 

@@ -120,6 +120,17 @@ class TextFormatter(logging.Formatter):
         return super().format(record)
 
 
+#: Loggers whose INFO lines are routine: alembic's, a line per plugin when a server imports
+#: it and two each time the readiness check (``GET /readyz``) compares the database's
+#: revision with the newest. Below INFO (``LOG_LEVEL=DEBUG``) they show again.
+ROUTINE_AT_INFO = ("alembic",)
+
+
+def routine_level(level: str) -> str:
+    """The level of the :data:`ROUTINE_AT_INFO` loggers when the root logs at ``level``."""
+    return level if logging.getLevelName(level) < logging.INFO else "WARNING"
+
+
 def formatter(log_format: str) -> logging.Formatter:
     return JsonFormatter() if log_format == "json" else TextFormatter()
 
@@ -134,6 +145,8 @@ def configure(log_format: str = "text", level: str = "INFO") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    for name in ROUTINE_AT_INFO:
+        logging.getLogger(name).setLevel(routine_level(level))
     logging.captureWarnings(True)  # warnings become records too, in the same format
 
 
@@ -164,5 +177,6 @@ def dict_config(log_format: str, level: str, access_log: bool) -> dict[str, Any]
                 "handlers": [],
                 "propagate": True,
             },
+            **{name: {"level": routine_level(level)} for name in ROUTINE_AT_INFO},
         },
     }

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from service.cli import main
-from tests.conftest import free_port, make_test_app
+from tests.conftest import free_port, make_test_app, wait_until
 
 GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
 
@@ -596,6 +596,8 @@ def test_run_serves_prints_working_examples_and_stops_cleanly(
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(base, server)
+        # the banner comes once the worker is ready too
+        wait_until(lambda: out.read_text().count("-" * 78) >= 3, 60, "the banner")
         printed = out.read_text()
         key = re.search(r"API key: (sk_\S+)", printed)
         assert key, printed

@@ -1,4 +1,5 @@
-"""The embedded default broker (kombu's filesystem transport) takes tasks quietly."""
+"""The embedded default broker (kombu's filesystem transport, each message written whole) takes
+tasks quietly."""
 
 from __future__ import annotations
 
@@ -64,3 +65,42 @@ def test_the_wsgi_module_readies_task_publishing_without_connecting(tmp_path: Pa
     imported, published = done.stdout.split("\n")[:2]
     assert imported == "[]"
     assert published == "1"
+
+
+def test_a_consumer_never_takes_a_message_still_being_written(tmp_path: Path) -> None:
+    """A message appears in the queue folder whole or not at all: kombu's own transport
+    created the file and then wrote it, and a consumer polling in between took an empty
+    message (the worker stopped on it, "Unrecoverable error: JSONDecodeError")."""
+    import threading
+
+    from kombu.exceptions import ChannelError
+    from kombu.transport.virtual import Empty
+
+    settings = dataclasses.replace(
+        Settings.from_env(), broker_url=f"filesystem://{tmp_path}/broker"
+    )
+    app = make_celery(settings)
+    sent = 300
+    with app.connection_for_write() as writing, app.connection_for_read() as reading:
+        out, into = writing.default_channel, reading.default_channel
+
+        def publish() -> None:
+            for n in range(sent):
+                out._put("race", {"n": n, "padding": "x" * 4096})
+
+        publisher = threading.Thread(target=publish)
+        publisher.start()
+        taken: list[int] = []
+        failures: list[Exception] = []
+        queue = tmp_path / "broker" / "queue"
+        while len(taken) < sent and not failures:
+            try:
+                taken.append(into._get("race")["n"])
+            except Empty:  # a message lost would leave us waiting: stop once all are out
+                if not publisher.is_alive() and not any(queue.iterdir()):
+                    break
+            except (ValueError, ChannelError) as exc:  # an empty or partial message
+                failures.append(exc)
+        publisher.join()
+    assert failures == []
+    assert sorted(taken) == list(range(sent))

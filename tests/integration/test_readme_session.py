@@ -108,7 +108,10 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _ready(base, server), 90, "gin-service run to be ready")
-        yield Served(base, folder, log)
+        served = Served(base, folder, log)
+        # the banner comes once the worker is ready too
+        wait_until(lambda: "-" * 78 in served.lines(), 60, "the banner")
+        yield served
     finally:
         server.send_signal(signal.SIGTERM)
         try:
