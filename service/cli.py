@@ -208,6 +208,19 @@ ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
 BANNER_WAIT_SECONDS = 60
 
 
+def _stopped_with_parent() -> None:
+    """In a child of ``gin-service run``, before it execs: have Linux send it SIGTERM when
+    ``gin-service run`` dies, even by SIGKILL, which it cannot pass on (the children lead
+    process groups of their own, so nothing else would reach them and they would run on)."""
+    import contextlib
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: no such call
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _serve(
     bind: str,
     workers: int,
@@ -256,6 +269,7 @@ def _serve(
         ],
         env=child_environment(**{WORKER_READY_FILE_VARIABLE: str(worker_ready)}),
         process_group=0,
+        preexec_fn=_stopped_with_parent,
     )
     # The production settings (logs, metrics across workers) where the checkout has them; the
     # flags below still choose the address, the process count and the grace on stopping.
@@ -282,6 +296,7 @@ def _serve(
             "service.wsgi:app",
         ],
         process_group=0,
+        preexec_fn=_stopped_with_parent,
     )
     groups = [web, worker]
     children = [*groups, *(extra or [])]

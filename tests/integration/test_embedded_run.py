@@ -204,3 +204,23 @@ def test_ctrl_c_stops_every_process_it_started_within_ten_seconds(tmp_path: Path
         wait_until(lambda: not any(_running(pid) for pid in started), 5, "no process left")
     assert took < STOPPED_WITHIN_SECONDS, took
     assert code == 0, served.lines()[-20:]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal")
+def test_killing_the_run_alone_leaves_no_process_behind(tmp_path: Path) -> None:
+    """``kill -9`` of ``gin-service run`` alone, which can pass nothing on: gunicorn and the
+    Celery worker lead process groups of their own, and still stop with everything they
+    started, within the same 10 s."""
+    with make_run(tmp_path) as served:
+        started = _descendants(served.process.pid)
+        assert len(started) >= 6, started
+        stopping = time.monotonic()
+        served.process.kill()
+        served.process.wait(timeout=30)
+        wait_until(
+            lambda: not any(_running(pid) for pid in started),
+            STOPPED_WITHIN_SECONDS + 5,
+            "no process left",
+        )
+        took = time.monotonic() - stopping
+    assert took < STOPPED_WITHIN_SECONDS, took
