@@ -357,6 +357,36 @@ def join_table(
     return _view(session, table, False)
 
 
+def exclude_from_tables(session: Session, player: Player, now: datetime) -> None:
+    """A self-exclusion that runs at ``now`` takes effect at every table the player sits at,
+    in the caller's transaction (the one recording the exclusion): at a table whose match
+    has not started the seat is given up and its escrow released to the player's wallet
+    (:func:`_vacate`, as when leaving); a per-hand Rummy seat is sat out (``ready`` false,
+    the hand it is dealt into played to its end and settled as usual); a match already
+    being played is played to its end (docs/games.md, "Self-exclusion"). Running it again
+    changes nothing. The tables are locked in id order before any money moves, so it waits
+    for (and sees) a seat taken or a match started meanwhile."""
+    if not _self_excluded(player, now):
+        return
+    table_ids = sorted(
+        set(session.scalars(select(Seat.table_id).where(Seat.player_id == player.id)))
+    )
+    locked = [session.get(GameTable, t, with_for_update=True) for t in table_ids]
+    for table in locked:
+        assert table is not None
+        seat = session.scalars(
+            select(Seat).where(Seat.table_id == table.id, Seat.player_id == player.id)
+        ).one_or_none()
+        if seat is None:  # it left meanwhile
+            continue
+        settings = MatchSettings.from_dict(table.settings)
+        if settings.continuous:
+            seat.ready = False
+        elif table.status == "open":
+            _vacate(session, table, seat, now)
+    session.flush()
+
+
 def _self_excluded(player: Player, now: datetime) -> bool:
     """Whether the player's self-exclusion runs at ``now``: it takes no new stake."""
     return player.self_excluded_until is not None and player.self_excluded_until > now
@@ -577,8 +607,13 @@ def top_up(
 def set_ready(
     session: Session, principal: Principal, table_id: str, ready: bool, now: datetime
 ) -> TableView:
-    """Sit in (``ready``) or out of the next hands of a per-hand table (11.5.1)."""
+    """Sit in (``ready``) or out of the next hands of a per-hand table (11.5.1).
+
+    :raises SelfExcluded: when a self-excluded player asks to be dealt in.
+    """
     table, seat, settings = _continuous_table(session, principal, table_id)
+    if ready:
+        _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     seat.ready = ready
     session.flush()
     _deal_next_hand(session, table, settings, now)

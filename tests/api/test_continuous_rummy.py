@@ -382,6 +382,9 @@ def test_a_self_excluded_player_is_dealt_no_more_hands_and_cannot_top_up(
     hand1 = _table(api, table["id"])["match_id"]
     excluded = api.put(f"/v1/players/{ids[2]}/self-exclusion", {"until": "2099-01-01T00:00:00Z"})
     assert excluded.status_code == 200, excluded.get_json()
+    seats = {s["player_id"]: s for s in _table(api, table["id"])["seats"]}
+    assert seats[ids[2]]["ready"] is False, "shown sitting out, its balance still held"
+    assert seats[ids[2]]["escrow"]["amount"] == 200
     topped = clients[2].post(
         f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 10}, key=secrets.token_hex(8)
     )
