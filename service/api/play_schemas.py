@@ -364,7 +364,9 @@ class SeatOut(Schema):
         required=True,
         metadata={
             "description": "`rummy_per_hand`: whether the player is dealt into the next hand "
-            "(a forfeit sits it out until it is ready again); always true elsewhere."
+            "(false: it sits out, by its own choice or while it is self-excluded; a player "
+            "who forfeits a hand leaves the table once that hand is settled); always true "
+            "elsewhere."
         },
     )
     joined_at = Timestamp(required=True)

@@ -126,8 +126,12 @@ def mint_token(body: dict[str, Any], player_id: str) -> dict[str, Any]:
 @documents(blp, Unauthenticated, Forbidden, NotFound, SelfExclusionLocked, ValidationFailed)
 @unit
 def set_self_exclusion(body: dict[str, Any], player_id: str) -> dict[str, Any]:
-    """Exclude the player from deposits (and, later, tables) until ``until``; an active
-    exclusion can be extended but never shortened."""
+    """Exclude the player from deposits and play until ``until``, at once wherever it sits:
+    a seat at a table whose match has not started is given up and its escrow released to the
+    wallet (at a seamless operator, credited to it), in the same transaction; a
+    `rummy_per_hand` seat is sat out (`ready: false`) and may leave between its hands; a
+    match already being played is played to its end. An active exclusion can be extended but
+    never shortened."""
     return render.player(
         players.set_self_exclusion(db_session(), principal(), player_id, body["until"], utcnow())
     )

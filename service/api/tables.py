@@ -231,10 +231,11 @@ def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
 @blp.route("/tables/<table_id>/seats/me/ready", methods=["PUT"])
 @blp.arguments(ReadyIn)
 @blp.response(200, TableOut)
-@documents(blp, *SEAT_REFUSALS)
+@documents(blp, *SEAT_REFUSALS, SelfExcluded)
 @unit
 def ready(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     """`rummy_per_hand` tables: sit in (`true`) or out of (`false`) the next hands; the
-    next hand is dealt if it now can be."""
+    next hand is dealt if it now can be. A self-excluded player stays sitting out (`true`
+    is 422 `self_excluded`)."""
     view = tables.set_ready(db_session(), principal(), table_id, body["ready"], utcnow())
     return render.table(view)

@@ -381,7 +381,7 @@ def _multi_statement(match: MultiGin, escrow: dict[int, int]) -> MultiStatement:
     if isinstance(match, ThreePlayerMatch):
         if settings.format is Format.MATCH_PLAY:
             if standings.forfeiter is not None:
-                return match_play_forfeit(escrow, standings.forfeiter, standings.totals, fee)
+                return match_play_forfeit(escrow, standings.forfeiter, standings.hand_points, fee)
             assert standings.winner is not None
             return three_player_match_play(escrow, standings.winner, fee)
         return settle_three_player(
@@ -390,7 +390,7 @@ def _multi_statement(match: MultiGin, escrow: dict[int, int]) -> MultiStatement:
     if settings.format is Format.MATCH_PLAY:
         if standings.forfeiter is not None:
             return match_play_forfeit(
-                escrow, standings.forfeiter, standings.totals, fee, sides=PARTNERSHIP_TEAMS
+                escrow, standings.forfeiter, standings.hand_points, fee, sides=PARTNERSHIP_TEAMS
             )
         assert standings.winner is not None
         return partnership_match_play(escrow, standings.winner, fee)

@@ -259,8 +259,9 @@ class Standings:
     partnership the team's shutout too; with three players a shutout is owed per pair and is
     in ``pairs`` only). While the game is on, and after a forfeit, they hold no game bonus.
     ``pairs`` are the money pairs with their margins; ``pot_sides`` the sides that share a
-    ``match_play`` pot (the target reacher, or after a forfeit the best total but the
-    forfeiter's, all of them on equal totals); empty while the game is on.
+    ``match_play`` pot (the target reacher, or after a forfeit the side with the most hand
+    points but the forfeiter's, all of them on equal hand points: Match Play has no bonuses,
+    boxes included); empty while the game is on.
     """
 
     sides: tuple[tuple[int, ...], ...]
@@ -332,11 +333,13 @@ def forfeit_margin(total_x: int, total_y: int, forfeiter_is_x: bool, game_bonus:
     return max(total_x - total_y, 0) + game_bonus
 
 
-def best_sides(totals: Sequence[int], excluded: int | None) -> tuple[int, ...]:
-    """The sides with the highest total, ``excluded`` left out (a forfeiter's, 11.6.2)."""
-    candidates = [i for i in range(len(totals)) if i != excluded]
-    best = max(totals[i] for i in candidates)
-    return tuple(i for i in candidates if totals[i] == best)
+def best_sides(hand_points: Sequence[int], excluded: int | None) -> tuple[int, ...]:
+    """The sides with the most hand points, ``excluded`` left out (a forfeiter's), all of
+    them on equal hand points: who shares a forfeited ``match_play`` pot (11.6.2). Hand
+    points only, never totals: Match Play computes no bonuses, boxes included (6.3.1)."""
+    candidates = [i for i in range(len(hand_points)) if i != excluded]
+    best = max(hand_points[i] for i in candidates)
+    return tuple(i for i in candidates if hand_points[i] == best)
 
 
 # --- the shared state machine ------------------------------------------------------------

@@ -151,7 +151,7 @@ def partnership_standings(game: Game, *, forfeiter: int | None = None) -> Standi
         totals: tuple[int, ...] = tuple(running)
         margin = forfeit_margin(running[0], running[1], losing == 0, r.game_bonus)
         forfeit_bonus = r.game_bonus if losing == 1 else -r.game_bonus
-        pot = best_sides(running, losing)
+        pot = best_sides(h, losing)
     elif game.over:
         end = game.totals()
         totals = end.final

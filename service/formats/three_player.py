@@ -19,8 +19,9 @@ gives the three margins, which the money code multiplies by the stake per point.
 
 A forfeit (11.6.2, 11.7.2) ends the match on the totals of that moment (no game bonus): in
 each pair with the forfeiter the opponent receives its lead (never less than 0) plus the game
-bonus, the other pair settles its difference; the ``match_play`` pot goes to the better of
-the two others (shared on equal totals).
+bonus, the other pair settles its difference; the ``match_play`` pot goes to whichever of the
+two others has more hand points (shared when equal): Match Play has no bonuses, so boxes do
+not count (6.3.1).
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def three_player_standings(
     totals = tuple(running[s] + game[s] for s in SEATS)
     pairs = three_player_pairs(totals, h, reacher, r, forfeiter=forfeiter)
     if forfeiter is not None:
-        pot: tuple[int, ...] = best_sides(running, forfeiter)
+        pot: tuple[int, ...] = best_sides(h, forfeiter)
     else:
         pot = () if reacher is None else (reacher,)
     return Standings(

@@ -14,6 +14,7 @@ from service.db.models import Player
 from service.errors import ExternalIdTaken, SelfExclusionLocked, ValidationFailed
 from service.ids import new_id
 from service.ledger.money import exponent
+from service.usecases import tables
 from service.usecases.auth import (
     Principal,
     authorize_player,
@@ -122,7 +123,9 @@ def mint_token(
 def set_self_exclusion(
     session: Session, principal: Principal, player_id: str, until: datetime, now: datetime
 ) -> Player:
-    """Exclude the player until ``until``. An active exclusion can be extended, never shortened.
+    """Exclude the player until ``until``, at once wherever it sits
+    (:func:`~service.usecases.tables.exclude_from_tables`). An active exclusion can be
+    extended, never shortened.
 
     :raises SelfExclusionLocked: when ``until`` is earlier than an active exclusion's end.
     :raises ValidationFailed: when ``until`` is not in the future.
@@ -137,4 +140,5 @@ def set_self_exclusion(
             f"The player is excluded until {current.isoformat()}; it cannot be shortened."
         )
     player.self_excluded_until = until
+    tables.exclude_from_tables(session, player, now)
     return player

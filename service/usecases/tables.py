@@ -357,6 +357,36 @@ def join_table(
     return _view(session, table, False)
 
 
+def exclude_from_tables(session: Session, player: Player, now: datetime) -> None:
+    """A self-exclusion that runs at ``now`` takes effect at every table the player sits at,
+    in the caller's transaction (the one recording the exclusion): at a table whose match
+    has not started the seat is given up and its escrow released to the player's wallet
+    (:func:`_vacate`, as when leaving); a per-hand Rummy seat is sat out (``ready`` false,
+    the hand it is dealt into played to its end and settled as usual); a match already
+    being played is played to its end (docs/games.md, "Self-exclusion"). Running it again
+    changes nothing. The tables are locked in id order before any money moves, so it waits
+    for (and sees) a seat taken or a match started meanwhile."""
+    if not _self_excluded(player, now):
+        return
+    table_ids = sorted(
+        set(session.scalars(select(Seat.table_id).where(Seat.player_id == player.id)))
+    )
+    locked = [session.get(GameTable, t, with_for_update=True) for t in table_ids]
+    for table in locked:
+        assert table is not None
+        seat = session.scalars(
+            select(Seat).where(Seat.table_id == table.id, Seat.player_id == player.id)
+        ).one_or_none()
+        if seat is None:  # it left meanwhile
+            continue
+        settings = MatchSettings.from_dict(table.settings)
+        if settings.continuous:
+            seat.ready = False
+        elif table.status == "open":
+            _vacate(session, table, seat, now)
+    session.flush()
+
+
 def _self_excluded(player: Player, now: datetime) -> bool:
     """Whether the player's self-exclusion runs at ``now``: it takes no new stake."""
     return player.self_excluded_until is not None and player.self_excluded_until > now
@@ -403,11 +433,19 @@ def leave_table(session: Session, principal: Principal, table_id: str, now: date
         _between_hands(session, table, seat, "leave")
     elif table.status != "open":
         raise TableNotOpen(f"Table {table_id} is {table.status}: the match has started.")
+    _vacate(session, table, seat, now)
+    session.flush()
+    return _view(session, table, False)
+
+
+def _vacate(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
+    """The seat is given up (under the caller's table lock): its escrow, a per-hand seat's
+    whole table balance, is released (:func:`_refund`, a seamless operator's player credited)
+    and the seat is free again. The one way a player leaves a table: by leaving, after
+    forfeiting a per-hand table's hand (11.6.3), or on excluding itself."""
     _refund(session, table, seat, now)
     session.delete(seat)
     table.seats_taken -= 1
-    session.flush()
-    return _view(session, table, False)
 
 
 def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
@@ -569,9 +607,13 @@ def top_up(
 def set_ready(
     session: Session, principal: Principal, table_id: str, ready: bool, now: datetime
 ) -> TableView:
-    """Sit in (``ready``) or out of the next hands of a per-hand table (11.5.1); a player
-    who forfeited a hand is sat out until it says it is ready again."""
+    """Sit in (``ready``) or out of the next hands of a per-hand table (11.5.1).
+
+    :raises SelfExcluded: when a self-excluded player asks to be dealt in.
+    """
     table, seat, settings = _continuous_table(session, principal, table_id)
+    if ready:
+        _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     seat.ready = ready
     session.flush()
     _deal_next_hand(session, table, settings, now)
@@ -583,7 +625,9 @@ def after_hand(
 ) -> None:
     """A per-hand table's hand (``match``, decoded) was just settled with ``net`` by seat (in
     the settlement's transaction): each seat dealt in keeps its new table balance, a
-    forfeiter is sat out (11.6.3), and the next hand is dealt if it can be."""
+    forfeiter leaves the table with what is left of its balance (11.6.3: released to its
+    wallet, as if it had left), and the next hand is dealt among the others if it can be
+    (those sitting out hold nobody up, 11.5.1)."""
     table = session.get(GameTable, hand.table_id, with_for_update=True)
     assert table is not None and hand.seats is not None
     seats = play._seats(session, table.id)
@@ -592,7 +636,8 @@ def after_hand(
         seat = by_player[copy["player_id"]]  # a seat dealt in cannot leave before this
         seat.escrow += net[i]
         if i in match.forfeiters:
-            seat.ready = False
+            _vacate(session, table, seat, now)
+            seats.remove(seat)
     session.flush()
     settings = MatchSettings.from_dict(table.settings)
     _deal_next_hand(session, table, settings, now, seats=seats, last=(hand, match))

@@ -228,31 +228,61 @@ def test_players_come_and_go_between_hands_and_every_hand_is_settled(
     assert ledger["ok"] is True, ledger
 
 
-def test_a_forfeit_sits_the_player_out_until_it_is_ready(api: ApiClient, app: Any) -> None:
+def _entries(api: ApiClient, player_id: str) -> list[dict[str, Any]]:
+    response = api.get(f"/v1/players/{player_id}/entries", query_string={"limit": 100})
+    assert response.status_code == 200, response.get_json()
+    return list(response.get_json()["data"])
+
+
+def _audited(api: ApiClient, match_id: str) -> None:
+    audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
+    assert audit["ok"] is True, audit["discrepancies"]
+    ledger = api.get("/v1/audit/ledger").get_json()
+    assert ledger["ok"] is True, ledger
+
+
+def test_a_forfeiter_leaves_the_table_with_its_balance_after_the_hand(
+    api: ApiClient, app: Any
+) -> None:
+    """11.6.3: a player who forfeits a per-hand table's hand counts as a loser in it, then
+    leaves the table: its remaining table balance is released to its wallet once (a ledger
+    release), and the next hand is dealt among the others (11.5.1)."""
     table = open_table(api, currency="EUR", **TABLE)
     clients = [player_client(api, deposit=1_000) for _ in range(3)]
+    ids = [c.player_id for c in clients]  # type: ignore[attr-defined]
     for client in clients:
         assert join(client, table["id"], buyin=200).status_code == 201
     match_id = _table(api, table["id"])["match_id"]
     view = clients[2].get(f"/v1/matches/{match_id}").get_json()
-    assert [s["player_id"] for s in view["seats"]] == [c.player_id for c in clients[:2]]  # type: ignore[attr-defined]
+    assert [s["player_id"] for s in view["seats"]] == ids[:2]
     resigned = clients[1].post(
         f"/v1/matches/{match_id}/actions",
         {"action": "RESIGN", "expected_version": view["version"]},
     )
     assert resigned.status_code == 200, resigned.get_json()
     assert resigned.get_json()["status"] in ("finished", "void")
-    done = _settle(app, match_id)
-    assert done.statement["net"][1] < 0, "the forfeiter's cards count against it"
+    # Until its hand is settled the forfeiter is still seated, its balance held.
+    assert _held(api, ids[1]) == (800, 200)
+    assert ids[1] in _balances(api, table["id"])
+    done = _settle(app, match_id)  # settled twice: once
+    lost = done.statement["net"][1]
+    assert lost < 0, "the forfeiter's cards count against it"
     now = _table(api, table["id"])
-    ready = {s["player_id"]: s["ready"] for s in now["seats"]}
-    assert ready[clients[1].player_id] is False  # type: ignore[attr-defined]
+    assert ids[1] not in [s["player_id"] for s in now["seats"]], "the forfeiter has left"
+    assert now["free_seats"] == TABLE["seat_count"] - 2
+    assert _held(api, ids[1]) == (800 + 200 + lost, 0), "its balance is back in its wallet"
+    releases = [
+        e for e in _entries(api, ids[1]) if e["kind"] == "release" and e["account"] == "available"
+    ]
+    assert [e["amount"]["amount"] for e in releases] == [200 + lost]
+    # The next hand is dealt to the two others.
     nxt = api.get(f"/v1/matches/{now['match_id']}").get_json()
     assert now["match_id"] != match_id and nxt["status"] == "playing"
-    assert clients[1].player_id not in [s["player_id"] for s in nxt["seats"]]  # type: ignore[attr-defined]
-    back = clients[1].put(f"/v1/tables/{table['id']}/seats/me/ready", {"ready": True})
-    assert back.status_code == 200, back.get_json()
-    assert api.get(f"/v1/audit/settlements/{match_id}").get_json()["ok"] is True
+    assert sorted(s["player_id"] for s in nxt["seats"]) == sorted([ids[0], ids[2]])
+    # It may sit down again, with a new buy-in, like anybody else.
+    assert join(clients[1], table["id"], buyin=100).status_code == 201
+    assert _held(api, ids[1]) == (900 + lost, 100)
+    _audited(api, match_id)
 
 
 def test_top_ups_and_readiness_are_for_per_hand_tables_only(api: ApiClient) -> None:
@@ -289,7 +319,7 @@ def test_top_ups_and_readiness_are_for_per_hand_tables_only(api: ApiClient) -> N
         assert bad.status_code == 422 and "amount" in str(bad.get_json()), bad.get_json()
 
 
-def test_the_clock_forfeits_a_hand_and_sits_the_player_out(api: ApiClient, app: Any) -> None:
+def test_the_clock_forfeits_a_hand_and_the_player_leaves(api: ApiClient, app: Any) -> None:
     from datetime import timedelta
 
     from service.usecases import play
@@ -314,8 +344,8 @@ def test_the_clock_forfeits_a_hand_and_sits_the_player_out(api: ApiClient, app: 
     done = _settle(app, match_id)
     assert done.statement["net"][late] < 0
     seats = {s["player_id"]: s for s in _table(api, table["id"])["seats"]}
-    assert seats[late_player]["ready"] is False
-    assert seats[late_player]["escrow"]["amount"] == 200 + done.statement["net"][late]
+    assert late_player not in seats
+    assert _held(api, late_player) == (1_000 + done.statement["net"][late], 0)
     following = _table(api, table["id"])["match_id"]
     dealt = [s["player_id"] for s in api.get(f"/v1/matches/{following}").get_json()["seats"]]
     assert following != match_id and late_player not in dealt and len(dealt) == 2
@@ -352,6 +382,9 @@ def test_a_self_excluded_player_is_dealt_no_more_hands_and_cannot_top_up(
     hand1 = _table(api, table["id"])["match_id"]
     excluded = api.put(f"/v1/players/{ids[2]}/self-exclusion", {"until": "2099-01-01T00:00:00Z"})
     assert excluded.status_code == 200, excluded.get_json()
+    seats = {s["player_id"]: s for s in _table(api, table["id"])["seats"]}
+    assert seats[ids[2]]["ready"] is False, "shown sitting out, its balance still held"
+    assert seats[ids[2]]["escrow"]["amount"] == 200
     topped = clients[2].post(
         f"/v1/tables/{table['id']}/seats/me/top-ups", {"amount": 10}, key=secrets.token_hex(8)
     )

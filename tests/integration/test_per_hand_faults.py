@@ -175,7 +175,13 @@ def moved_once_and_dealt_once(app: Any, hands: list[Hand]) -> None:
                 for seat in session.scalars(select(Seat).where(Seat.table_id == hand.table_id))
             }
             winner, loser, waiting = hand.players
-            assert balances == {winner: BUYIN + net[0], loser: BUYIN + net[1], waiting: BUYIN}
+            assert balances == {winner: BUYIN + net[0], waiting: BUYIN}, "the resigner left"
+            released = session.scalar(
+                select(LedgerAccount.balance).where(
+                    LedgerAccount.player_id == loser, LedgerAccount.kind == "player_available"
+                )
+            )
+            assert released == DEPOSIT + net[1], "with what was left of its table balance"
             rows = session.scalars(select(MatchRow).where(MatchRow.table_id == hand.table_id))
             by_id = {row.id: row for row in rows}
             assert len(by_id) == 2, f"one next hand at {hand.table_id}, not {len(by_id) - 1}"
@@ -186,7 +192,7 @@ def moved_once_and_dealt_once(app: Any, hands: list[Hand]) -> None:
             assert [(s["player_id"], s["escrow"]) for s in following.seats] == [
                 (winner, balances[winner]),
                 (waiting, BUYIN),
-            ], "the resigner sits out; the others are dealt in with their new balances"
+            ], "the resigner has left; the others are dealt in with their new balances"
     finally:
         session.close()
 
@@ -213,14 +219,18 @@ def books_balance(app: Any, hands: list[Hand]) -> None:
     assert {key: amount for key, amount in held.items() if amount} == {
         (seat.player_id, seat.table_id): seat.escrow for seat in seats if seat.escrow
     }, "each table balance is held for its table, and nothing else is held"
-    available = [a.balance for a in accounts if a.kind == "player_available"]
-    assert available == [DEPOSIT - BUYIN] * (3 * len(hands)), "a hand moves no available funds"
+    available = {a.player_id: a.balance for a in accounts if a.kind == "player_available"}
+    assert len(available) == 3 * len(hands)
+    seated = {seat.player_id for seat in seats}
+    assert {p: b for p, b in available.items() if p in seated} == dict.fromkeys(
+        seated, DEPOSIT - BUYIN
+    ), "a hand moves no seated player's available funds (a resigner left with its balance)"
     by_kind = Counter[str]()
     for account in accounts:
         by_kind[account.kind] += account.balance
     assert by_kind["house_fee"] == fees > 0
     deposited = 3 * DEPOSIT * len(hands)
-    assert sum(available) + sum(seat.escrow for seat in seats) + fees == deposited
+    assert sum(available.values()) + sum(seat.escrow for seat in seats) + fees == deposited
     assert -by_kind["operator_clearing"] == deposited
 
 

@@ -1,16 +1,17 @@
 """Match Play pots at three players and in partnership (11.4, 11.6.2, 11.7.4).
 
 Every seat stakes the same amount; the pot less the house fee goes to the receivers: the game's
-winner, the winning team's two members, or (after a forfeit) the side with the highest total
-without the forfeiter's side. Receivers share equally; odd minor units go one each to the
-lowest seats. The fee is on the whole pot (``POT``) or on the pot less the receivers' own
-stakes (``WINNINGS``), rounded down.
+winner, the winning team's two members, or (after a forfeit) the side with the most hand
+points without the forfeiter's side (hand points only: Match Play has no bonuses, 6.3.1).
+Receivers share equally; odd minor units go one each to the lowest seats. The fee is on the
+whole pot (``POT``) or on the pot less the receivers' own stakes (``WINNINGS``), rounded down.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from service.formats.multi_common import best_sides
 from service.formats.payout import SettlementError
 from service.formats.payout_multi.gin import PARTNERSHIP_TEAMS, THREE_PLAYER_SIDES
 from service.formats.payout_multi.netting import checked_int, checked_seats, split_equally
@@ -83,33 +84,36 @@ def match_play_pot(
 def match_play_forfeit(
     stakes: Mapping[int, int],
     forfeiter: int,
-    totals: Sequence[int],
+    hand_points: Sequence[int],
     fee: FeeRule | None = None,
     *,
     sides: Sequence[Sequence[int]] = THREE_PLAYER_SIDES,
 ) -> MultiStatement:
     """A forfeit in three-player or partnership Match Play (11.6.2): the pot less the fee goes
-    to the side with the highest total, the forfeiter's side excluded; tied sides share it.
+    to the side with the most hand points, the forfeiter's side excluded; tied sides share it
+    (odd units to the lower seats).
 
-    ``totals[i]`` is side ``i``'s total at the moment of the forfeit (a player's in three-player
-    Gin, a team's in partnership: pass ``sides=PARTNERSHIP_TEAMS``).
+    ``hand_points[i]`` is side ``i``'s hand points at the moment of the forfeit (a player's in
+    three-player Gin, a team's in partnership: pass ``sides=PARTNERSHIP_TEAMS``). Hand points
+    only: Match Play computes no bonuses, boxes included (6.3.1), so a box never decides it.
 
     :raises SettlementError: when the sides do not match the stakes or the forfeiter is unseated.
     """
     seated = sorted(s for side in sides for s in side)
-    if seated != sorted(stakes) or len(totals) != len(sides):
-        raise SettlementError(f"sides {sides!r} and totals {totals!r} must cover the table")
+    if seated != sorted(stakes) or len(hand_points) != len(sides):
+        raise SettlementError(
+            f"sides {sides!r} and hand points {hand_points!r} must cover the table"
+        )
     checked_int("forfeiter", forfeiter)
     if forfeiter not in stakes:
         raise SettlementError(f"forfeiter {forfeiter!r} is not seated")
-    standing = [
-        (checked_int("total", t), tuple(side))
-        for t, side in zip(totals, sides, strict=True)
-        if forfeiter not in side
-    ]
-    best = max(t for t, _ in standing)
-    receivers = sorted(s for t, side in standing if t == best for s in side)
-    why = f"highest total {best} at the forfeit of seat {forfeiter}, its side excluded"
+    points = [checked_int("hand points", h) for h in hand_points]
+    excluded = next(i for i, side in enumerate(sides) if forfeiter in side)
+    best = best_sides(points, excluded)
+    receivers = sorted(s for i in best for s in sides[i])
+    why = (
+        f"most hand points {points[best[0]]} at the forfeit of seat {forfeiter}, its side excluded"
+    )
     return match_play_pot(stakes, receivers, fee, rule="11.6.2", why=why)
 
 

@@ -242,7 +242,7 @@ def test_11_6_2_a_forfeit_at_the_table_is_logged_in_the_forfeiters_name() -> Non
     assert entry["seat"] == 1 and entry["reason"] == "timeout" and entry["automatic"]
 
 
-def test_11_6_2_the_match_play_pot_goes_to_the_best_total_but_the_forfeiters() -> None:
+def test_11_6_2_the_match_play_pot_goes_to_the_most_hand_points_but_the_forfeiters() -> None:
     tie = three_player_standings((40, 40, 10), (1, 1, 1), Ruleset(), 100, forfeiter=2)
     assert tie.pot_sides == (0, 1) and tie.pot_seats == (0, 1)
     ahead = three_player_standings((10, 40, 90), (1, 1, 2), Ruleset(), 100, forfeiter=2)

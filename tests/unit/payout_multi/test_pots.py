@@ -52,7 +52,7 @@ def test_11_7_4_winnings_fee_base_is_the_pot_less_the_receivers_stakes() -> None
     assert [line.rule for line in s.lines if line.kind is LineKind.FEE] == ["11.7.4"]
 
 
-def test_11_6_2_forfeit_pot_to_the_highest_total_without_the_forfeiter() -> None:
+def test_11_6_2_forfeit_pot_to_the_most_hand_points_without_the_forfeiter() -> None:
     # Seat 1 leads but forfeits: seat 2 (80) beats seat 0 (60).
     s = match_play_forfeit(THREE, 1, (60, 90, 80), FeeRule(1000))
     assert s.receivers == (2,) and s.payouts == {0: 0, 1: 0, 2: 1350}
