@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import ExchangeRate, Player
-from service.errors import ValidationFailed
-from service.ledger.money import DisplayAmount, display_amount, exponent, parse_rate
+from service.errors import FieldError, UnsupportedCurrency, ValidationFailed
+from service.ledger.money import (
+    PRACTICE_CURRENCY,
+    DisplayAmount,
+    display_amount,
+    exponent,
+    parse_rate,
+)
 from service.usecases.auth import Principal, require_operator
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -23,20 +32,40 @@ class Rate:
     rate: Decimal
     rate_at: datetime
 
-    def display(self, amount_minor: int) -> DisplayAmount:
-        return display_amount(amount_minor, self.base, self.rate, self.quote)
+    def display(self, amount_minor: int) -> DisplayAmount | None:
+        """``amount_minor`` of ``base`` shown in ``quote``; ``None`` when it cannot be shown.
+
+        A display figure never fails the answer it is part of (docs/engine.md 6.5): whatever
+        goes wrong computing one (a rate stored before today's bounds, say), the money is
+        answered without it."""
+        try:
+            return display_amount(amount_minor, self.base, self.rate, self.quote)
+        except Exception:  # display only: the money answer goes on without it
+            log.warning(
+                "no display for %s %s in %s", amount_minor, self.base, self.quote, exc_info=True
+            )
+            return None
 
 
 def set_rate(
     session: Session, principal: Principal, base: str, quote: str, rate_text: str, now: datetime
 ) -> Rate:
-    """Set how many ``quote`` units one ``base`` unit shows as."""
+    """Set how many ``quote`` units one ``base`` unit shows as.
+
+    :raises UnsupportedCurrency: naming ``base`` or ``quote``: an unknown code, or play money.
+    :raises ValidationFailed: naming ``quote`` when it is ``base``; naming ``rate`` when the
+        rate is not a decimal in bounds (:func:`service.ledger.money.parse_rate`).
+    """
     operator_id = require_operator(principal)
-    exponent(base)
-    exponent(quote)
+    for field, code in (("base", base), ("quote", quote)):
+        exponent(code, field)
+        if code == PRACTICE_CURRENCY:
+            message = f"Play money ({PRACTICE_CURRENCY}) has no exchange rate."
+            raise UnsupportedCurrency(message, errors=[FieldError(field, message)])
     if base == quote:
-        raise ValidationFailed(f"A rate needs two different currencies, got {base}/{quote}.")
-    rate = parse_rate(rate_text)
+        message = f"A rate needs two different currencies, got {base}/{quote}."
+        raise ValidationFailed(message, errors=[FieldError("quote", message)])
+    rate = parse_rate(rate_text, "rate")
     row = session.get(ExchangeRate, (operator_id, base, quote), with_for_update=True)
     if row is None:
         row = ExchangeRate(operator_id=operator_id, base=base, quote=quote)
@@ -55,18 +84,38 @@ def list_rates(session: Session, principal: Principal) -> Sequence[Rate]:
     return [Rate(r.base, r.quote, Decimal(r.rate), r.updated_at) for r in rows]
 
 
-def display_rate(session: Session, player: Player, currency: str) -> Rate | None:
-    """The rate to show ``currency`` amounts in the player's display currency, if one is set."""
-    return rate_for_display(session, player.operator_id, currency, player.display_currency)
+def display_currency(requested: str | None, player: Player | None) -> str | None:
+    """The display currency an answer shows money in (docs/engine.md 6.5.3): the one the
+    request names (``display_currency``), else the display currency of the player the answer
+    is for (a wallet's owner; the calling player at tables and matches; each seat's player
+    in a settlement); ``None`` when neither names one."""
+    if requested is not None:
+        return requested
+    return None if player is None else player.display_currency
 
 
-def rate_for_display(
-    session: Session, operator_id: str, currency: str, quote: str | None
+def display_rate(
+    session: Session,
+    operator_id: str,
+    currency: str,
+    requested: str | None,
+    player: Player | str | None,
 ) -> Rate | None:
-    """The operator's rate to show ``currency`` amounts in ``quote`` (lobby display)."""
-    if quote is None or quote == currency:
+    """The operator's rate to show ``currency`` amounts in :func:`display_currency` (the one
+    rule every answer with money follows); ``None`` when there is none to show: no display
+    currency, the same currency, play money, or no rate set. ``player``: the player the
+    answer is for, or its id."""
+    if isinstance(player, str):
+        player = session.get(Player, player)
+    quote = display_currency(requested, player)
+    if quote is None or quote == currency or PRACTICE_CURRENCY in (quote, currency):
         return None
     row = session.get(ExchangeRate, (operator_id, currency, quote))
     if row is None:
         return None
-    return Rate(currency, quote, Decimal(row.rate), row.updated_at)
+    try:
+        rate = Decimal(row.rate)
+    except InvalidOperation:
+        log.warning("exchange rate %s/%s is not a decimal: %r", currency, quote, row.rate)
+        return None
+    return Rate(currency, quote, rate, row.updated_at)
