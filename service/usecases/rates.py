@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from service.db import first_alone
 from service.db.models import ExchangeRate, Player
 from service.errors import FieldError, UnsupportedCurrency, ValidationFailed
 from service.ledger.money import (
@@ -84,14 +85,22 @@ def list_rates(session: Session, principal: Principal) -> Sequence[Rate]:
     return [Rate(r.base, r.quote, Decimal(r.rate), r.updated_at) for r in rows]
 
 
-def display_currency(requested: str | None, player: Player | None) -> str | None:
+def display_currency(requested: str | None, preferred: str | None) -> str | None:
     """The display currency an answer shows money in (docs/engine.md 6.5.3): the one the
-    request names (``display_currency``), else the display currency of the player the answer
-    is for (a wallet's owner; the calling player at tables and matches; each seat's player
-    in a settlement); ``None`` when neither names one."""
-    if requested is not None:
-        return requested
-    return None if player is None else player.display_currency
+    request names (``display_currency``), else ``preferred``, the display currency of the
+    player the answer is for (a wallet's owner; the calling player at tables and matches;
+    each seat's player in a settlement); ``None`` when neither names one."""
+    return requested if requested is not None else preferred
+
+
+#: A player's own display currency, and an operator's rate: each one round trip of its own
+#: outside a unit of work (a match view reads them without opening a transaction).
+_PREFERENCE = select(Player.display_currency).where(Player.id == bindparam("player_id"))
+_RATE = select(ExchangeRate.rate, ExchangeRate.updated_at).where(
+    ExchangeRate.operator_id == bindparam("operator_id"),
+    ExchangeRate.base == bindparam("base"),
+    ExchangeRate.quote == bindparam("quote"),
+)
 
 
 def display_rate(
@@ -104,13 +113,17 @@ def display_rate(
     """The operator's rate to show ``currency`` amounts in :func:`display_currency` (the one
     rule every answer with money follows); ``None`` when there is none to show: no display
     currency, the same currency, play money, or no rate set. ``player``: the player the
-    answer is for, or its id."""
-    if isinstance(player, str):
-        player = session.get(Player, player)
-    quote = display_currency(requested, player)
+    answer is for, or its id (its display currency is then read only when needed)."""
+    preferred = player.display_currency if isinstance(player, Player) else None
+    if isinstance(player, str) and requested is None:
+        found = first_alone(session, _PREFERENCE, {"player_id": player})
+        preferred = None if found is None else found.display_currency
+    quote = display_currency(requested, preferred)
     if quote is None or quote == currency or PRACTICE_CURRENCY in (quote, currency):
         return None
-    row = session.get(ExchangeRate, (operator_id, currency, quote))
+    row = first_alone(
+        session, _RATE, {"operator_id": operator_id, "base": currency, "quote": quote}
+    )
     if row is None:
         return None
     try:
