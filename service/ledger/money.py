@@ -145,18 +145,13 @@ def display_amount(amount_minor: int, currency: str, rate: Decimal, display: str
     """
     e_s, e_d = exponent(currency), exponent(display)
     amount = check_minor_units(amount_minor)
-    # rate = digits x 10^power; the shown figure in display minor units is
-    # amount x digits x 10^(power + e_d - e_s), a ratio of two integers.
-    sign, digits, power = rate.as_tuple()
-    if sign or not isinstance(power, int):
+    if not rate.is_finite() or rate <= 0:
         raise ValidationFailed(f"Rate must be a positive finite decimal, got {rate!r}.")
-    numerator = abs(amount) * int("".join(map(str, digits)) or "0")
-    shift = power + e_d - e_s
-    denominator = 1
-    if shift >= 0:
-        numerator *= 10**shift
-    else:
-        denominator = 10**-shift
+    # In display minor units the figure is |amount| x rate x 10^e_d / 10^e_s, and a decimal
+    # rate is exactly a ratio of two integers: one exact division, one rounding.
+    rate_numerator, rate_denominator = rate.as_integer_ratio()
+    numerator = abs(amount) * rate_numerator * 10**e_d
+    denominator = rate_denominator * 10**e_s
     units, remainder = divmod(numerator, denominator)
     if 2 * remainder >= denominator:
         units += 1

@@ -7,7 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from service.errors import LedgerInvariantBroken, UnsupportedCurrency, ValidationFailed
@@ -171,6 +171,9 @@ def _half_up(value: Fraction) -> int:
 _REAL = sorted(set(EXPONENTS) - {PRACTICE_CURRENCY})
 
 
+# rounded to 28 digits before the quantum, this one's .91499999999995 reads .915 (and shows .92)
+@example(amount=9007199254740983, rate_units=20523180756765, source="EUR", shown="USD")
+@example(amount=-9007199254740983, rate_units=20523180756765, source="EUR", shown="USD")
 @given(
     amount=st.integers(-MAX_AMOUNT, MAX_AMOUNT),
     rate_units=st.integers(1, int(MAX_RATE * 10**RATE_DECIMALS)),
