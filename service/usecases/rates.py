@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from service.db import first_alone
@@ -93,13 +93,26 @@ def display_currency(requested: str | None, preferred: str | None) -> str | None
     return requested if requested is not None else preferred
 
 
-#: A player's own display currency, and an operator's rate: each one round trip of its own
-#: outside a unit of work (a match view reads them without opening a transaction).
-_PREFERENCE = select(Player.display_currency).where(Player.id == bindparam("player_id"))
+#: An operator's rate; and a player's own display currency with the operator's rate to it
+#: (one round trip for both). Each runs on its own outside a unit of work: a match view reads
+#: them without opening a transaction.
 _RATE = select(ExchangeRate.rate, ExchangeRate.updated_at).where(
     ExchangeRate.operator_id == bindparam("operator_id"),
     ExchangeRate.base == bindparam("base"),
     ExchangeRate.quote == bindparam("quote"),
+)
+_PREFERENCE = (
+    select(Player.display_currency, ExchangeRate.rate, ExchangeRate.updated_at)
+    .select_from(Player)
+    .outerjoin(
+        ExchangeRate,
+        and_(
+            ExchangeRate.operator_id == bindparam("operator_id"),
+            ExchangeRate.base == bindparam("base"),
+            ExchangeRate.quote == Player.display_currency,
+        ),
+    )
+    .where(Player.id == bindparam("player_id"))
 )
 
 
@@ -114,17 +127,18 @@ def display_rate(
     rule every answer with money follows); ``None`` when there is none to show: no display
     currency, the same currency, play money, or no rate set. ``player``: the player the
     answer is for, or its id (its display currency is then read only when needed)."""
+    params = {"operator_id": operator_id, "base": currency}
     preferred = player.display_currency if isinstance(player, Player) else None
+    row = None  # the rate to ``preferred``, when it came with it
     if isinstance(player, str) and requested is None:
-        found = first_alone(session, _PREFERENCE, {"player_id": player})
-        preferred = None if found is None else found.display_currency
+        row = first_alone(session, _PREFERENCE, params | {"player_id": player})
+        preferred = None if row is None else row.display_currency
     quote = display_currency(requested, preferred)
     if quote is None or quote == currency or PRACTICE_CURRENCY in (quote, currency):
         return None
-    row = first_alone(
-        session, _RATE, {"operator_id": operator_id, "base": currency, "quote": quote}
-    )
     if row is None:
+        row = first_alone(session, _RATE, params | {"quote": quote})
+    if row is None or row.rate is None:
         return None
     try:
         rate = Decimal(row.rate)
