@@ -38,7 +38,8 @@ def get_settlement(query: dict[str, Any], match_id: str) -> Response:
     session = db_session()
     found = settlement.get_settlement(session, principal(), match_id)
     requested = query.get("display_currency")
-    return jsonify(render.settlement(found, settlement.display_rates(session, found, requested)))
+    [rates] = settlement.display_rates(session, [found], requested)
+    return jsonify(render.settlement(found, rates))
 
 
 @blp.route("/settlements")
@@ -56,5 +57,6 @@ def list_settlements(query: dict[str, Any]) -> Response:
         query.get("starting_after"),
         query.get("ending_before"),
     )
-    shown = [render.settlement(s, settlement.display_rates(session, s)) for s in page.data]
+    rates = settlement.display_rates(session, page.data)
+    shown = [render.settlement(s, seats) for s, seats in zip(page.data, rates, strict=True)]
     return jsonify(render.page(shown, page.has_more, page.next_cursor))

@@ -133,16 +133,64 @@ def display_rate(
     if isinstance(player, str) and requested is None:
         row = first_alone(session, _PREFERENCE, params | {"player_id": player})
         preferred = None if row is None else row.display_currency
-    quote = display_currency(requested, preferred)
-    if quote is None or quote == currency or PRACTICE_CURRENCY in (quote, currency):
+    quote = _shown(currency, display_currency(requested, preferred))
+    if quote is None:
         return None
     if row is None:
         row = first_alone(session, _RATE, params | {"quote": quote})
-    if row is None or row.rate is None:
+    return None if row is None else _rate(currency, quote, row.rate, row.updated_at)
+
+
+def display_rates(
+    session: Session,
+    operator_id: str,
+    wanted: Sequence[tuple[str, str]],
+    requested: str | None,
+) -> dict[tuple[str, str], Rate | None]:
+    """:func:`display_rate` for many ``(currency, player id)`` pairs at once (a page of
+    settlements): two round trips whatever their number."""
+    preferred: dict[str, str | None] = {}
+    if requested is None:
+        ids = {player_id for _currency, player_id in wanted}
+        found = session.execute(
+            select(Player.id, Player.display_currency).where(Player.id.in_(ids))
+        )
+        preferred = {player_id: quote for player_id, quote in found}
+    rows = {
+        (row.base, row.quote): row
+        for row in session.scalars(
+            select(ExchangeRate).where(
+                ExchangeRate.operator_id == operator_id,
+                ExchangeRate.base.in_({currency for currency, _player_id in wanted}),
+            )
+        )
+    }
+    out: dict[tuple[str, str], Rate | None] = {}
+    for currency, player_id in wanted:
+        quote = _shown(currency, display_currency(requested, preferred.get(player_id)))
+        row = None if quote is None else rows.get((currency, quote))
+        out[currency, player_id] = (
+            None
+            if row is None or quote is None
+            else _rate(currency, quote, row.rate, row.updated_at)
+        )
+    return out
+
+
+def _shown(currency: str, quote: str | None) -> str | None:
+    """``quote`` if ``currency`` amounts are shown in it at all (a currency of its own,
+    neither of them play money), else ``None``."""
+    if quote is None or quote == currency or PRACTICE_CURRENCY in (quote, currency):
+        return None
+    return quote
+
+
+def _rate(currency: str, quote: str, text: str | None, rate_at: datetime) -> Rate | None:
+    """A stored rate to show by; ``None`` for none, or for a text that is not a decimal."""
+    if text is None:
         return None
     try:
-        rate = Decimal(row.rate)
+        return Rate(currency, quote, Decimal(text), rate_at)
     except InvalidOperation:
-        log.warning("exchange rate %s/%s is not a decimal: %r", currency, quote, row.rate)
+        log.warning("exchange rate %s/%s is not a decimal: %r", currency, quote, text)
         return None
-    return Rate(currency, quote, rate, row.updated_at)

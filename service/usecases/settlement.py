@@ -25,7 +25,8 @@ from service.ids import new_id
 from service.usecases import seamless, tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
-from service.usecases.rates import Rate, display_rate
+from service.usecases.rates import Rate
+from service.usecases.rates import display_rates as display_rates_for
 
 SETTLED_STATUSES = ("finished", "void")
 
@@ -157,15 +158,17 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
 
 
 def display_rates(
-    session: Session, found: Settlement, requested: str | None = None
-) -> list[Rate | None]:
-    """Each seat's rate to show its figures at, looked up now (docs/engine.md 6.5.4): display
-    figures are never stored, so a statement read later shows at that moment's rate."""
-    players = found.statement.get("players") or []
-    return [
-        display_rate(session, found.operator_id, found.currency, requested, player_id)
-        for player_id in players
-    ]
+    session: Session, settlements: Sequence[Settlement], requested: str | None = None
+) -> list[list[Rate | None]]:
+    """Each settlement's seats' rates to show their figures at, looked up now (docs/engine.md
+    6.5.4): display figures are never stored, so a statement read later shows at that
+    moment's rate. One operator's settlements."""
+    if not settlements:
+        return []
+    seats = [(s.currency, list(s.statement.get("players") or [])) for s in settlements]
+    wanted = [(currency, player) for currency, players in seats for player in players]
+    rates = display_rates_for(session, settlements[0].operator_id, wanted, requested)
+    return [[rates[currency, player] for player in players] for currency, players in seats]
 
 
 def get_settlement(session: Session, principal: Principal, match_id: str) -> Settlement:
