@@ -9,6 +9,7 @@ from typing import Any
 from flask import Response, after_this_request, current_app, jsonify, request
 from flask_smorest import Blueprint
 
+from service.api import render
 from service.api.context import (
     db_session,
     in_unit,
@@ -38,6 +39,7 @@ from service.errors import (
 )
 from service.formats.match import RESIGN
 from service.usecases import play
+from service.usecases.rates import display_rate
 
 log = logging.getLogger(__name__)
 blp = Blueprint("matches", __name__, url_prefix="/v1", description="Live matches.")
@@ -54,7 +56,8 @@ POLL_INTERVAL = 0.1  # long-poll: how often a waiting request re-reads the versi
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
 def get_match(query: dict[str, Any], match_id: str) -> Response:
     """Your view of the match: own hand, public state, legal actions, the hand's commitment
-    and ``version``. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
+    and ``version``; each seat's escrow also in ``display_currency`` where the operator set
+    a rate. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
     until the version exceeds N."""
     wanted = query.get("wait_for_version")
     if wanted is not None:
@@ -65,7 +68,19 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
         while version <= wanted and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL)
             version = play.peek_version(engine, match_id)
-    return jsonify(play.get_view(db_session(), principal(), match_id))
+    view = play.get_view(db_session(), principal(), match_id)
+    return jsonify(_shown(view, query.get("display_currency")))
+
+
+def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:
+    """``view`` with each seat's escrow also in the display currency (docs/engine.md 6.5):
+    ``requested``, else the calling player's."""
+    who = principal()
+    rate = display_rate(db_session(), who.operator_id, view["currency"], requested, who.player_id)
+    if rate is not None:
+        for seat in view["seats"]:
+            seat["escrow"] = render.money(seat["escrow"]["amount"], view["currency"], rate)
+    return view
 
 
 def _expected_version(body: dict[str, Any]) -> int | None:

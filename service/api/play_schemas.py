@@ -24,6 +24,7 @@ from service.api.schemas import (
     StrictBoolean,
     StrictInteger,
     Timestamp,
+    display_currency_query,
 )
 from service.formats import FeeBase, Format
 from service.formats.match import PLAYER_ACTIONS
@@ -430,7 +431,7 @@ class LobbyQuery(ListQuery):
     min_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
     max_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
     free_seats = StrictInteger(minimum=1, maximum=6, from_text=True)
-    display_currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
+    display_currency = display_currency_query()
     include_closed = fields.Boolean(
         load_default=False, metadata={"description": "Operator only: every table."}
     )
@@ -605,6 +606,7 @@ class MatchQuery(Schema):
         from_text=True, metadata={"description": "Long-poll: answer once the version exceeds this."}
     )
     timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
+    display_currency = display_currency_query()
 
 
 #: Every game's action kinds: two-player and multi-player Gin, and Rummy (5.2-5.4).
@@ -700,7 +702,8 @@ class SettlementOut(Schema):
         metadata={
             "description": "Every figure: hands, hand points, boxes, bonuses, final "
             "totals, margin, stake per point, raw amount, transfer, cap, "
-            "fee base, payouts, nets, display figures with rate and time."
+            "fee base, payouts, nets, and each seat's net in a display currency (`display`, "
+            "null where none), at the rate of the moment of asking, with that rate and time."
         },
     )
 

@@ -27,6 +27,7 @@ from service.clock import utcnow
 from service.errors import (
     CurrencyMismatch,
     ExternalIdTaken,
+    FieldError,
     Forbidden,
     InvalidCursor,
     NotFound,
@@ -166,9 +167,8 @@ class DepositLimits(MethodView):
         requested: dict[str, int | None] = {}
         for period, value in body.items():
             if value is not None and value["currency"] != currency:
-                raise CurrencyMismatch(
-                    f"The {period} limit is in {value['currency']}, the path says {currency}."
-                )
+                message = f"The {period} limit is in {value['currency']}, the path says {currency}."
+                raise CurrencyMismatch(message, errors=[FieldError(f"{period}.currency", message)])
             requested[period] = None if value is None else value["amount"]
         views = limits.set_limits(
             db_session(), principal(), player_id, currency, requested, utcnow()

@@ -34,8 +34,10 @@ def list_rates() -> dict[str, Any]:
 @documents(blp, Unauthenticated, Forbidden, UnsupportedCurrency, ValidationFailed)
 @unit
 def set_rate(body: dict[str, Any], base: str, quote: str) -> dict[str, Any]:
-    """Set how many ``quote`` units one ``base`` unit is shown as (a decimal string; display
-    only, never used for money)."""
+    """Set how many ``quote`` units one ``base`` unit is shown as (a decimal string within
+    the bounds ``rate`` states; display only, never used for money). Two different
+    currencies, neither of them play money (`XPM`); a refusal names `base`, `quote` or
+    `rate`."""
     return render.rate(
         rates.set_rate(db_session(), principal(), base, quote, body["rate"], utcnow())
     )

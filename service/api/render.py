@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from service.clock import rfc3339
@@ -16,8 +17,8 @@ from service.usecases.wallets import EntryView, WalletView
 
 def money(amount: int, currency: str, rate: Rate | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"amount": amount, "currency": currency}
-    if rate is not None and rate.base == currency:
-        shown = rate.display(amount)
+    shown = None if rate is None or rate.base != currency else rate.display(amount)
+    if rate is not None and shown is not None:  # display only: left out when it cannot be shown
         out["display"] = {
             "amount": shown.amount,
             "currency": shown.currency,
@@ -161,9 +162,20 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
     }
 
 
-def settlement(found: Settlement) -> dict[str, Any]:
-    s = found.statement
+def settlement(found: Settlement, rates: Sequence[Rate | None] = ()) -> dict[str, Any]:
+    """A settlement as JSON-ready data. ``rates``: each seat's display rate, looked up when
+    answering (docs/engine.md 6.5); the stored statement holds no display figure, and one a
+    row still holds from before is left out, not shown at its old rate."""
+    s = {key: value for key, value in found.statement.items() if key != "display"}
     currency = found.currency
+
+    def seat_money(amounts: Sequence[int]) -> list[dict[str, Any]]:
+        return [
+            _json_ready(money(amount, currency, rates[i] if i < len(rates) else None))
+            for i, amount in enumerate(amounts)
+        ]
+
+    net = seat_money(s["net"])
     return {
         "id": found.id,
         "object": "settlement",
@@ -175,9 +187,17 @@ def settlement(found: Settlement) -> dict[str, Any]:
         "void": s["void"],
         "forfeiter": s["forfeiter"],
         "players": s["players"],
-        "escrow": [{"amount": a, "currency": currency} for a in s["escrow"]],
-        "payouts": [{"amount": a, "currency": currency} for a in s["payouts"]],
-        "net": [{"amount": a, "currency": currency} for a in s["net"]],
+        "escrow": seat_money(s["escrow"]),
+        "payouts": seat_money(s["payouts"]),
+        "net": net,
         "fee": {"amount": s["fee"], "currency": currency},
-        "statement": s,
+        "statement": s | {"display": [n.get("display") for n in net]},
     }
+
+
+def _json_ready(amount: dict[str, Any]) -> dict[str, Any]:
+    """A money object as sent without a schema: its display's time as RFC 3339 text."""
+    shown = amount.get("display")
+    if shown is not None:
+        shown["rate_at"] = rfc3339(shown["rate_at"])
+    return amount

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 from marshmallow import Schema, ValidationError, fields, validate
 
 from service.clock import rfc3339
-from service.ledger.money import EXPONENTS, MAX_AMOUNT
+from service.errors import ValidationFailed
+from service.ledger.money import EXPONENTS, MAX_AMOUNT, MAX_RATE, RATE_DECIMALS, parse_rate
 from service.ledger.postings import TransactionKind
 
 #: The largest integer any request field takes: 2^53 - 1, which every JSON client holds
@@ -182,8 +183,29 @@ class ListQuery(Schema):
     ending_before = fields.String()
 
 
+def display_currency_query() -> fields.String:
+    """The ``display_currency`` query parameter: which currency money is also shown in."""
+    return fields.String(
+        validate=validate.OneOf(
+            sorted(EXPONENTS), error="Must be a supported ISO 4217 currency code."
+        ),
+        metadata={
+            "description": "Show amounts also in this currency (`display`, where the operator "
+            "set a rate). Left out: the display currency of the player the answer is for (the "
+            "wallet's owner; the player calling, at tables and matches; each seat's player, "
+            "in a settlement), docs/engine.md 6.5.",
+            "example": "USD",
+        },
+    )
+
+
+class DisplayQuery(Schema):
+    display_currency = display_currency_query()
+
+
 class EntriesQuery(ListQuery):
     currency = Currency()
+    display_currency = display_currency_query()
 
 
 class ListEnvelope(Schema):
@@ -268,7 +290,14 @@ class TokenOut(Schema):
 
 
 class SelfExclusionIn(Schema):
-    until = Timestamp(required=True)
+    until = Timestamp(
+        required=True,
+        metadata={
+            "description": "The end of the exclusion, in the future. Kept to the whole second "
+            "(a fraction of a second is dropped), as it is shown: sending back the shown "
+            "value is never a shortening."
+        },
+    )
 
 
 # Wallets and the ledger
@@ -375,6 +404,28 @@ class LimitsOut(Schema):
     monthly = fields.Nested(LimitOut, required=True)
 
 
+#: A rate's text: up to MAX_RATE, up to RATE_DECIMALS decimals (zero is refused by ``not``).
+RATE_PATTERN = (
+    rf"^([0-9]{{1,{len(str(MAX_RATE)) - 1}}}(\.[0-9]{{1,{RATE_DECIMALS}}})?"
+    rf"|{MAX_RATE}(\.0{{1,{RATE_DECIMALS}}})?)$"
+)
+RATE_FORMAT = (
+    f'Must be a positive decimal string such as "1.0837", at most {MAX_RATE} with at most '
+    f"{RATE_DECIMALS} decimals."
+)
+
+
+def _in_bounds(text: str) -> None:
+    """The rate rule itself (:func:`service.ledger.money.parse_rate`), zero included, for
+    text of the rate's form (other text has its answer from the pattern)."""
+    if re.fullmatch(RATE_PATTERN, text) is None:
+        return
+    try:
+        parse_rate(text)
+    except ValidationFailed as exc:
+        raise ValidationError(exc.detail) from None
+
+
 class RateIn(Schema):
     json_schema: ClassVar[dict[str, Any]] = {
         "description": "The rate between the two different currencies named in the path."
@@ -382,13 +433,14 @@ class RateIn(Schema):
 
     rate = fields.String(
         required=True,
-        validate=validate.Regexp(
-            r"^[0-9]{1,12}(\.[0-9]{1,12})?$",
-            error='Must be a positive decimal string such as "1.0837".',
-        ),
+        validate=[
+            validate.Regexp(RATE_PATTERN, error=RATE_FORMAT),
+            _in_bounds,
+        ],
         metadata={
             "not": {"pattern": "^[0.]+$"},
-            "description": "A positive decimal (not zero).",
+            "description": f"A positive decimal (not zero), at most {MAX_RATE} with at most "
+            f"{RATE_DECIMALS} decimals (docs/engine.md 6.5).",
             "example": "1.0837",
         },
     )

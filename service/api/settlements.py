@@ -11,7 +11,7 @@ from service.api import render
 from service.api.context import db_session, principal, unit
 from service.api.play_schemas import SettlementList, SettlementOut
 from service.api.problems import documents
-from service.api.schemas import ListQuery
+from service.api.schemas import DisplayQuery, ListQuery
 from service.errors import (
     Forbidden,
     InvalidCursor,
@@ -26,15 +26,20 @@ blp = Blueprint("settlements", __name__, url_prefix="/v1", description="Settleme
 
 
 @blp.route("/matches/<match_id>/settlement")
+@blp.arguments(DisplayQuery, location="query")
 @blp.response(200, SettlementOut)
-@documents(blp, Unauthenticated, TokenExpired, NotFound)
+@documents(blp, Unauthenticated, TokenExpired, NotFound, ValidationFailed)
 @unit
-def get_settlement(match_id: str) -> Response:
+def get_settlement(query: dict[str, Any], match_id: str) -> Response:
     """The settlement statement of a finished match (operator, or one of its players): every
     hand, the bonuses, final totals, margin, stake per point, raw amount, cap, fee, each
-    player's payout and net, the ledger transaction, and display-currency figures."""
-    found = settlement.get_settlement(db_session(), principal(), match_id)
-    return jsonify(render.settlement(found))
+    player's payout and net, the ledger transaction, and each seat's figures also in a display
+    currency, at the rate of the moment of asking."""
+    session = db_session()
+    found = settlement.get_settlement(session, principal(), match_id)
+    requested = query.get("display_currency")
+    [rates] = settlement.display_rates(session, [found], requested)
+    return jsonify(render.settlement(found, rates))
 
 
 @blp.route("/settlements")
@@ -44,13 +49,14 @@ def get_settlement(match_id: str) -> Response:
 @unit
 def list_settlements(query: dict[str, Any]) -> Response:
     """The operator's settlements, newest first."""
+    session = db_session()
     page = settlement.list_settlements(
-        db_session(),
+        session,
         principal(),
         query["limit"],
         query.get("starting_after"),
         query.get("ending_before"),
     )
-    return jsonify(
-        render.page([render.settlement(s) for s in page.data], page.has_more, page.next_cursor)
-    )
+    rates = settlement.display_rates(session, page.data)
+    shown = [render.settlement(s, seats) for s, seats in zip(page.data, rates, strict=True)]
+    return jsonify(render.page(shown, page.has_more, page.next_cursor))

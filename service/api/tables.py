@@ -25,6 +25,7 @@ from service.api.play_schemas import (
     TopUpIn,
 )
 from service.api.problems import documents
+from service.api.schemas import DisplayQuery
 from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
 from service.errors import (
@@ -46,7 +47,8 @@ from service.errors import (
     WalletUnavailable,
 )
 from service.usecases import tables
-from service.usecases.rates import rate_for_display
+from service.usecases.rates import Rate, display_rate
+from service.usecases.tables import TableView
 
 blp = Blueprint("tables", __name__, url_prefix="/v1", description="Tables, lobby and seats.")
 
@@ -105,7 +107,7 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         private=body["private"],
         now=utcnow(),
     )
-    return render.table(view), 201
+    return _table(view), 201
 
 
 @blp.route("/tables")
@@ -131,31 +133,39 @@ def lobby(query: dict[str, Any]) -> dict[str, Any]:
         starting_after=query.get("starting_after"),
         ending_before=query.get("ending_before"),
     )
-    display = query.get("display_currency")
-    rates = (
-        {
-            view.table.currency: rate_for_display(
-                session, principal().operator_id, view.table.currency, display
-            )
-            for view in page.data
-        }
-        if display
-        else {}
-    )
+    rates: dict[str, Rate | None] = {}
+    for view in page.data:
+        if view.table.currency not in rates:
+            rates[view.table.currency] = _rate(view.table.currency, query.get("display_currency"))
     return render.page(
-        [render.table(v, rates.get(v.table.currency)) for v in page.data],
+        [render.table(v, rates[v.table.currency]) for v in page.data],
         page.has_more,
         page.next_cursor,
     )
 
 
+def _rate(currency: str, requested: str | None = None) -> Rate | None:
+    """The rate a table's amounts are shown at: ``requested``, else the calling player's
+    display currency (docs/engine.md 6.5)."""
+    who = principal()
+    return display_rate(db_session(), who.operator_id, currency, requested, who.player_id)
+
+
+def _table(view: TableView, requested: str | None = None) -> dict[str, Any]:
+    return render.table(view, _rate(view.table.currency, requested))
+
+
 @blp.route("/tables/<table_id>")
+@blp.arguments(DisplayQuery, location="query")
 @blp.response(200, TableOut)
-@documents(blp, Unauthenticated, TokenExpired, NotFound)
+@documents(blp, Unauthenticated, TokenExpired, NotFound, ValidationFailed)
 @unit
-def get_table(table_id: str) -> dict[str, Any]:
-    """One table with its seats (the invite code only for the operator)."""
-    return render.table(tables.get_table(db_session(), principal(), table_id))
+def get_table(query: dict[str, Any], table_id: str) -> dict[str, Any]:
+    """One table with its seats (the invite code only for the operator); amounts also in
+    ``display_currency`` where the operator set a rate."""
+    return _table(
+        tables.get_table(db_session(), principal(), table_id), query.get("display_currency")
+    )
 
 
 def _join_stake(body: dict[str, Any], table_id: str) -> Any:
@@ -192,7 +202,7 @@ def join(body: dict[str, Any], table_id: str) -> tuple[dict[str, Any], int]:
         now=utcnow(),
         debit=wallet_debit(),
     )
-    return render.table(view), 201
+    return _table(view), 201
 
 
 @blp.route("/tables/<table_id>/seats/me", methods=["DELETE"])
@@ -204,7 +214,7 @@ def leave(table_id: str) -> dict[str, Any]:
     """Give up your seat before the match starts (a `rummy_per_hand` table: between your
     hands): the escrow (the table balance) is released."""
     view = tables.leave_table(db_session(), principal(), table_id, utcnow())
-    return render.table(view)
+    return _table(view)
 
 
 def _top_up_stake(body: dict[str, Any], table_id: str) -> Any:
@@ -225,7 +235,7 @@ def top_up(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     view = tables.top_up(
         db_session(), principal(), table_id, body["amount"], utcnow(), debit=wallet_debit()
     )
-    return render.table(view)
+    return _table(view)
 
 
 @blp.route("/tables/<table_id>/seats/me/ready", methods=["PUT"])
@@ -238,4 +248,4 @@ def ready(body: dict[str, Any], table_id: str) -> dict[str, Any]:
     next hand is dealt if it now can be. A self-excluded player stays sitting out (`true`
     is 422 `self_excluded`)."""
     view = tables.set_ready(db_session(), principal(), table_id, body["ready"], utcnow())
-    return render.table(view)
+    return _table(view)

@@ -11,6 +11,7 @@ from service.api import render
 from service.api.context import db_session, idempotent, operator_sender, principal, unit
 from service.api.problems import documents
 from service.api.schemas import (
+    DisplayQuery,
     EntriesQuery,
     EntryList,
     MovementIn,
@@ -58,26 +59,32 @@ MONEY_PROBLEMS = (
 
 
 @blp.route("/players/<player_id>/wallets")
+@blp.arguments(DisplayQuery, location="query")
 @blp.response(200, WalletList)
-@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
 @unit
-def list_wallets(player_id: str) -> dict[str, Any]:
+def list_wallets(query: dict[str, Any], player_id: str) -> dict[str, Any]:
     """The player's wallets, one per currency (operator key, or the player's own token)."""
-    views = wallets.list_wallets(db_session(), principal(), player_id)
+    views = wallets.list_wallets(
+        db_session(), principal(), player_id, query.get("display_currency")
+    )
     return render.page([render.wallet(w) for w in views], False, None)
 
 
 @blp.route("/players/<player_id>/wallets/<currency>")
+@blp.arguments(DisplayQuery, location="query")
 @blp.response(200, WalletOut)
-@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, UnsupportedCurrency)
-def get_wallet(player_id: str, currency: str) -> dict[str, Any]:
+@documents(
+    blp, Unauthenticated, TokenExpired, Forbidden, NotFound, UnsupportedCurrency, ValidationFailed
+)
+def get_wallet(query: dict[str, Any], player_id: str, currency: str) -> dict[str, Any]:
     """One wallet: available, held (in escrow) and balance, with display amounts. At a
     seamless operator also the balance its own wallet reports (display only), asked after
     the wallet is read, outside the transaction."""
     session, who = db_session(), principal()
 
     def read() -> tuple[wallets.WalletView, seamless.Request | None]:
-        view = wallets.get_wallet(session, who, player_id, currency)
+        view = wallets.get_wallet(session, who, player_id, currency, query.get("display_currency"))
         return view, seamless.balance_request(
             session, who.operator_id, player_id, currency, utcnow()
         )
@@ -168,6 +175,7 @@ def list_entries(query: dict[str, Any], player_id: str) -> dict[str, Any]:
         query["limit"],
         query.get("starting_after"),
         query.get("ending_before"),
+        query.get("display_currency"),
     )
     return render.page([render.entry(e) for e in page.data], page.has_more, page.next_cursor)
 

@@ -765,9 +765,9 @@ def _audit_game(
     except RulesError as exc:
         return [*found, Discrepancy("statement", "a statement", None, f"cannot settle: {exc}")]
     recomputed["players"] = players
-    found += compare_statement(
-        {k: v for k, v in recomputed.items() if k != "display"}, stored, fee_column=settlement.fee
-    )
+    # figure by figure: a display figure a row holds from before they were computed on
+    # reading is not one of them (docs/engine.md 6.5)
+    found += compare_statement(recomputed, stored, fee_column=settlement.fee)
     table_ref = table.id if settings.continuous else None
     found += _audit_capture(session, settlement, row, players, escrow, stored, table_ref)
     return found

@@ -73,7 +73,7 @@ def _view(limit: DepositLimit, now: datetime) -> LimitView:
 def get_limits(
     session: Session, principal: Principal, player_id: str, currency: str, now: datetime
 ) -> list[LimitView]:
-    exponent(currency)
+    exponent(currency, "currency")
     authorize_player(session, principal, player_id)
     rows = {
         row.period: row
@@ -99,7 +99,7 @@ def set_limits(
 ) -> list[LimitView]:
     """Set some periods' limits (``None`` removes a limit, which counts as a raise)."""
     require_operator(principal)
-    exponent(currency)
+    exponent(currency, "currency")
     authorize_player(session, principal, player_id)
     for period, wanted in requested.items():
         limit = session.get(DepositLimit, (player_id, currency, period), with_for_update=True)

@@ -10,8 +10,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.clock import rfc3339
 from service.db.models import Player
-from service.errors import ExternalIdTaken, SelfExclusionLocked, ValidationFailed
+from service.errors import ExternalIdTaken, FieldError, SelfExclusionLocked, ValidationFailed
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.usecases import tables
@@ -131,11 +132,16 @@ def set_self_exclusion(
     :raises ValidationFailed: when ``until`` is not in the future.
     """
     require_operator(principal)
+    # Kept to the whole second, as every timestamp is shown: the value shown is the value
+    # stored, and sending it back is never a shortening.
+    until = until.replace(microsecond=0)
     if until <= now:
-        raise ValidationFailed(f"Self-exclusion must end in the future, got {until.isoformat()}.")
+        message = f"Self-exclusion must end in the future, got {rfc3339(until)}."
+        raise ValidationFailed(message, errors=[FieldError("until", message)])
     player = authorize_player(session, principal, player_id)
     current = player.self_excluded_until
-    if current is not None and current > now and until < current:
+    # an end stored with a fraction of a second (before ends were kept whole) is the end shown
+    if current is not None and current > now and until < current.replace(microsecond=0):
         raise SelfExclusionLocked(
             f"The player is excluded until {current.isoformat()}; it cannot be shortened."
         )

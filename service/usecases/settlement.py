@@ -14,21 +14,19 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
-from service.clock import rfc3339
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
-from service.db.models import Player
 from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
 from service.usecases import seamless, tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
-from service.usecases.rates import rate_for_display
+from service.usecases.rates import Rate
+from service.usecases.rates import display_rates as display_rates_for
 
 SETTLED_STATUSES = ("finished", "void")
 
@@ -118,7 +116,6 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         )
     data = dict(statement.data)
     data["players"] = players
-    data["display"] = _display(session, row, statement.net, now)
     row.settled_at = now
     settlement = Settlement(
         id=new_id("stl"),
@@ -160,40 +157,18 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     return settlement
 
 
-def _display(
-    session: Session, row: MatchRow, net: tuple[int, ...], now: datetime
-) -> list[dict[str, Any] | None]:
-    """Each player's net in their display currency, with the rate and its time (docs/engine.md 6.5),
-    as recorded at settlement."""
-    out: list[dict[str, Any] | None] = []
-    ids = [seat["player_id"] for seat in row.seats or []]
-    display = {
-        player_id: quote
-        for player_id, quote in session.execute(
-            select(Player.id, Player.display_currency).where(Player.id.in_(ids))
-        )
-    }
-    for i, player_id in enumerate(ids):
-        quote = display.get(player_id)
-        rate = (
-            None
-            if quote is None
-            else rate_for_display(session, row.operator_id, row.currency, quote)
-        )
-        if rate is None:
-            out.append(None)
-            continue
-        shown = rate.display(net[i])
-        out.append(
-            {
-                "amount": shown.amount,
-                "currency": shown.currency,
-                "rate": shown.rate,
-                "rate_at": rfc3339(rate.rate_at),
-                "approximate": True,
-            }
-        )
-    return out
+def display_rates(
+    session: Session, settlements: Sequence[Settlement], requested: str | None = None
+) -> list[list[Rate | None]]:
+    """Each settlement's seats' rates to show their figures at, looked up now (docs/engine.md
+    6.5.4): display figures are never stored, so a statement read later shows at that
+    moment's rate. One operator's settlements."""
+    if not settlements:
+        return []
+    seats = [(s.currency, list(s.statement.get("players") or [])) for s in settlements]
+    wanted = [(currency, player) for currency, players in seats for player in players]
+    rates = display_rates_for(session, settlements[0].operator_id, wanted, requested)
+    return [[rates[currency, player] for player in players] for currency, players in seats]
 
 
 def get_settlement(session: Session, principal: Principal, match_id: str) -> Settlement:

@@ -78,7 +78,9 @@ _WALLET = select(
 )
 
 
-def _wallet(session: Session, player: Player, currency: str) -> WalletView:
+def _wallet(
+    session: Session, player: Player, currency: str, display_currency: str | None = None
+) -> WalletView:
     available_key = str(AccountRef.player_available(player.operator_id, player.id, currency))
     [(available, held)] = execute(
         session,
@@ -90,7 +92,7 @@ def _wallet(session: Session, player: Player, currency: str) -> WalletView:
         currency,
         int(available or 0),
         int(held),
-        display_rate(session, player, currency),
+        display_rate(session, player.operator_id, currency, display_currency, player),
     )
 
 
@@ -101,14 +103,24 @@ def seamless_wallet(session: Session, operator_id: str, currency: str) -> Operat
     return wallet if wallet is not None and wallet.mode == "seamless" else None
 
 
-def get_wallet(session: Session, principal: Principal, player_id: str, currency: str) -> WalletView:
+def get_wallet(
+    session: Session,
+    principal: Principal,
+    player_id: str,
+    currency: str,
+    display_currency: str | None = None,
+) -> WalletView:
+    """One wallet; amounts shown in ``display_currency`` when given, else in the owner's."""
     exponent(currency)
     player = authorize_player(session, principal, player_id)
-    return _wallet(session, player, currency)
+    return _wallet(session, player, currency, display_currency)
 
 
-def list_wallets(session: Session, principal: Principal, player_id: str) -> list[WalletView]:
-    """The player's wallets, one per currency that has ever held money, by currency."""
+def list_wallets(
+    session: Session, principal: Principal, player_id: str, display_currency: str | None = None
+) -> list[WalletView]:
+    """The player's wallets, one per currency that has ever held money, by currency; amounts
+    shown in ``display_currency`` when given, else in the owner's."""
     player = authorize_player(session, principal, player_id)
     currencies = session.scalars(
         select(LedgerAccount.currency)
@@ -120,7 +132,7 @@ def list_wallets(session: Session, principal: Principal, player_id: str) -> list
         .distinct()
         .order_by(LedgerAccount.currency)
     ).all()
-    return [_wallet(session, player, currency) for currency in currencies]
+    return [_wallet(session, player, currency, display_currency) for currency in currencies]
 
 
 def move(
@@ -424,8 +436,10 @@ def list_entries(
     limit: int,
     starting_after: str | None,
     ending_before: str | None,
+    display_currency: str | None = None,
 ) -> Page[EntryView]:
-    """The player's ledger entries (available and escrow accounts), newest first."""
+    """The player's ledger entries (available and escrow accounts), newest first; amounts
+    shown in ``display_currency`` when given, else in the player's."""
     if currency is not None:
         exponent(currency)
     player = authorize_player(session, principal, player_id)
@@ -458,7 +472,9 @@ def list_entries(
     views = []
     for entry in page.data:
         if entry.currency not in rates:
-            rates[entry.currency] = display_rate(session, player, entry.currency)
+            rates[entry.currency] = display_rate(
+                session, player.operator_id, entry.currency, display_currency, player
+            )
         txn = txns[entry.transaction_id]
         views.append(
             EntryView(

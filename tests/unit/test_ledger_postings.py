@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from service.errors import LedgerInvariantBroken, UnsupportedCurrency, ValidationFailed
 from service.ledger import postings as ledger
 from service.ledger.chain import GENESIS, EntryContent, entry_hash
-from service.ledger.money import check_minor_units, display_amount, exponent, parse_rate
+from service.ledger.money import (
+    EXPONENTS,
+    MAX_AMOUNT,
+    MAX_RATE,
+    PRACTICE_CURRENCY,
+    RATE_DECIMALS,
+    check_minor_units,
+    display_amount,
+    exponent,
+    parse_rate,
+)
 from service.ledger.postings import (
     AccountKind,
     AccountRef,
@@ -137,10 +148,64 @@ def test_display_amounts_follow_rules_6_5() -> None:
     assert exponent("KWD") == 3
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "abc", "NaN", "Infinity", ""])
-def test_rates_must_be_positive_decimals(text: str) -> None:
-    with pytest.raises(ValidationFailed):
+def test_display_rounds_the_exact_value_once() -> None:
+    # 9007199254740983 x 20.523180756765 / 100 is exactly 1848563784172481.91499999999995:
+    # rounded to 28 digits first, it would read .915 and show .92
+    exact = display_amount(9007199254740983, "EUR", Decimal("20.523180756765"), "USD")
+    assert exact.amount == "1848563784172481.91"
+    # the largest amount at the largest rate, into a currency with three decimals
+    top = display_amount(MAX_AMOUNT, "JPY", MAX_RATE, "KWD")
+    assert top.amount == f"{MAX_AMOUNT * int(MAX_RATE)}.000"
+    assert display_amount(-MAX_AMOUNT, "JPY", Decimal("999999999999"), "CHF").amount == (
+        f"-{MAX_AMOUNT * 999999999999}.00"
+    )
+
+
+def _half_up(value: Fraction) -> int:
+    """``value`` rounded to an integer, halves away from zero (the reference, by Fraction)."""
+    magnitude = abs(value)
+    rounded = int(magnitude + Fraction(1, 2))  # int() floors a non-negative Fraction
+    return rounded if value >= 0 else -rounded
+
+
+_REAL = sorted(set(EXPONENTS) - {PRACTICE_CURRENCY})
+
+
+# rounded to 28 digits before the quantum, this one's .91499999999995 reads .915 (and shows .92)
+@example(amount=9007199254740983, rate_units=20523180756765, source="EUR", shown="USD")
+@example(amount=-9007199254740983, rate_units=20523180756765, source="EUR", shown="USD")
+@given(
+    amount=st.integers(-MAX_AMOUNT, MAX_AMOUNT),
+    rate_units=st.integers(1, int(MAX_RATE * 10**RATE_DECIMALS)),
+    source=st.sampled_from(_REAL),
+    shown=st.sampled_from(_REAL),
+)
+def test_display_amounts_equal_exact_fraction_arithmetic(
+    amount: int, rate_units: int, source: str, shown: str
+) -> None:
+    """Over every allowed amount and rate: the shown figure is the exact product rounded
+    half up once to the display currency's decimals (docs/engine.md 6.5)."""
+    rate = Decimal(rate_units).scaleb(-RATE_DECIMALS)
+    e_s, e_d = EXPONENTS[source], EXPONENTS[shown]
+    expected = _half_up(Fraction(amount) / 10**e_s * Fraction(rate) * 10**e_d)
+    text = display_amount(amount, source, rate, shown).amount
+    assert Fraction(Decimal(text)) * 10**e_d == expected
+    assert len(text.partition(".")[2]) == e_d and "E" not in text.upper()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0", "0.000", "-1", "abc", "NaN", "Infinity", "", "1000000.01", "1e7", "0.0000000000001"],
+)
+def test_rates_must_be_positive_decimals_within_bounds(text: str) -> None:
+    with pytest.raises(ValidationFailed) as refused:
         parse_rate(text)
+    assert [e.field for e in refused.value.errors] == ["rate"]
+
+
+def test_rates_at_the_bounds_are_accepted() -> None:
+    assert parse_rate("1000000") == MAX_RATE
+    assert parse_rate("0.000000000001") == Decimal(1).scaleb(-RATE_DECIMALS)
 
 
 def test_entry_hash_covers_every_field_and_the_link() -> None:
