@@ -85,6 +85,26 @@ class Consumer(CeleryConsumer):
         except AttributeError as error:
             log.warning("closing the lost broker connection failed: %r", error)
 
+    def call_soon_ack(self, p: Any, *args: Any, **kwargs: Any) -> Any:
+        """Celery's acknowledgement (or rejection) of a task message, surviving the same
+        AttributeError when the message came on a connection lost since: a task that was
+        running while Redis was away finishes after the worker reconnected, and its late
+        acknowledgement goes to the old channel, whose transport the cleanup cleared.
+        Uncaught, the worker exits with "Unrecoverable error" just as the broker is back
+        (seen with a settlement waiting on a row lock through an outage). The message stays
+        in Redis's unacknowledged set; its task is done, and done once however often it runs."""
+        return super().call_soon_ack(functools.partial(_ack_of_lost_connection, p), *args, **kwargs)
+
+
+def _ack_of_lost_connection(ack: Any, *args: Any, **kwargs: Any) -> Any:
+    """``ack(*args, **kwargs)``, logging the AttributeError of a message whose broker
+    connection is gone (:meth:`Consumer.call_soon_ack`)."""
+    try:
+        return ack(*args, **kwargs)
+    except AttributeError as error:
+        log.warning("acknowledging a task of a lost broker connection failed: %r", error)
+        return None
+
 
 class CatchUp(bootsteps.StartStopStep):
     """Each time the worker's consumer connects to the broker, at start and again after every

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import timedelta
-from functools import cache
+from datetime import datetime, timedelta
+from functools import cache, partial
 from typing import Any, TypeVar
 
 from kombu.entity import Queue
@@ -122,18 +122,37 @@ def settle_match(self: Any, match_id: str) -> str | None:
     return done.id
 
 
+#: Matches a sweep reads at once; it reads page after page until it has them all.
+SWEEP_BATCH = 100
+
+
+def _unsettled_page(session: Session, cutoff: datetime | None, after: str | None) -> list[str]:
+    return settlement.unsettled_finished_matches(
+        session, SWEEP_BATCH, finished_before=cutoff, after=after
+    )
+
+
 @app.task(name="settlement.sweep", acks_late=True, ignore_result=True)
 def sweep_unsettled(older_than: float = 0) -> int:
     """Queue a settlement for every finished match still without one (belt and braces
     behind the outbox); with ``older_than`` (seconds), only for those finished that long ago,
-    so that beat's frequent sweeps leave the settlements still on their way alone."""
+    so that beat's frequent sweeps leave the settlements still on their way alone.
+
+    Without ``older_than`` (a worker's catch-up) it reads every page: after an outage that
+    lost more than a page of tasks with Redis, the rest would wait for a beat sweep, and
+    those expire unread while the worker drains the first page. Beat's sweeps read one page
+    each (the next comes in SETTLEMENT_SWEEP_SECONDS), so that a worker running behind is
+    not sent its whole backlog again every interval."""
     cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
-    missing = _in_unit(
-        lambda session: settlement.unsettled_finished_matches(session, finished_before=cutoff)
-    )
-    for match_id in missing:
-        send_task("settlement.settle_match", [match_id])
-    return len(missing)
+    queued, after = 0, None
+    while True:
+        page = _in_unit(partial(_unsettled_page, cutoff=cutoff, after=after))
+        for match_id in page:
+            send_task("settlement.settle_match", [match_id])
+        queued += len(page)
+        if len(page) < SWEEP_BATCH or older_than:
+            return queued
+        after = page[-1]
 
 
 #: What a worker queues each time it connects to the broker: the relay (events an outage

@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Integer, bindparam, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Integer, and_, bindparam, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.errors import MatchNotLive, NotFound
@@ -211,10 +211,10 @@ def list_settlements(
     )
 
 
-#: Finished or void matches without a settlement, oldest first. ``settled_at`` is written with
-#: the settlement, and the conditions are ``ix_matches_unsettled``'s: the sweep reads the
-#: matches still to settle, not every match ever played. The anti-join stays as a second
-#: check.
+#: Finished or void matches without a settlement, oldest first (ties by id, so that a sweep can
+#: take them page after page). ``settled_at`` is written with the settlement, and the
+#: conditions are ``ix_matches_unsettled``'s: the sweep reads the matches still to settle, not
+#: every match ever played. The anti-join stays as a second check.
 UNSETTLED = (
     select(MatchRow.id)
     .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
@@ -223,17 +223,30 @@ UNSETTLED = (
         MatchRow.settled_at.is_(None),
         Settlement.id.is_(None),
     )
-    .order_by(MatchRow.finished_at)
+    .order_by(MatchRow.finished_at, MatchRow.id)
     .limit(bindparam("limit", type_=Integer))
 )
 
 
 def unsettled_finished_matches(
-    session: Session, limit: int = 100, finished_before: datetime | None = None
+    session: Session,
+    limit: int = 100,
+    finished_before: datetime | None = None,
+    after: str | None = None,
 ) -> list[str]:
     """Finished or void matches without a settlement (for the sweeper); with
-    ``finished_before``, only those that finished by then (a range of the same index)."""
+    ``finished_before``, only those that finished by then (a range of the same index); with
+    ``after`` (a match id, the last of the previous page), only those that come after it."""
     stmt = UNSETTLED
     if finished_before is not None:
         stmt = stmt.where(MatchRow.finished_at <= finished_before)
+    if after is not None:
+        last = aliased(MatchRow)
+        last_finished = select(last.finished_at).where(last.id == after).scalar_subquery()
+        stmt = stmt.where(
+            or_(
+                MatchRow.finished_at > last_finished,
+                and_(MatchRow.finished_at == last_finished, MatchRow.id > after),
+            )
+        )
     return list(session.scalars(stmt, {"limit": limit}))

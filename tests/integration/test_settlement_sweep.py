@@ -67,3 +67,22 @@ def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
             recent = settlement.UNSETTLED.where(MatchRow.finished_at <= finished_at)
             plan = plan_of(engine, recent.params(limit=100))
             assert "ix_matches_unsettled" in plan, plan
+
+
+def test_a_workers_catch_up_queues_every_page_and_beats_sweep_one(
+    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis that came back empty lost every queued settlement: the catch-up sweep queues
+    all the unsettled matches, page after page, each once, oldest first; beat's sweep one
+    page (it comes again, and a worker behind is not sent its backlog again)."""
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    monkeypatch.setattr(tasks, "SWEEP_BATCH", 2)
+    sent: list[str] = []
+    monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.extend(args))
+    with serving(fresh_database_url) as app:
+        match_ids = finished_matches(app, 5)
+        assert tasks.sweep_unsettled() == 5
+        assert sent == match_ids
+        sent.clear()
+        assert tasks.sweep_unsettled(older_than=0.001) == 2
+        assert sent == match_ids[:2]

@@ -55,6 +55,25 @@ def test_a_kombu_error_closing_a_lost_connection_does_not_stop_the_worker(
     consumer.on_connection_error_after_connected(ConnectionError("Connection closed by server."))
 
 
+def test_a_late_acknowledgement_on_a_lost_connection_does_not_stop_the_worker() -> None:
+    """A task taken before Redis went away and finished after the worker reconnected is
+    acknowledged on its old channel, whose cleared transport makes kombu raise AttributeError
+    in the worker's event loop: uncaught, the worker exits as the broker comes back
+    (tests/integration/test_fault_mix.py shows it with real processes)."""
+
+    def lost_channel_ack(logger: Any, errors: Any) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'hostname'")
+
+    consumer = celery_app.Consumer(
+        None,
+        app=celery_app.app,
+        hostname="test@localhost",
+        controller=types.SimpleNamespace(use_eventloop=False),
+    )
+    consumer.hub = types.SimpleNamespace(call_soon=lambda callback: callback())
+    consumer.call_soon_ack(lost_channel_ack, None, ())
+
+
 def test_the_consumer_catches_up_on_every_connection() -> None:
     steps = celery_app.make_celery(Settings.from_env()).steps["consumer"]
     assert celery_app.CatchUp in steps

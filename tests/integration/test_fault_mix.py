@@ -1,0 +1,201 @@
+"""Settlement through a mix of faults, with a real Celery worker, PostgreSQL and a Redis of the
+test's own: the worker's database connections terminated, the worker killed with SIGKILL and
+started again, Redis stopped and started empty, each while the worker has a settlement in
+hand (held on the match's row lock, as a settlement waits behind a player's action). After
+each fault every finished match is settled within seconds of the fault's end, exactly once,
+with no beat running: what settles them is the worker's own retry and catch-up.
+
+The figures (seconds from each fault's end to every match settled) are printed; run with
+``-s`` to see them. Needs TEST_DATABASE_URL (PostgreSQL) and TEST_BROKER_URL (CI sets both;
+Redis is the broker this models), and redis-server on the PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import redis
+from sqlalchemy import create_engine, select, text
+from sqlalchemy.pool import NullPool
+
+from service.clock import utcnow
+from service.config import Settings
+from service.db.match_models import MatchRow
+from tests.conftest import in_unit, make_test_app, throwaway_postgres
+from tests.integration.workers import (
+    Broker,
+    finished_matches,
+    kill,
+    private_redis,
+    settled_once,
+    wait_until,
+    worker,
+)
+from worker.relay import relay_events
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(
+        not (os.environ.get("TEST_DATABASE_URL") and os.environ.get("TEST_BROKER_URL")),
+        reason="needs PostgreSQL (TEST_DATABASE_URL) and Redis (TEST_BROKER_URL)",
+    ),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+]
+
+#: Seconds from a fault's end to every match it held back settled.
+PROMPTLY = 5
+#: Seconds a worker process may take to start (imports, its pool) on a busy machine.
+STARTED = 60
+
+
+@pytest.fixture
+def database() -> Iterator[tuple[Any, str]]:
+    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+        app = make_test_app(url)
+        yield app, url
+        app.extensions["gin"]["engine"].dispose()
+
+
+class Faults:
+    """The test's hands on the database: a match row held locked, the worker's connections
+    terminated, and whether a worker waits on a lock."""
+
+    def __init__(self, app: Any, url: str) -> None:
+        self.app = app
+        self.engine = create_engine(url, poolclass=NullPool)
+        self.database = url.rsplit("/", 1)[1]
+
+    def relay(self, broker: Broker) -> None:
+        session = self.app.extensions["gin"]["sessionmaker"]()
+        try:
+            in_unit(session, relay_events, broker.send, utcnow())
+        finally:
+            session.close()
+
+    @contextmanager
+    def held(self, match_id: str) -> Iterator[int]:
+        """The match's row locked (FOR UPDATE) by a transaction of the test's; its pid."""
+        with self.engine.connect() as connection, connection.begin():
+            connection.execute(select(MatchRow.id).where(MatchRow.id == match_id).with_for_update())
+            yield int(connection.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+    def waiting_on_a_lock(self) -> bool:
+        with self.engine.connect() as connection:
+            return bool(
+                connection.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = :db"
+                        " AND wait_event_type = 'Lock'"
+                    ),
+                    {"db": self.database},
+                ).scalar_one()
+            )
+
+    def terminate_others(self, *spared: int) -> int:
+        """pg_terminate_backend for every connection to the database but ``spared`` and this
+        one; the test app's pool is emptied, as a gunicorn worker's is on a lost connection."""
+        with self.engine.connect() as connection:
+            terminated = connection.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE datname = :db AND pid <> pg_backend_pid() AND NOT pid = ANY(:spared)"
+                ),
+                {"db": self.database, "spared": list(spared)},
+            ).scalar_one()
+        self.app.extensions["gin"]["engine"].dispose()
+        return int(terminated)
+
+
+def consuming(redis_url: str) -> bool:
+    """Whether a worker's consumer waits on a queue of this (private) Redis."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return any(c.get("cmd") == "brpop" for c in client.client_list())
+    except redis.ConnectionError:
+        return False
+    finally:
+        client.close()
+
+
+def settled_within(app: Any, match_ids: list[str], since: float) -> float:
+    """Seconds from ``since`` (a monotonic time) to every match settled exactly once."""
+    wait_until(lambda: settled_once(app, match_ids), PROMPTLY + 30, "every match settled")
+    return time.monotonic() - since
+
+
+def test_every_fault_of_the_mix_is_settled_within_seconds_of_its_end(
+    database: tuple[Any, str],
+) -> None:
+    app, url = database
+    faults = Faults(app, url)
+    took: dict[str, float] = {}
+    everything: list[str] = []
+    with private_redis() as (redis_url, stop, start):
+        broker = Broker(redis_url)
+        # Production's visibility timeout: a killed worker's tasks stay taken for hours.
+        broker.env["CELERY_VISIBILITY_TIMEOUT"] = str(Settings.celery_visibility_timeout)
+        with worker(url, broker) as first_worker:
+            warm = finished_matches(app, 1)
+            faults.relay(broker)
+            wait_until(lambda: settled_once(app, warm), STARTED, "the worker to settle")
+            everything += warm
+
+            # The database: the worker's connections terminated, one of them in a settlement.
+            [in_hand] = finished_matches(app, 1)
+            with faults.held(in_hand) as holder:
+                faults.relay(broker)
+                wait_until(faults.waiting_on_a_lock, PROMPTLY, "the settlement to wait")
+                assert faults.terminate_others(holder) >= 1
+                ended = time.monotonic()
+            took["database connections terminated"] = settled_within(app, [in_hand], ended)
+            everything.append(in_hand)
+
+            # The worker: SIGKILLed with a settlement in hand, started again.
+            [in_hand] = finished_matches(app, 1)
+            with faults.held(in_hand):
+                faults.relay(broker)
+                wait_until(faults.waiting_on_a_lock, PROMPTLY, "the settlement to wait")
+                kill(first_worker, signal.SIGKILL)
+            meanwhile = finished_matches(app, 2)
+            faults.relay(broker)
+        with worker(url, broker) as second_worker:
+            wait_until(lambda: consuming(redis_url), STARTED, "the new worker to consume")
+            took["worker killed and started"] = settled_within(
+                app, [in_hand, *meanwhile], time.monotonic()
+            )
+            everything += [in_hand, *meanwhile]
+
+            # Redis: stopped with a settlement in hand, started again empty; the settlement
+            # in hand ends after the worker reconnected, on the connection it was taken on.
+            [in_hand] = finished_matches(app, 1)
+            with faults.held(in_hand):
+                faults.relay(broker)
+                wait_until(faults.waiting_on_a_lock, PROMPTLY, "the settlement to wait")
+                stop()
+                meanwhile = finished_matches(app, 2)
+                faults.relay(broker)  # fails: the events wait in the outbox
+                start()
+                wait_until(lambda: consuming(redis_url), PROMPTLY, "the worker to reconnect")
+                ended = time.monotonic()
+            took["redis stopped"] = settled_within(app, [in_hand, *meanwhile], ended)
+            everything += [in_hand, *meanwhile]
+
+            # And the worker is still there for the next match.
+            after = finished_matches(app, 1)
+            faults.relay(broker)
+            since = time.monotonic()
+            took["next match"] = settled_within(app, after, since)
+            assert second_worker.poll() is None, "the worker exited"
+        broker.cleanup()
+    faults.engine.dispose()
+    print(", ".join(f"{fault}: {seconds:.1f} s" for fault, seconds in took.items()))
+    assert settled_once(app, everything + after)
+    late = {fault: seconds for fault, seconds in took.items() if seconds > PROMPTLY}
+    assert not late, f"settled more than {PROMPTLY} s after the fault's end: {late}"
