@@ -132,6 +132,7 @@ OPERATIONS: dict[str, Operation] = {
     "DELETE /v1/webhook-endpoints/{endpoint_id}": Operation("deleteWebhookEndpoint"),
     "POST /v1/webhook-endpoints/{endpoint_id}/rotate-secret": Operation("rotateWebhookSecret"),
     "GET /v1/webhook-endpoints/{endpoint_id}/deliveries": Operation("listWebhookDeliveries"),
+    "POST /v1/webhook-endpoints/{endpoint_id}/test": Operation("sendTestWebhookEvent"),
     "GET /v1/wallet-settings": Operation("listWalletSettings"),
     "PUT /v1/wallet-settings/{currency}": Operation("setWalletSettings"),
     "POST /v1/wallet-settings/{currency}/rotate-secret": Operation("rotateWalletSecret"),
