@@ -160,7 +160,10 @@ COMPONENT_PARAMETERS: dict[str, Any] = {
         "at least 24 hours per operator. The same key with the same body returns the "
         "first response again with `Idempotent-Replayed: true` and changes "
         "nothing; with another body or endpoint: 422 `idempotency_key_reused`; "
-        "while the first is still running: 409 `idempotency_key_in_use`.",
+        "while the first is still running: 409 `idempotency_key_in_use` (a request "
+        "whose process died is not running: its retry goes ahead within about a second; "
+        "on the embedded SQLite database a dead seamless seat's debit keeps the key for "
+        "60 s).",
         "required": True,
         "example": "dep-2026-12-01-0001",
     },

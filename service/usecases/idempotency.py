@@ -14,6 +14,13 @@ same key gets:
   never waits for its twin. SQLite serialises writing transactions (``BEGIN IMMEDIATE``), so
   there the twin waits for the first to finish and then replays its answer.
 
+A request whose process dies is not running any more, and its twin must not be told it is.
+Its transaction dies with its connection; the server notices a dead client at once when
+idle and within ``CLIENT_CHECK_MS`` while it runs a statement (:mod:`service.db`), and then
+rolls it back and frees its locks. A request that also works outside its transaction (a
+seamless debit, around the call to the operator's wallet) holds its key for its whole life
+with a :class:`KeyHold`, which dies with its process too.
+
 Keys are the caller's: an operator's own, or a player's, kept apart from the operator's and
 from other players' (:func:`stored_key`); problems name the key as the caller sent it.
 
@@ -29,8 +36,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Integer, String, Text, bindparam, delete, func, select, text
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Engine,
+    Integer,
+    String,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from service.db import is_postgres
@@ -127,12 +148,76 @@ def request_hash(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def lock_id(operator_id: str, key: str, player_id: str | None = None) -> int:
+def lock_id(
+    operator_id: str, key: str, player_id: str | None = None, *, purpose: str = "idempotency"
+) -> int:
     """The key's 64-bit advisory lock number (a hash: a rare collision only gives one of two
-    unrelated requests a 409, never a shared answer)."""
+    unrelated requests a 409, never a shared answer); another ``purpose``, another number."""
     scoped = stored_key(key, player_id)
-    digest = hashlib.sha256(f"idempotency\x00{operator_id}\x00{scoped}".encode()).digest()
+    digest = hashlib.sha256(f"{purpose}\x00{operator_id}\x00{scoped}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+_HOLD = text("SELECT pg_try_advisory_lock(:lock_id)")
+_LET_GO = text("SELECT pg_advisory_unlock(:lock_id)")
+
+
+class KeyHold:
+    """A key held for a request's whole life, also while it runs outside any transaction
+    (a seamless debit waits for the operator's wallet between its units of work), so that a
+    twin can tell a request still running from one whose process died.
+
+    On PostgreSQL it is a session-level advisory lock on a pooled connection of its own,
+    taken without waiting by :meth:`take` and kept, idle, until :meth:`release`. When the
+    request's process dies (a gunicorn worker killed), its connections close and the server
+    drops the lock at once: whoever takes the key next knows that no request holding it is
+    still running. Elsewhere (SQLite) nothing is held and :meth:`take` cannot tell (``None``).
+    The lock's number is not the one :func:`claim` takes in the request's own transactions,
+    which therefore never wait for it.
+    """
+
+    def __init__(self, bind: Engine | Connection) -> None:
+        self._engine = bind.engine if bind.dialect.name == "postgresql" else None
+        self._connection: Connection | None = None
+        self._lock_id: int | None = None
+
+    def take(self, operator_id: str, key: str, *, player_id: str | None = None) -> bool | None:
+        """Hold ``key`` (``player_id``'s, when a player sent it) until :meth:`release`:
+        ``True`` when taken (held already counts), ``False`` when a request that is still
+        running holds it, ``None`` when it cannot be told (SQLite; no connection free)."""
+        if self._engine is None:
+            return None
+        lock = lock_id(operator_id, key, player_id, purpose="holder")
+        if self._lock_id is not None:
+            return self._lock_id == lock
+        try:
+            connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        except (DBAPIError, PoolTimeout):
+            return None
+        try:
+            taken = bool(connection.execute(_HOLD, {"lock_id": lock}).scalar())
+        except BaseException:
+            connection.invalidate()
+            connection.close()
+            raise
+        if not taken:
+            connection.close()
+            return False
+        self._connection, self._lock_id = connection, lock
+        return True
+
+    def release(self) -> None:
+        """Let the key go (a connection that cannot say so is dropped, and the lock with it)."""
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            connection.execute(_LET_GO, {"lock_id": self._lock_id})
+        except DBAPIError:
+            connection.invalidate()
+        finally:
+            self._lock_id = None
+            connection.close()
 
 
 def claim(

@@ -350,7 +350,7 @@ def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operat
             utcnow(),
         )
         assert intended is not None
-        call_id, request = intended
+        call_id, request, _ = intended
         assert seamless._send(call_id, "debit", request, POST).verdict.value == "ok"
     finally:
         db.close()
