@@ -351,3 +351,36 @@ def test_twin_seats_from_parallel_clients_answer_promptly(
         assert [s["player_id"] for s in seats] == [player.player_id]  # type: ignore[attr-defined]
         wallet = api.get(f"/v1/players/{player.player_id}/wallets/EUR")  # type: ignore[attr-defined]
         assert wallet.get_json()["available"]["amount"] == 1000 - stake
+
+
+def test_a_key_hold_lasts_until_released_or_its_connection_dies(app: Any) -> None:
+    """A request's :class:`idempotency.KeyHold` (PostgreSQL): its twin cannot take the key
+    while it is held, another key can; it is free again once released, or as soon as the
+    holding connection is gone (its process died) without letting go. SQLite cannot tell."""
+    engine = app.extensions["gin"]["engine"]
+    held = idempotency.KeyHold(engine)
+    if engine.dialect.name != "postgresql":
+        assert held.take("op_1", "seat-1", player_id="ply_1") is None
+        return
+    twin, other = idempotency.KeyHold(engine), idempotency.KeyHold(engine)
+    try:
+        assert held.take("op_1", "seat-1", player_id="ply_1") is True
+        assert held.take("op_1", "seat-1", player_id="ply_1") is True  # held already
+        assert twin.take("op_1", "seat-1", player_id="ply_1") is False
+        assert other.take("op_1", "seat-1", player_id="ply_2") is True
+        held.release()
+        assert twin.take("op_1", "seat-1", player_id="ply_1") is True
+        # The holder's process dies: its connection closes without a word.
+        connection = twin._connection
+        assert connection is not None
+        connection.connection.dbapi_connection.close()  # type: ignore[union-attr]
+        after = idempotency.KeyHold(engine)
+        wait_until(
+            lambda: after.take("op_1", "seat-1", player_id="ply_1") is True,
+            5,
+            "the dead holder's lock to go",
+        )
+        after.release()
+    finally:
+        for hold in (held, twin, other):
+            hold.release()
