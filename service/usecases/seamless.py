@@ -321,9 +321,7 @@ def _intend_debit(
         return None
     held = None if hold is None else hold.take(operator_id, key, player_id=stake.player_id)
     if held is False:
-        raise IdempotencyKeyInUse(
-            f"A request with idempotency key {key!r} is still debiting the wallet."
-        )
+        raise _debiting(key)
     wallet = wallets.seamless_wallet(session, stake.operator_id, stake.currency)
     assert wallet is not None
     scope = _request_scope(stake, key)
@@ -357,9 +355,7 @@ def _intend_debit(
             # Its request is gone when the key's hold was free (its process died), or,
             # where no hold can be taken, when it has not moved for STALE_AFTER.
             if not held and latest.updated_at > now - STALE_AFTER:
-                raise IdempotencyKeyInUse(
-                    f"A request with idempotency key {key!r} is still debiting the wallet."
-                )
+                raise _debiting(key)
             _start_rollback(latest, now)  # rule 2
             abandoned = latest.id
     call = WalletCall(
@@ -386,6 +382,12 @@ def _intend_debit(
     session.add(call)
     session.flush()
     return call.id, _prepare(session, call, "debit", wallet, now), abandoned
+
+
+def _debiting(key: str) -> IdempotencyKeyInUse:
+    return IdempotencyKeyInUse(
+        f"A request with idempotency key {key!r} is still debiting the wallet."
+    )
 
 
 def _debit_answered(
