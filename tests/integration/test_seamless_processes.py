@@ -668,20 +668,20 @@ def in_background(send: Any) -> threading.Thread:
     return thread
 
 
+@pytest.mark.parametrize("fault", ["delay_apply", "timeout_after_apply"])
 def test_a_seat_whose_worker_is_killed_mid_debit_is_taken_at_once_by_its_retry(
-    stack: Stack, beat_worker: Any, tmp_path: Path
+    stack: Stack, beat_worker: Any, tmp_path: Path, fault: str
 ) -> None:
-    """The player's seat request is at the operator's wallet (held there 3 s, then applied)
-    when its gunicorn worker is SIGKILLed. The same request again (its Idempotency-Key)
-    seats at once, not 409 ``idempotency_key_in_use`` until the sweep's minute is up: the
-    key's holder is gone, so the retry rolls the dead request's debit back and debits anew.
-    The player pays one stake, and the books agree."""
+    """The player's seat request is at the operator's wallet (held there 3 s before it is
+    applied, or applied and its answer held 3 s) when its gunicorn worker is SIGKILLed. The
+    same request again (its Idempotency-Key) seats at once, not 409
+    ``idempotency_key_in_use`` until the sweep's minute is up: the key's holder is gone, so
+    the retry rolls the dead request's debit back and debits anew. The player pays one
+    stake, and the books agree."""
     with operator_with_wallet(stack, tmp_path, timeout_ms=5000) as operator:
         table = open_table(operator.api, stake=STAKE)
         player = operator.player()
-        operator.wallet.faults(
-            {"kinds": ["debit"], "fault": "delay_apply", "times": 1, "seconds": 3.0}
-        )
+        operator.wallet.faults({"kinds": ["debit"], "fault": fault, "times": 1, "seconds": 3.0})
         in_background(lambda: sit(player, table["id"], key="seat-1"))
         wait_until(
             lambda: any(r["kind"] == "debit" for r in operator.wallet.requests()),
@@ -701,9 +701,17 @@ def test_a_seat_whose_worker_is_killed_mid_debit_is_taken_at_once_by_its_retry(
         dead, booked = operator.calls(kind="debit")
         assert (dead.state, booked.state) == ("rolled_back", "booked")
         assert operator.balance(player) == START - STAKE
-        # The dead request's debit arrived after its rollback: refused, never applied.
-        [late] = operator.requests_for(dead.id)
-        assert (late["answer"], late["applied"]) == ("transaction_rolled_back", False)
+        [first] = operator.requests_for(dead.id)
+        if fault == "delay_apply":  # it arrived after its rollback: refused, never applied
+            assert (first["answer"], first["applied"]) == ("transaction_rolled_back", False)
+        else:  # applied, then undone by its rollback
+            assert first["applied"] and theirs(operator, dead.id) == "rolled_back"
+
+
+def theirs(operator: Operator, transaction_id: str) -> str | None:
+    """The state of a transaction at the operator's wallet (None: it holds none)."""
+    found = [t for t in operator.wallet.transactions() if t["transaction_id"] == transaction_id]
+    return str(found[0]["state"]) if found else None
 
 
 def test_a_transfer_seat_whose_worker_is_killed_while_it_waits_frees_its_key(
