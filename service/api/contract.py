@@ -162,8 +162,7 @@ COMPONENT_PARAMETERS: dict[str, Any] = {
         "nothing; with another body or endpoint: 422 `idempotency_key_reused`; "
         "while the first is still running: 409 `idempotency_key_in_use` (a request "
         "whose process died is not running: its retry goes ahead within about a second; "
-        "on the embedded SQLite database a dead seamless seat's debit keeps the key for "
-        "60 s).",
+        "see the API conventions, Idempotency).",
         "required": True,
         "example": "dep-2026-12-01-0001",
     },

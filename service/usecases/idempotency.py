@@ -30,8 +30,12 @@ has expired still never moves money twice.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
+import os
+import struct
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -165,31 +169,50 @@ _LET_GO = text("SELECT pg_advisory_unlock(:lock_id)")
 class KeyHold:
     """A key held for a request's whole life, also while it runs outside any transaction
     (a seamless debit waits for the operator's wallet between its units of work), so that a
-    twin can tell a request still running from one whose process died.
+    twin can tell a request still running from one whose process died: the hold dies with
+    the process, at once.
 
     On PostgreSQL it is a session-level advisory lock on a pooled connection of its own,
-    taken without waiting by :meth:`take` and kept, idle, until :meth:`release`. When the
-    request's process dies (a gunicorn worker killed), its connections close and the server
-    drops the lock at once: whoever takes the key next knows that no request holding it is
-    still running. Elsewhere (SQLite) nothing is held and :meth:`take` cannot tell (``None``).
-    The lock's number is not the one :func:`claim` takes in the request's own transactions,
-    which therefore never wait for it.
+    taken without waiting by :meth:`take` and kept, idle, until :meth:`release`; when the
+    request's process dies its connections close and the server drops the lock. On a SQLite
+    file (one machine) it is a lock on one byte of a file beside the database
+    (``<database>.keys``; Linux's open file description locks, which the kernel drops when
+    the process dies). Elsewhere (an in-memory database, a system without such locks)
+    :meth:`take` cannot tell (``None``). The lock is not the one :func:`claim` takes in the
+    request's own transactions, which therefore never wait for it.
     """
 
     def __init__(self, bind: Engine | Connection) -> None:
         self._engine = bind.engine if bind.dialect.name == "postgresql" else None
+        database = bind.engine.url.database if bind.dialect.name == "sqlite" else None
+        self._file = (
+            f"{database}.keys"
+            if database and database != ":memory:" and hasattr(fcntl, "F_OFD_SETLK")
+            else None
+        )
         self._connection: Connection | None = None
+        self._fd: int | None = None
         self._lock_id: int | None = None
 
     def take(self, operator_id: str, key: str, *, player_id: str | None = None) -> bool | None:
         """Hold ``key`` (``player_id``'s, when a player sent it) until :meth:`release`:
         ``True`` when taken (held already counts), ``False`` when a request that is still
-        running holds it, ``None`` when it cannot be told (SQLite; no connection free)."""
-        if self._engine is None:
-            return None
+        running holds it, ``None`` when it cannot be told (see above; no connection free)."""
         lock = lock_id(operator_id, key, player_id, purpose="holder")
         if self._lock_id is not None:
             return self._lock_id == lock
+        if self._engine is not None:
+            taken = self._take_on_postgres(lock)
+        elif self._file is not None:
+            taken = self._take_in_file(lock)
+        else:
+            return None
+        if taken:
+            self._lock_id = lock
+        return taken
+
+    def _take_on_postgres(self, lock: int) -> bool | None:
+        assert self._engine is not None
         try:
             connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         except (DBAPIError, PoolTimeout):
@@ -200,24 +223,47 @@ class KeyHold:
             connection.invalidate()
             connection.close()
             raise
-        if not taken:
+        if taken:
+            self._connection = connection
+        else:
             connection.close()
-            return False
-        self._connection, self._lock_id = connection, lock
+        return taken
+
+    def _take_in_file(self, lock: int) -> bool | None:
+        assert self._file is not None
+        try:
+            fd = os.open(self._file, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return None
+        try:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _byte_lock(fcntl.F_WRLCK, lock))
+        except OSError as error:
+            os.close(fd)
+            return False if error.errno in (errno.EAGAIN, errno.EACCES) else None
+        self._fd = fd
         return True
 
     def release(self) -> None:
-        """Let the key go (a connection that cannot say so is dropped, and the lock with it)."""
+        """Let the key go (a connection that cannot say so is dropped, and the lock with it;
+        closing the file drops its lock)."""
         connection, self._connection = self._connection, None
+        fd, self._fd = self._fd, None
+        lock, self._lock_id = self._lock_id, None
+        if fd is not None:
+            os.close(fd)
         if connection is None:
             return
         try:
-            connection.execute(_LET_GO, {"lock_id": self._lock_id})
+            connection.execute(_LET_GO, {"lock_id": lock})
         except DBAPIError:
             connection.invalidate()
         finally:
-            self._lock_id = None
             connection.close()
+
+
+def _byte_lock(kind: int, lock: int) -> bytes:
+    """A ``struct flock`` for one byte at the lock's place in the file (Linux, 64-bit)."""
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, lock & (2**62 - 1), 1, 0)
 
 
 def claim(

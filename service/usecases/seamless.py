@@ -273,7 +273,8 @@ def debit(
     and released by the caller when the request is over: a twin that finds it held answers
     409 at once, and a retry that takes it finds any debit of the key still open abandoned
     by a request that died; it rolls that one back at once and debits anew (rule 2).
-    Without a hold (SQLite), a debit open for :data:`STALE_AFTER` counts as abandoned.
+    Where no hold can be taken (an in-memory SQLite database; SQLite off Linux), a debit
+    open for :data:`STALE_AFTER` counts as abandoned.
     """
     intended = unit_of_work.run(
         session, _intend_debit, session, operator_id, stake_of, key, utcnow(), hold
