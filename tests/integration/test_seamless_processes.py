@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -690,10 +689,17 @@ def test_a_seat_whose_worker_is_killed_mid_debit_is_taken_at_once_by_its_retry(
         )
         port = int(operator.wallet.url.rsplit(":", 1)[1])
         os.kill(gunicorn_worker_on(_connections(port, remote=True)), signal.SIGKILL)
-        started = time.monotonic()
-        retry = sit(player, table["id"], key="seat-1")
+        # A retry a moment too soon may still find the key held (the database notices the
+        # dead connection within milliseconds): 409, retry shortly, as a client does.
+        answers: list[Any] = []
+
+        def retried() -> bool:
+            answers.append(sit(player, table["id"], key="seat-1"))
+            return bool(answers[-1].status_code != 409)
+
+        wait_until(retried, 5, "the retry to find the key free")  # not the sweep's minute
+        retry = answers[-1]
         assert retry.status_code == 201, retry.get_json()
-        assert time.monotonic() - started < 5  # not the sweep's minute
         assert [s["player_id"] for s in operator.seats(table["id"])] == [player.player_id]
         replay = sit(player, table["id"], key="seat-1")
         assert replay.status_code == 201 and replay.headers.get("Idempotent-Replayed") == "true"
