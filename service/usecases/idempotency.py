@@ -162,8 +162,7 @@ def lock_id(
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-_HOLD = text("SELECT pg_try_advisory_lock(:lock_id)")
-_LET_GO = text("SELECT pg_advisory_unlock(:lock_id)")
+_HOLD = text("SELECT pg_try_advisory_xact_lock(:lock_id)")
 
 
 class KeyHold:
@@ -172,9 +171,16 @@ class KeyHold:
     twin can tell a request still running from one whose process died: the hold dies with
     the process, at once.
 
-    On PostgreSQL it is a session-level advisory lock on a pooled connection of its own,
-    taken without waiting by :meth:`take` and kept, idle, until :meth:`release`; when the
-    request's process dies its connections close and the server drops the lock. On a SQLite
+    On PostgreSQL it is an advisory lock taken without waiting by :meth:`take` in a
+    transaction of its own, on a pooled connection of its own, which stays open (idle, with
+    no snapshot and nothing written) until :meth:`release` rolls it back; when the request's
+    process dies its connections close and the server rolls that transaction back and drops
+    the lock. A transaction rather than a session lock, so that a connection handed back to
+    the pool never keeps it (the pool rolls back what it is given) and a transaction-pooling
+    PgBouncer keeps the connection for the request meanwhile. (A server that ends idle
+    transactions, ``idle_in_transaction_session_timeout``, must allow one longer than a
+    wallet call; else a twin may take the key early: it then rolls the live request's debit
+    back, which refuses to book it.) On a SQLite
     file (one machine) it is a lock on one byte of a file beside the database
     (``<database>.keys``; Linux's open file description locks, which the kernel drops when
     the process dies). Elsewhere (an in-memory database, a system without such locks)
@@ -214,7 +220,7 @@ class KeyHold:
     def _take_on_postgres(self, lock: int) -> bool | None:
         assert self._engine is not None
         try:
-            connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            connection = self._engine.connect()
         except (DBAPIError, PoolTimeout):
             return None
         try:
@@ -224,9 +230,9 @@ class KeyHold:
             connection.close()
             raise
         if taken:
-            self._connection = connection
+            self._connection = connection  # its transaction open: the lock lives
         else:
-            connection.close()
+            connection.close()  # rolled back
         return taken
 
     def _take_in_file(self, lock: int) -> bool | None:
@@ -244,21 +250,20 @@ class KeyHold:
         return True
 
     def release(self) -> None:
-        """Let the key go (a connection that cannot say so is dropped, and the lock with it;
-        closing the file drops its lock)."""
+        """Let the key go: the hold's transaction rolled back (a connection that cannot do
+        it is dropped, and the lock with it), its file closed."""
         connection, self._connection = self._connection, None
         fd, self._fd = self._fd, None
-        lock, self._lock_id = self._lock_id, None
+        self._lock_id = None
         if fd is not None:
             os.close(fd)
-        if connection is None:
-            return
-        try:
-            connection.execute(_LET_GO, {"lock_id": lock})
-        except DBAPIError:
-            connection.invalidate()
-        finally:
-            connection.close()
+        if connection is not None:
+            try:
+                connection.rollback()
+            except DBAPIError:
+                connection.invalidate()
+            finally:
+                connection.close()
 
 
 def _byte_lock(kind: int, lock: int) -> bytes:
