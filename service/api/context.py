@@ -357,7 +357,9 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
     (:func:`wallet_debit` names it). A debit no seat booked is rolled back afterwards.
     ``stake_of`` takes the view's arguments and says what to debit (``None``: transfer
     mode); when it refuses, the view answers (the same refusal, or the key's stored answer
-    of an earlier request). The quote and the debit's intent are one unit of work."""
+    of an earlier request). The quote and the debit's intent are one unit of work. The
+    request holds its key until it is over (:class:`idempotency.KeyHold`), so a retry can
+    tell it still running (409) from dead (its debit is rolled back and the retry goes on)."""
     from service.usecases import seamless
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -374,22 +376,27 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
 
             key = idempotency.check_key(request.headers.get("Idempotency-Key"))
             post = operator_sender()
-            call_id = seamless.debit(session, who.operator_id, stake, key, post)
-            if call_id is None:  # transfer mode, nothing to debit, or booked already
-                return view(*args, **kwargs)
-            g.wallet_debit = call_id
-            response = None
+            hold = idempotency.KeyHold(session.get_bind())
             try:
-                response = view(*args, **kwargs)
-                return response
+                call_id = seamless.debit(session, who.operator_id, stake, key, post, hold)
+                if call_id is None:  # transfer mode, nothing to debit, or booked already
+                    return view(*args, **kwargs)
+                g.wallet_debit = call_id
+                response = None
+                try:
+                    response = view(*args, **kwargs)
+                    return response
+                finally:
+                    # A fresh success booked the debit with the seat; anything else may not
+                    # have.
+                    if not (
+                        isinstance(response, Response)
+                        and response.status_code < 300
+                        and "Idempotent-Replayed" not in response.headers
+                    ):
+                        seamless.cancel_unbooked(session, call_id, post)
             finally:
-                # A fresh success booked the debit with the seat; anything else may not have.
-                if not (
-                    isinstance(response, Response)
-                    and response.status_code < 300
-                    and "Idempotent-Replayed" not in response.headers
-                ):
-                    seamless.cancel_unbooked(session, call_id, post)
+                hold.release()  # the request is over: its key is free for a retry
 
         return wrapper
 

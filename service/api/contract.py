@@ -132,6 +132,7 @@ OPERATIONS: dict[str, Operation] = {
     "DELETE /v1/webhook-endpoints/{endpoint_id}": Operation("deleteWebhookEndpoint"),
     "POST /v1/webhook-endpoints/{endpoint_id}/rotate-secret": Operation("rotateWebhookSecret"),
     "GET /v1/webhook-endpoints/{endpoint_id}/deliveries": Operation("listWebhookDeliveries"),
+    "POST /v1/webhook-endpoints/{endpoint_id}/test": Operation("sendTestWebhookEvent"),
     "GET /v1/wallet-settings": Operation("listWalletSettings"),
     "PUT /v1/wallet-settings/{currency}": Operation("setWalletSettings"),
     "POST /v1/wallet-settings/{currency}/rotate-secret": Operation("rotateWalletSecret"),
@@ -159,7 +160,9 @@ COMPONENT_PARAMETERS: dict[str, Any] = {
         "at least 24 hours per operator. The same key with the same body returns the "
         "first response again with `Idempotent-Replayed: true` and changes "
         "nothing; with another body or endpoint: 422 `idempotency_key_reused`; "
-        "while the first is still running: 409 `idempotency_key_in_use`.",
+        "while the first is still running: 409 `idempotency_key_in_use` (a request "
+        "whose process died is not running: its retry goes ahead within about a second; "
+        "see the API conventions, Idempotency).",
         "required": True,
         "example": "dep-2026-12-01-0001",
     },

@@ -207,6 +207,20 @@ def rotate_secret(body: dict[str, Any], endpoint_id: str) -> dict[str, Any]:
     return issued_out(issued)
 
 
+@blp.route("/webhook-endpoints/<endpoint_id>/test", methods=["POST"])
+@blp.response(202, WebhookDeliveryOut)
+@documents(blp, *AUTH, NotFound, WebhookEndpointDisabled)
+@unit
+def send_test_event(endpoint_id: str) -> dict[str, Any]:
+    """Send the endpoint a signed `webhook.test` event now, whatever event types it
+    subscribes to. The answer is its delivery (`event_id`, `event_type`), which a worker
+    attempts at once and which shows in the delivery log, is retried and can be redelivered
+    like any other. A disabled endpoint is refused (409)."""
+    view = webhooks.send_test_event(db_session(), principal(), endpoint_id, utcnow())
+    _queue_delivery(view.delivery.id)
+    return delivery_out(view)
+
+
 @blp.route("/webhook-endpoints/<endpoint_id>/deliveries")
 @blp.arguments(DeliveryQuery, location="query")
 @blp.response(200, WebhookDeliveryList)

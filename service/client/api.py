@@ -530,6 +530,43 @@ class GinClient:
         params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in filters.items()}
         return cast(t.Page, self._call("GET", "/v1/wallet-calls", params=params))
 
+    # --- webhooks --------------------------------------------------------------------
+
+    @operation(
+        "POST",
+        "/v1/webhook-endpoints",
+        body=("url", "event_types", "description", "enabled"),
+        returns=t.WebhookEndpoint,
+    )
+    def create_webhook_endpoint(
+        self, url: str, event_types: list[str] | None = None, description: str = ""
+    ) -> t.WebhookEndpoint:
+        """A new endpoint; its ``secret`` is in this answer only."""
+        body = {"url": url, "event_types": event_types, "description": description}
+        return cast(t.WebhookEndpoint, self._call("POST", "/v1/webhook-endpoints", json=body))
+
+    @operation("POST", "/v1/webhook-endpoints/{endpoint_id}/test", returns=t.WebhookDelivery)
+    def send_test_webhook(self, endpoint_id: str) -> t.WebhookDelivery:
+        """Send the endpoint a signed ``webhook.test`` event now: its delivery (202)."""
+        path = f"/v1/webhook-endpoints/{endpoint_id}/test"
+        return cast(t.WebhookDelivery, self._call("POST", path))
+
+    @operation(
+        "GET",
+        "/v1/webhook-endpoints/{endpoint_id}/deliveries",
+        query=("status", "limit", "starting_after"),
+        returns=t.Page,
+    )
+    def webhook_deliveries(self, endpoint_id: str, **filters: Any) -> t.Page:
+        """The endpoint's delivery log, newest first, each delivery with its attempts."""
+        path = f"/v1/webhook-endpoints/{endpoint_id}/deliveries"
+        return cast(t.Page, self._call("GET", path, params=filters))
+
+    @operation("POST", "/v1/webhook-deliveries/{delivery_id}/redeliver", returns=t.WebhookDelivery)
+    def redeliver_webhook(self, delivery_id: str) -> t.WebhookDelivery:
+        path = f"/v1/webhook-deliveries/{delivery_id}/redeliver"
+        return cast(t.WebhookDelivery, self._call("POST", path))
+
     # --- audit -----------------------------------------------------------------------
 
     @operation("GET", "/v1/audit/ledger", returns=t.LedgerAudit)

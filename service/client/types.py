@@ -193,6 +193,38 @@ class SettlementAudit(TypedDict):
     discrepancies: list[Discrepancy]
 
 
+class WebhookEndpoint(TypedDict):
+    id: str
+    url: str
+    description: str
+    event_types: list[str] | None  # None: every type
+    enabled: bool
+    secret: NotRequired[str]  # only when created, and after a rotation
+    previous_secret_expires_at: str | None
+
+
+class WebhookAttempt(TypedDict):
+    number: int
+    manual: bool  # asked for by a redelivery
+    attempted_at: str
+    status_code: int | None
+    error: str | None
+    duration_ms: int
+    next_attempt_at: str | None
+
+
+class WebhookDelivery(TypedDict):
+    id: str
+    endpoint_id: str
+    event_id: str
+    event_type: str
+    status: str  # pending, delivered, failed or cancelled
+    attempt_count: int
+    next_attempt_at: str | None
+    delivered_at: str | None
+    attempts: list[WebhookAttempt]
+
+
 class Page(TypedDict):
     data: list[dict[str, Any]]
     has_more: bool

@@ -40,7 +40,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
@@ -51,6 +51,29 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
         json_serializer=jsoncodec.dumps_bytes,  # psycopg takes the bytes as they are
         json_deserializer=jsoncodec.loads,
     )
+
+    @event.listens_for(engine, "connect")
+    def _postgres_connect(dbapi_connection: Any, _record: Any) -> None:
+        if dbapi_connection.info.server_version >= 140000:
+            _watch_the_client(dbapi_connection)
+
+    return engine
+
+
+#: How often (ms) the server checks, while it runs a statement, that the client is still
+#: there. A request whose process died (a gunicorn worker killed) while its statement waited
+#: for a lock is rolled back within this time, and its locks (its idempotency key's among
+#: them) freed; idle connections are noticed at once anyway.
+CLIENT_CHECK_MS = 1000
+
+
+def _watch_the_client(dbapi_connection: Any) -> None:
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        dbapi_connection.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_MS}")
+    finally:
+        dbapi_connection.autocommit = autocommit
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -14,6 +14,13 @@ same key gets:
   never waits for its twin. SQLite serialises writing transactions (``BEGIN IMMEDIATE``), so
   there the twin waits for the first to finish and then replays its answer.
 
+A request whose process dies is not running any more, and its twin must not be told it is.
+Its transaction dies with its connection; the server notices a dead client at once when
+idle and within ``CLIENT_CHECK_MS`` while it runs a statement (:mod:`service.db`), and then
+rolls it back and frees its locks. A request that also works outside its transaction (a
+seamless debit, around the call to the operator's wallet) holds its key for its whole life
+with a :class:`KeyHold`, which dies with its process too.
+
 Keys are the caller's: an operator's own, or a player's, kept apart from the operator's and
 from other players' (:func:`stored_key`); problems name the key as the caller sent it.
 
@@ -23,14 +30,32 @@ has expired still never moves money twice.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
+import os
+import struct
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Integer, String, Text, bindparam, delete, func, select, text
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Engine,
+    Integer,
+    String,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from service.db import is_postgres
@@ -127,12 +152,123 @@ def request_hash(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def lock_id(operator_id: str, key: str, player_id: str | None = None) -> int:
+def lock_id(
+    operator_id: str, key: str, player_id: str | None = None, *, purpose: str = "idempotency"
+) -> int:
     """The key's 64-bit advisory lock number (a hash: a rare collision only gives one of two
-    unrelated requests a 409, never a shared answer)."""
+    unrelated requests a 409, never a shared answer); another ``purpose``, another number."""
     scoped = stored_key(key, player_id)
-    digest = hashlib.sha256(f"idempotency\x00{operator_id}\x00{scoped}".encode()).digest()
+    digest = hashlib.sha256(f"{purpose}\x00{operator_id}\x00{scoped}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+_HOLD = text("SELECT pg_try_advisory_xact_lock(:lock_id)")
+
+
+class KeyHold:
+    """A key held for a request's whole life, also while it runs outside any transaction
+    (a seamless debit waits for the operator's wallet between its units of work), so that a
+    twin can tell a request still running from one whose process died: the hold dies with
+    the process, at once.
+
+    On PostgreSQL it is an advisory lock taken without waiting by :meth:`take` in a
+    transaction of its own, on a pooled connection of its own, which stays open (idle, with
+    no snapshot and nothing written) until :meth:`release` rolls it back; when the request's
+    process dies its connections close and the server rolls that transaction back and drops
+    the lock. A transaction rather than a session lock, so that a connection handed back to
+    the pool never keeps it (the pool rolls back what it is given) and a transaction-pooling
+    PgBouncer keeps the connection for the request meanwhile. (A server that ends idle
+    transactions, ``idle_in_transaction_session_timeout``, must allow one longer than a
+    wallet call; else a twin may take the key early: it then rolls the live request's debit
+    back, which refuses to book it.) On a SQLite
+    file (one machine) it is a lock on one byte of a file beside the database
+    (``<database>.keys``; Linux's open file description locks, which the kernel drops when
+    the process dies). Elsewhere (an in-memory database, a system without such locks)
+    :meth:`take` cannot tell (``None``). The lock is not the one :func:`claim` takes in the
+    request's own transactions, which therefore never wait for it.
+    """
+
+    def __init__(self, bind: Engine | Connection) -> None:
+        self._engine = bind.engine if bind.dialect.name == "postgresql" else None
+        database = bind.engine.url.database if bind.dialect.name == "sqlite" else None
+        self._file = (
+            f"{database}.keys"
+            if database and database != ":memory:" and hasattr(fcntl, "F_OFD_SETLK")
+            else None
+        )
+        self._connection: Connection | None = None
+        self._fd: int | None = None
+        self._lock_id: int | None = None
+
+    def take(self, operator_id: str, key: str, *, player_id: str | None = None) -> bool | None:
+        """Hold ``key`` (``player_id``'s, when a player sent it) until :meth:`release`:
+        ``True`` when taken (held already counts), ``False`` when a request that is still
+        running holds it, ``None`` when it cannot be told (see above; no connection free)."""
+        lock = lock_id(operator_id, key, player_id, purpose="holder")
+        if self._lock_id is not None:
+            return self._lock_id == lock
+        if self._engine is not None:
+            taken = self._take_on_postgres(lock)
+        elif self._file is not None:
+            taken = self._take_in_file(lock)
+        else:
+            return None
+        if taken:
+            self._lock_id = lock
+        return taken
+
+    def _take_on_postgres(self, lock: int) -> bool | None:
+        assert self._engine is not None
+        try:
+            connection = self._engine.connect()
+        except (DBAPIError, PoolTimeout):
+            return None
+        try:
+            taken = bool(connection.execute(_HOLD, {"lock_id": lock}).scalar())
+        except BaseException:
+            connection.invalidate()
+            connection.close()
+            raise
+        if taken:
+            self._connection = connection  # its transaction open: the lock lives
+        else:
+            connection.close()  # rolled back
+        return taken
+
+    def _take_in_file(self, lock: int) -> bool | None:
+        assert self._file is not None
+        try:
+            fd = os.open(self._file, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return None
+        try:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _byte_lock(fcntl.F_WRLCK, lock))
+        except OSError as error:
+            os.close(fd)
+            return False if error.errno in (errno.EAGAIN, errno.EACCES) else None
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Let the key go: the hold's transaction rolled back (a connection that cannot do
+        it is dropped, and the lock with it), its file closed."""
+        connection, self._connection = self._connection, None
+        fd, self._fd = self._fd, None
+        self._lock_id = None
+        if fd is not None:
+            os.close(fd)
+        if connection is not None:
+            try:
+                connection.rollback()
+            except DBAPIError:
+                connection.invalidate()
+            finally:
+                connection.close()
+
+
+def _byte_lock(kind: int, lock: int) -> bytes:
+    """A ``struct flock`` for one byte at the lock's place in the file (Linux, 64-bit)."""
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, lock & (2**62 - 1), 1, 0)
 
 
 def claim(

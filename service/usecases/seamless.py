@@ -13,8 +13,10 @@ The rules, each kept here:
 1. The intent (:class:`WalletCall`) is committed before the call is sent; every retry sends
    the same transaction id; another payload under a request's key is refused, never replayed.
 2. A debit whose answer is ambiguous is rolled back, never assumed failed: no seat is taken
-   on it. A debit the operator applied whose seat then did not start is rolled back too.
-   A rollback is retried until the operator answers it definitely.
+   on it. A debit the operator applied whose seat then did not start is rolled back too, and
+   so is one whose request died: at once when a retry with its key finds the key's hold
+   free (:func:`debit`), else by the sweep. A rollback is retried until the operator
+   answers it definitely.
 3. A credit is retried with the same id, with backoff, until acknowledged; it is never rolled
    back. Past :data:`~service.wallet_protocol.ESCALATE_AFTER` tries it is raised to
    operations (metric, log, the API's list) and still retried.
@@ -63,7 +65,7 @@ from service.ledger import store
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.ledger.postings import AccountKind
 from service.observability.metrics import WALLET_CALLS, WALLET_ESCALATIONS
-from service.usecases import unit_of_work, wallets
+from service.usecases import idempotency, unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
 from service.usecases.webhooks import check_url
@@ -252,6 +254,7 @@ def debit(
     stake_of: Callable[[], Stake | None],
     key: str,
     post: Post,
+    hold: idempotency.KeyHold | None = None,
 ) -> str | None:
     """Take the stake ``stake_of()`` names (worked out in the intent's own unit, under the
     seat's checks) from the operator's wallet for the request with ``key``: the id of the
@@ -265,13 +268,22 @@ def debit(
     :raises WalletDeclined: when it refused for another reason.
     :raises IdempotencyKeyInUse: while a twin request with the key is still debiting.
     :raises IdempotencyKeyReused: when the key was used for another stake.
+
+    ``hold`` is the request's :class:`~service.usecases.idempotency.KeyHold`, taken here
+    and released by the caller when the request is over: a twin that finds it held answers
+    409 at once, and a retry that takes it finds any debit of the key still open abandoned
+    by a request that died; it rolls that one back at once and debits anew (rule 2).
+    Where no hold can be taken (an in-memory SQLite database; SQLite off Linux), a debit
+    open for :data:`STALE_AFTER` counts as abandoned.
     """
     intended = unit_of_work.run(
-        session, _intend_debit, session, operator_id, stake_of, key, utcnow()
+        session, _intend_debit, session, operator_id, stake_of, key, utcnow(), hold
     )
     if intended is None:
         return None
-    call_id, request = intended
+    call_id, request, abandoned = intended
+    if abandoned is not None:
+        drive(session, abandoned, post)  # its rollback, once now; the sweep retries it
     outcome = _send(call_id, "debit", request, post)
     state, declined = unit_of_work.run(
         session, _debit_answered, session, call_id, outcome, utcnow()
@@ -298,14 +310,19 @@ def _intend_debit(
     stake_of: Callable[[], Stake | None],
     key: str,
     now: datetime,
-) -> tuple[str, Request] | None:
+    hold: idempotency.KeyHold | None = None,
+) -> tuple[str, Request, str | None] | None:
     """The debit intent for the request ``key`` (its latest attempt), written now if there
-    is none to go on with, and the call to send; ``None`` when nothing is to be sent."""
+    is none to go on with, the call to send, and the debit of a dead request with the key
+    whose rollback this one started (or ``None``); ``None`` when nothing is to be sent."""
     if not has_seamless(session, operator_id):
         return None
     stake = stake_of()
     if stake is None:
         return None
+    held = None if hold is None else hold.take(operator_id, key, player_id=stake.player_id)
+    if held is False:
+        raise _debiting(key)
     wallet = wallets.seamless_wallet(session, stake.operator_id, stake.currency)
     assert wallet is not None
     scope = _request_scope(stake, key)
@@ -325,6 +342,7 @@ def _intend_debit(
         )
     )
     latest = attempts[0] if attempts else None
+    abandoned = None
     if latest is not None:
         if latest.fingerprint != fingerprint:
             raise IdempotencyKeyReused(
@@ -335,11 +353,12 @@ def _intend_debit(
         if latest.state == "failed":
             raise _declined(latest.declined or "declined")
         if latest.state in ("pending", "applied"):
-            if latest.updated_at > now - STALE_AFTER:
-                raise IdempotencyKeyInUse(
-                    f"A request with idempotency key {key!r} is still debiting the wallet."
-                )
-            _start_rollback(latest, now)  # its request is gone (rule 2)
+            # Its request is gone when the key's hold was free (its process died), or,
+            # where no hold can be taken, when it has not moved for STALE_AFTER.
+            if not held and latest.updated_at > now - STALE_AFTER:
+                raise _debiting(key)
+            _start_rollback(latest, now)  # rule 2
+            abandoned = latest.id
     call = WalletCall(
         id=new_id("wtx"),
         operator_id=stake.operator_id,
@@ -363,7 +382,13 @@ def _intend_debit(
     )
     session.add(call)
     session.flush()
-    return call.id, _prepare(session, call, "debit", wallet, now)
+    return call.id, _prepare(session, call, "debit", wallet, now), abandoned
+
+
+def _debiting(key: str) -> IdempotencyKeyInUse:
+    return IdempotencyKeyInUse(
+        f"A request with idempotency key {key!r} is still debiting the wallet."
+    )
 
 
 def _debit_answered(

@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 #: The event types the service emits (an endpoint may subscribe to a subset).
 EVENT_TYPES = ("match.started", "hand.ended", "match.finished", "settlement.completed")
+#: The event an operator asks for (:func:`send_test_event`): sent to that one endpoint,
+#: whatever types it subscribes to, never fanned out to the others.
+TEST_EVENT_TYPE = "webhook.test"
 
 #: Seconds to wait before retry n (n = 1, 2, ...): 30 s doubling, capped at 3 hours. The
 #: delays add up to 25 h 15 m, so a receiver that is down for a day still gets every event.
@@ -343,7 +346,10 @@ def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
 
 
 def wants(endpoint: WebhookEndpoint, event_type: str) -> bool:
-    return endpoint.event_types is None or event_type in endpoint.event_types
+    """Whether the event type is fanned out to ``endpoint`` (a test event never is)."""
+    return event_type in EVENT_TYPES and (
+        endpoint.event_types is None or event_type in endpoint.event_types
+    )
 
 
 def has_endpoints(session: Session, operator_id: str) -> bool:
@@ -428,6 +434,7 @@ def unfanned_events(session: Session, now: datetime, limit: int = 100) -> list[s
             select(OutboxEvent.id)
             .join(WebhookEndpoint, WebhookEndpoint.operator_id == OutboxEvent.operator_id)
             .where(
+                OutboxEvent.type.in_(EVENT_TYPES),
                 OutboxEvent.published_at >= now - FAN_OUT_WINDOW,
                 OutboxEvent.published_at <= now - REQUEUE_AFTER,
                 WebhookEndpoint.enabled.is_(True),
@@ -720,6 +727,57 @@ def get_delivery(session: Session, principal: Principal, delivery_id: str) -> De
     return _with_attempts(session, [_delivery(session, principal, delivery_id)])[0]
 
 
+def _check_enabled(endpoint: WebhookEndpoint) -> None:
+    """:raises WebhookEndpointDisabled: when ``endpoint`` is disabled or deleted."""
+    if endpoint.deleted_at is not None or not endpoint.enabled:
+        raise WebhookEndpointDisabled(
+            f"Webhook endpoint {endpoint.id} is disabled or deleted; enable it first."
+        )
+
+
+def send_test_event(
+    session: Session, principal: Principal, endpoint_id: str, now: datetime
+) -> DeliveryView:
+    """A new :data:`TEST_EVENT_TYPE` event for one endpoint (whatever types it subscribes
+    to) and its delivery, due now; the caller queues ``webhooks.deliver``. The event is
+    written as published (the outbox relay never fans it out to the operator's other
+    endpoints); from there it is delivered, logged, retried and redelivered as any other.
+
+    :raises NotFound: when the endpoint is unknown, deleted or another operator's.
+    :raises WebhookEndpointDisabled: when it is disabled.
+    """
+    endpoint = _endpoint(session, principal, endpoint_id, lock=True)
+    _check_enabled(endpoint)
+    event = OutboxEvent(
+        id=new_id("evt"),
+        operator_id=endpoint.operator_id,
+        type=TEST_EVENT_TYPE,
+        subject_id=endpoint.id,
+        data={"endpoint_id": endpoint.id, "test": True},
+        created_at=now,
+        published_at=now,
+        attempts=0,
+    )
+    delivery = WebhookDelivery(
+        id=_delivery_id(),
+        operator_id=endpoint.operator_id,
+        endpoint_id=endpoint.id,
+        event_id=event.id,
+        event_type=event.type,
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+        queued_at=now,
+        redelivery_requested=False,
+        created_at=now,
+    )
+    session.add(event)
+    session.flush()  # the event before its delivery (foreign key)
+    session.add(delivery)
+    session.flush()
+    return DeliveryView(delivery, [])
+
+
 def redeliver(
     session: Session, principal: Principal, delivery_id: str, now: datetime
 ) -> DeliveryView:
@@ -733,10 +791,7 @@ def redeliver(
     delivery = _delivery(session, principal, delivery_id, lock=True)
     endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
     assert endpoint is not None
-    if endpoint.deleted_at is not None or not endpoint.enabled:
-        raise WebhookEndpointDisabled(
-            f"Webhook endpoint {endpoint.id} is disabled or deleted; enable it first."
-        )
+    _check_enabled(endpoint)
     delivery.status = "pending"
     delivery.next_attempt_at = now
     delivery.queued_at = now

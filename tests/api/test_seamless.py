@@ -5,6 +5,7 @@ operator's balances always equal our ledger's view of them."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator
 from datetime import timedelta
@@ -16,7 +17,7 @@ from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.wallet_models import WalletCall
-from service.usecases import seamless, settlement, unit_of_work
+from service.usecases import idempotency, seamless, settlement, unit_of_work
 from service.usecases.audit import run_audit
 from service.webhook_http import http_sender
 from tests.api.play_clients import open_table, play_match
@@ -319,26 +320,28 @@ def test_a_credit_is_retried_with_its_id_until_acknowledged_and_escalated_meanwh
     operator.audit_ok()
 
 
-def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operator) -> None:
-    """A crash after the operator applied the debit and before we recorded its answer: the
-    intent stays pending, and the sweep rolls it back once it is stale."""
-    table = open_table(operator.api, stake=STAKE)
-    player = operator.player()
+def _debit_and_die(
+    operator: Operator,
+    table: dict[str, Any],
+    player: ApiClient,
+    key: str,
+    hold: idempotency.KeyHold | None = None,
+) -> str:
+    """What a seat request with ``key`` does before it dies: its debit's intent (holding
+    the key with ``hold``) and the call, which the operator applies; its answer is never
+    recorded. The debit's id."""
     db = operator.session()
     try:
-        stake = unit_of_work.run(
-            db,
-            lambda: seamless.Stake(
-                operator.api.operator_id,  # type: ignore[attr-defined]
-                player.player_id,  # type: ignore[attr-defined]
-                "EUR",
-                STAKE,
-                "stake",
-                table["id"],
-                table["match_id"],
-                table["match_id"],
-                None,
-            ),
+        stake = seamless.Stake(
+            operator.api.operator_id,  # type: ignore[attr-defined]
+            player.player_id,  # type: ignore[attr-defined]
+            "EUR",
+            STAKE,
+            "stake",
+            table["id"],
+            table["match_id"],
+            table["match_id"],
+            None,
         )
         intended = unit_of_work.run(
             db,
@@ -346,20 +349,59 @@ def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operat
             db,
             operator.api.operator_id,  # type: ignore[attr-defined]
             lambda: stake,
-            "crash",
+            key,
             utcnow(),
+            hold,
         )
         assert intended is not None
-        call_id, request = intended
+        call_id, request, _ = intended
         assert seamless._send(call_id, "debit", request, POST).verdict.value == "ok"
     finally:
         db.close()
     assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
+    return call_id
+
+
+def test_a_debit_whose_request_died_is_rolled_back_by_the_sweep(operator: Operator) -> None:
+    """A crash after the operator applied the debit and before we recorded its answer: the
+    intent stays pending, and the sweep rolls it back once it is stale."""
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    _debit_and_die(operator, table, player, "crash")
     assert operator.sweep() == 0  # not stale yet: its request may still be booking it
     operator.sweep(later=seamless.STALE_AFTER + timedelta(seconds=1))
     [call] = operator.calls()
     assert call.state == "rolled_back"
     assert operator.wallet.balance(player.external_id) == 10_000  # type: ignore[attr-defined]
+    _books_agree(operator, player)
+
+
+def test_a_debit_whose_request_died_is_rolled_back_by_its_retry_at_once(
+    operator: Operator,
+) -> None:
+    """The same crash, the request holding its key as a seat request does: while it lives a
+    twin is 409, and once its process is gone (what held the key closed without a word) the
+    same request again seats at once: the dead debit rolled back, a new one booked."""
+    table = open_table(operator.api, stake=STAKE)
+    player = operator.player()
+    path = f"/v1/tables/{table['id']}/seats"
+    hold = idempotency.KeyHold(operator.app.extensions["gin"]["engine"])
+    try:
+        dead = _debit_and_die(operator, table, player, "crash", hold)
+        assert_problem(player.post(path, {}, key="crash"), 409, "idempotency_key_in_use")
+    finally:
+        # Its process dies: the key's connection or file is closed, nothing released.
+        if hold._connection is not None:
+            hold._connection.connection.dbapi_connection.close()  # type: ignore[union-attr]
+        elif hold._fd is not None:
+            os.close(hold._fd)
+            hold._fd = None
+        hold.release()
+    retry = player.post(path, {}, key="crash")
+    assert retry.status_code == 201, retry.get_json()
+    first, second = operator.calls()
+    assert (first.id, first.state, second.state) == (dead, "rolled_back", "booked")
+    assert operator.wallet.balance(player.external_id) == 10_000 - STAKE  # type: ignore[attr-defined]
     _books_agree(operator, player)
 
 

@@ -10,7 +10,7 @@ import pytest
 from service.clock import utcnow
 from service.usecases import webhooks
 from tests.api.play_clients import player_client, seated_match
-from tests.conftest import ApiClient, in_unit
+from tests.conftest import ApiClient, in_unit, new_operator
 
 URL = "https://ops.example/gin/webhooks"
 
@@ -292,3 +292,28 @@ def test_disabled_and_other_operators_endpoints_get_no_deliveries(
     assert _finished_match_deliveries(app, api, disabled["id"]) == []
     log = other_api.get(f"/v1/webhook-endpoints/{foreign['id']}/deliveries").get_json()
     assert log["data"] == []
+
+
+def test_test_events_are_for_the_operators_own_enabled_endpoints(api: ApiClient, app: Any) -> None:
+    """Another operator's endpoint is a 404, a player token a 403, a disabled endpoint a
+    409 (nothing is sent to it, as for a redelivery), a deleted one a 404."""
+    endpoint = create(api)
+    path = f"/v1/webhook-endpoints/{endpoint['id']}/test"
+    _, other_key = new_operator(app, "Other Casino")
+    other = ApiClient(app.test_client(), other_key)
+    problem(other.post(path), 404, "not_found")
+    problem(other.post("/v1/webhook-endpoints/whk_missing/test"), 404, "not_found")
+    player = player_client(api)
+    problem(player.post(path), 403, "forbidden")
+    assert (
+        api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"enabled": False}).status_code == 200
+    )
+    problem(api.post(path), 409, "webhook_endpoint_disabled")
+    log = api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries").get_json()
+    assert log["data"] == []
+    assert (
+        api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"enabled": True}).status_code == 200
+    )
+    assert api.post(path).status_code == 202
+    assert api.delete(f"/v1/webhook-endpoints/{endpoint['id']}").status_code == 200
+    problem(api.post(path), 404, "not_found")

@@ -70,3 +70,16 @@ def test_wallet_settings_and_the_call_report_through_the_client(operator: GinCli
     with pytest.raises(ApiProblem) as held:
         operator.set_wallet_settings("EUR", "seamless", "https://wallet.example/gin")
     assert held.value.status == 409 and held.value.code == "conflict"
+
+
+def test_a_test_webhook_through_the_client(operator: GinClient) -> None:
+    endpoint = operator.create_webhook_endpoint("https://ops.example/gin", ["hand.ended"])
+    assert endpoint["secret"].startswith("whsec_")
+    sent = operator.send_test_webhook(endpoint["id"])
+    assert (sent["event_type"], sent["status"], sent["attempts"]) == ("webhook.test", "pending", [])
+    log = operator.webhook_deliveries(endpoint["id"], status="pending")
+    assert [d["id"] for d in log["data"]] == [sent["id"]]
+    assert operator.redeliver_webhook(sent["id"])["id"] == sent["id"]
+    with pytest.raises(ApiProblem) as missing:
+        operator.send_test_webhook("whk_missing")
+    assert (missing.value.status, missing.value.code) == (404, "not_found")

@@ -351,3 +351,46 @@ def test_twin_seats_from_parallel_clients_answer_promptly(
         assert [s["player_id"] for s in seats] == [player.player_id]  # type: ignore[attr-defined]
         wallet = api.get(f"/v1/players/{player.player_id}/wallets/EUR")  # type: ignore[attr-defined]
         assert wallet.get_json()["available"]["amount"] == 1000 - stake
+
+
+def test_a_key_hold_lasts_until_released_or_its_holder_dies(app: Any) -> None:
+    """A request's :class:`idempotency.KeyHold` (a PostgreSQL advisory lock, or a lock in a
+    file beside a SQLite database): its twin cannot take the key while it is held, another
+    key can; it is free again once released, or as soon as what holds it (the connection,
+    the open file) is gone without letting go, as when its process dies."""
+    engine = app.extensions["gin"]["engine"]
+    held, twin, other = (idempotency.KeyHold(engine) for _ in range(3))
+    try:
+        assert held.take("op_1", "seat-1", player_id="ply_1") is True
+        assert held.take("op_1", "seat-1", player_id="ply_1") is True  # held already
+        assert twin.take("op_1", "seat-1", player_id="ply_1") is False
+        assert other.take("op_1", "seat-1", player_id="ply_2") is True
+        held.release()
+        assert twin.take("op_1", "seat-1", player_id="ply_1") is True
+        # The holder's process dies: its connection or file closes without a word.
+        if twin._connection is not None:
+            twin._connection.connection.dbapi_connection.close()  # type: ignore[union-attr]
+        else:
+            assert twin._fd is not None
+            os.close(twin._fd)
+            twin._fd = None
+        after = idempotency.KeyHold(engine)
+        wait_until(
+            lambda: after.take("op_1", "seat-1", player_id="ply_1") is True,
+            5,
+            "the dead holder's lock to go",
+        )
+        after.release()
+    finally:
+        for hold in (held, twin, other):
+            hold.release()
+
+
+def test_an_in_memory_database_cannot_hold_keys() -> None:
+    from sqlalchemy import create_engine
+
+    engine = create_engine("sqlite://")
+    try:
+        assert idempotency.KeyHold(engine).take("op_1", "seat-1") is None
+    finally:
+        engine.dispose()

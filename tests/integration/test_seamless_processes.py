@@ -23,7 +23,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -622,3 +622,153 @@ def test_a_worker_killed_while_sending_a_credit_leaves_it_to_another(
         assert operator.balance(alice) == START + STAKE - 100
         assert operator.balance(bob) == START - STAKE
         books_agree(operator)
+
+
+# --- 8. a seat request whose gunicorn worker is killed mid-flight ------------------------------
+
+
+def _connections(port: int, *, remote: bool) -> set[str]:
+    """Socket inodes of this machine's established TCP connections whose remote (or local)
+    port is ``port``."""
+    found = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(name).read_text().splitlines()[1:]:
+            fields = line.split()
+            address = fields[2] if remote else fields[1]
+            if int(address.rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                found.add(f"socket:[{fields[9]}]")
+    return found
+
+
+def gunicorn_worker_on(sockets: set[str]) -> int:
+    """The gunicorn worker process holding one of ``sockets``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if b"gunicorn" not in (entry / "cmdline").read_bytes():
+                continue
+            if any(os.readlink(fd) in sockets for fd in (entry / "fd").iterdir()):
+                return int(entry.name)
+        except OSError:  # gone meanwhile, or not ours
+            continue
+    raise AssertionError(f"no gunicorn worker holds {sockets}")
+
+
+def in_background(send: Any) -> threading.Thread:
+    """``send()`` on a thread of its own (its answer never comes: its worker is killed)."""
+
+    def run() -> None:
+        with suppress(OSError):  # the connection dies with the worker
+            send()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("fault", ["delay_apply", "timeout_after_apply"])
+def test_a_seat_whose_worker_is_killed_mid_debit_is_taken_at_once_by_its_retry(
+    stack: Stack, beat_worker: Any, tmp_path: Path, fault: str
+) -> None:
+    """The player's seat request is at the operator's wallet (held there 3 s before it is
+    applied, or applied and its answer held 3 s) when its gunicorn worker is SIGKILLed. The
+    same request again (its Idempotency-Key) seats at once, not 409
+    ``idempotency_key_in_use`` until the sweep's minute is up: the key's holder is gone, so
+    the retry rolls the dead request's debit back and debits anew. The player pays one
+    stake, and the books agree."""
+    with operator_with_wallet(stack, tmp_path, timeout_ms=5000) as operator:
+        table = open_table(operator.api, stake=STAKE)
+        player = operator.player()
+        operator.wallet.faults({"kinds": ["debit"], "fault": fault, "times": 1, "seconds": 3.0})
+        in_background(lambda: sit(player, table["id"], key="seat-1"))
+        wait_until(
+            lambda: any(r["kind"] == "debit" for r in operator.wallet.requests()),
+            10,
+            "the debit at the wallet",
+        )
+        port = int(operator.wallet.url.rsplit(":", 1)[1])
+        os.kill(gunicorn_worker_on(_connections(port, remote=True)), signal.SIGKILL)
+        # A retry a moment too soon may still find the key held (the database notices the
+        # dead connection within milliseconds): 409, retry shortly, as a client does.
+        answers: list[Any] = []
+
+        def retried() -> bool:
+            answers.append(sit(player, table["id"], key="seat-1"))
+            return bool(answers[-1].status_code != 409)
+
+        wait_until(retried, 5, "the retry to find the key free")  # not the sweep's minute
+        retry = answers[-1]
+        assert retry.status_code == 201, retry.get_json()
+        assert [s["player_id"] for s in operator.seats(table["id"])] == [player.player_id]
+        replay = sit(player, table["id"], key="seat-1")
+        assert replay.status_code == 201 and replay.headers.get("Idempotent-Replayed") == "true"
+        books_agree(operator)
+        dead, booked = operator.calls(kind="debit")
+        assert (dead.state, booked.state) == ("rolled_back", "booked")
+        assert operator.balance(player) == START - STAKE
+        [first] = operator.requests_for(dead.id)
+        if fault == "delay_apply":  # it arrived after its rollback: refused, never applied
+            assert (first["answer"], first["applied"]) == ("transaction_rolled_back", False)
+        else:  # applied, then undone by its rollback
+            assert first["applied"] and theirs(operator, dead.id) == "rolled_back"
+
+
+def theirs(operator: Operator, transaction_id: str) -> str | None:
+    """The state of a transaction at the operator's wallet (None: it holds none)."""
+    found = [t for t in operator.wallet.transactions() if t["transaction_id"] == transaction_id]
+    return str(found[0]["state"]) if found else None
+
+
+def test_a_transfer_seat_whose_worker_is_killed_while_it_waits_frees_its_key(
+    stack: Stack,
+) -> None:
+    """Transfer mode: the seat request waits inside its transaction for the table's row lock
+    (held here, as a long transaction would) when its gunicorn worker is SIGKILLed. The
+    database notices the dead client within a second and rolls its transaction back, so the
+    key is free (no 409 while nothing runs) and the retry seats, once."""
+    from sqlalchemy import text
+
+    from tests.api.play_clients import player_client
+
+    _operator_id, key = new_operator(stack.app)
+    api = ApiClient(HttpClient(stack.base), key)
+    table = open_table(api, stake=STAKE)
+    player = player_client(api, deposit=START)
+    engine = stack.app.extensions["gin"]["engine"]
+    waiting = text(
+        "SELECT pid, client_port FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query ILIKE '%FROM game_tables%'"
+    )
+    with engine.connect() as watcher, engine.connect() as blocker:
+        blocker.execute(
+            text("SELECT id FROM game_tables WHERE id = :id FOR UPDATE"), {"id": table["id"]}
+        )
+        in_background(lambda: player.post(f"/v1/tables/{table['id']}/seats", {}, key="seat-1"))
+        found: list[Any] = []
+
+        def stuck() -> bool:
+            found[:] = watcher.execute(waiting).all()
+            watcher.rollback()
+            return len(found) == 1
+
+        wait_until(stuck, 10, "the seat request waiting for the table's lock")
+        [(backend, client_port)] = found
+        os.kill(gunicorn_worker_on(_connections(client_port, remote=False)), signal.SIGKILL)
+
+        def gone() -> bool:
+            alive = watcher.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": backend}
+            ).scalar()
+            watcher.rollback()
+            return alive == 0
+
+        wait_until(gone, 5, "the dead request's transaction to end")
+        blocker.rollback()
+    retry = player.post(f"/v1/tables/{table['id']}/seats", {}, key="seat-1")
+    assert retry.status_code == 201, retry.get_json()
+    assert "Idempotent-Replayed" not in retry.headers
+    seats = api.get(f"/v1/tables/{table['id']}").get_json()["seats"]
+    assert [s["player_id"] for s in seats] == [player.player_id]  # type: ignore[attr-defined]
+    wallet = api.get(f"/v1/players/{player.player_id}/wallets/EUR").get_json()  # type: ignore[attr-defined]
+    assert wallet["held"]["amount"] == STAKE and wallet["available"]["amount"] == START - STAKE

@@ -689,3 +689,81 @@ def test_https_receivers_are_verified_against_their_host(
         monkeypatch.setattr(webhook_http, "tls_context", lambda: trusted)
         assert world.deliver(second, now).status == "delivered"
         assert receiver.take().verified == {"current": True}
+
+
+def test_a_test_event_is_delivered_signed_to_that_endpoint_only_and_logged(
+    app: Any, world: World, receiver: Receiver
+) -> None:
+    """``POST /v1/webhook-endpoints/{id}/test``: a ``webhook.test`` event for that endpoint
+    (though it subscribes to other types), delivered signed with its secret, logged with its
+    attempt and redeliverable; the operator's other endpoint never gets it (neither the relay
+    nor the sweep fans it out)."""
+    from worker.relay import relay_events
+
+    now = at(receiver, utcnow())
+    endpoint_id = world.endpoint(receiver, now, types=["settlement.completed"])
+    api = ApiClient(app.test_client(), world.key)
+    with serving() as bystander:
+        world.endpoint(bystander, now)  # every type
+        response = api.post(f"/v1/webhook-endpoints/{endpoint_id}/test")
+        assert response.status_code == 202, response.get_json()
+        queued = response.get_json()
+        assert queued["id"].startswith("whd_") and queued["endpoint_id"] == endpoint_id
+        assert queued["event_type"] == "webhook.test" and queued["event_id"].startswith("evt_")
+        assert (queued["status"], queued["attempt_count"], queued["attempts"]) == (
+            "pending",
+            0,
+            [],
+        )
+        outcome = world.deliver(queued["id"], at(receiver, utcnow()))
+        assert outcome.sent and outcome.status == "delivered" and outcome.status_code == 200
+        got = receiver.take()
+        assert got.verified == {"current": True}
+        envelope = json.loads(got.body)
+        assert envelope["id"] == queued["event_id"] and envelope["type"] == "webhook.test"
+        assert envelope["operator_id"] == world.operator_id
+        assert envelope["data"] == {"endpoint_id": endpoint_id, "test": True}
+        assert got.headers["Gin-Event-Type"] == "webhook.test"
+        # Neither the relay, nor a fan-out, nor the sweep sends it anywhere else.
+        sent: list[tuple[str, list[Any]]] = []
+        session = world.session()
+        try:
+            in_unit(session, relay_events, lambda name, args: sent.append((name, args)), now)
+            later = now + timedelta(minutes=3)
+            assert queued["event_id"] not in in_unit(session, webhooks.unfanned_events, later)
+        finally:
+            session.close()
+        assert queued["event_id"] not in [args[0] for _, args in sent]
+        assert world.fan_out(queued["event_id"], now) == []
+        bystander.assert_quiet()
+    log = api.get(f"/v1/webhook-endpoints/{endpoint_id}/deliveries").get_json()["data"]
+    [entry] = [d for d in log if d["id"] == queued["id"]]
+    assert entry["status"] == "delivered" and entry["event_type"] == "webhook.test"
+    assert [(a["number"], a["status_code"]) for a in entry["attempts"]] == [(1, 200)]
+    again = api.post(f"/v1/webhook-deliveries/{queued['id']}/redeliver")
+    assert again.status_code == 202, again.get_json()
+    assert world.deliver(queued["id"], at(receiver, utcnow())).status == "delivered"
+    assert receiver.take().body == got.body
+
+
+def test_a_test_event_for_a_failing_receiver_is_retried_like_any_other(
+    app: Any, world: World, receiver: Receiver
+) -> None:
+    now = at(receiver, utcnow())
+    endpoint_id = world.endpoint(receiver, now)
+    api = ApiClient(app.test_client(), world.key)
+    response = api.post(f"/v1/webhook-endpoints/{endpoint_id}/test")
+    assert response.status_code == 202, response.get_json()
+    delivery_id = response.get_json()["id"]
+    receiver.answers = [503]
+    now = at(receiver, utcnow())
+    failed = world.deliver(delivery_id, now)
+    assert failed.status == "pending" and failed.next_attempt_at == now + timedelta(seconds=30)
+    assert receiver.take().verified == {"current": True}
+    session = world.session()
+    try:
+        due = in_unit(session, webhooks.due_deliveries, now + timedelta(minutes=3))
+    finally:
+        session.close()
+    assert delivery_id in due
+    assert world.deliver(delivery_id, at(receiver, now + timedelta(seconds=30))).attempt == 2
