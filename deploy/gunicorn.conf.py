@@ -72,6 +72,7 @@ from service.config import (  # noqa: E402
     ServerSettings,
     metrics_dir,
     use_metrics_dir,
+    web_ready_dir,
 )
 from service.observability.logs import dict_config  # noqa: E402
 
@@ -160,6 +161,12 @@ def post_fork(server, worker):  # type: ignore[no-untyped-def]
         # The pool built in the master is empty (nothing connects at import); drop it anyway
         # rather than ever share a connection across fork (SQLAlchemy's advice for pools).
         server.app.wsgi().extensions["gin"]["engine"].dispose(close=False)
+
+
+def post_worker_init(worker):  # type: ignore[no-untyped-def]
+    folder = web_ready_dir()
+    if folder is not None:  # gin-service run: this worker has booted
+        (Path(folder) / str(worker.pid)).touch()
 
 
 def pre_request(worker, req):  # type: ignore[no-untyped-def]

@@ -229,9 +229,10 @@ def _serve(
 ) -> int:
     """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
     clocks, the outbox relay, sweeps), as child processes (and ``extra`` ones already
-    started); ``banner`` printed once the API answers ``/readyz`` and the worker is ready,
-    so that it ends what they print on starting; a signal or any child exiting stops them
-    all within :data:`SHUTDOWN_GRACE_SECONDS`, a second signal at once.
+    started); ``banner`` printed once the API answers ``/readyz``, every gunicorn worker
+    has booted and the Celery worker is ready, so that it ends what they print on starting;
+    a signal or any child exiting stops them all within :data:`SHUTDOWN_GRACE_SECONDS`, a
+    second signal at once.
 
     gunicorn and the worker each lead a process group of their own: a signal to this
     process's group (Ctrl-C in a terminal) reaches each of them once, from here (a second
@@ -239,16 +240,25 @@ def _serve(
     processes, beat, its web workers) is killed with its group."""
     import contextlib
     import os
+    import shutil
     import signal
     import subprocess
     import time
     from importlib.metadata import version
 
-    from service.config import DEFAULT_VAR_DIR, WORKER_READY_FILE_VARIABLE, child_environment
+    from service.config import (
+        DEFAULT_VAR_DIR,
+        WEB_READY_DIR_VARIABLE,
+        WORKER_READY_FILE_VARIABLE,
+        child_environment,
+    )
 
     DEFAULT_VAR_DIR.mkdir(parents=True, exist_ok=True)
     worker_ready = DEFAULT_VAR_DIR.resolve() / "worker.ready"
     worker_ready.unlink(missing_ok=True)
+    web_ready = DEFAULT_VAR_DIR.resolve() / "web.ready"  # a file per gunicorn worker booted
+    shutil.rmtree(web_ready, ignore_errors=True)
+    web_ready.mkdir()
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -295,6 +305,7 @@ def _serve(
             *(["--no-control-socket"] if int(version("gunicorn").split(".")[0]) >= 27 else []),
             "service.wsgi:app",
         ],
+        env=child_environment(**{WEB_READY_DIR_VARIABLE: str(web_ready)}),
         process_group=0,
         preexec_fn=_stopped_with_parent,
     )
@@ -330,7 +341,12 @@ def _serve(
     try:
         while all(child.poll() is None for child in children):
             if banner is not None and (
-                (worker_ready.exists() and _answers(bind)) or time.monotonic() > banner_by
+                (
+                    worker_ready.exists()
+                    and (not config.is_file() or len(list(web_ready.iterdir())) >= workers)
+                    and _answers(bind)
+                )
+                or time.monotonic() > banner_by
             ):
                 print(banner, flush=True)
                 banner = None

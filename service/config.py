@@ -207,6 +207,17 @@ def worker_ready_file() -> str | None:
     return optional_env(WORKER_READY_FILE_VARIABLE)
 
 
+#: The folder where each gunicorn worker leaves a file named by its pid once it has booted,
+#: when the variable names one (set by ``gin-service run``, which prints its banner after
+#: every worker's boot lines).
+WEB_READY_DIR_VARIABLE = "GIN_WEB_READY_DIR"
+
+
+def web_ready_dir() -> str | None:
+    """``GIN_WEB_READY_DIR``: where this server's workers say they have booted, if anywhere."""
+    return optional_env(WEB_READY_DIR_VARIABLE)
+
+
 def child_environment(**overrides: str) -> dict[str, str]:
     """This process's environment with ``overrides``, for a child process it starts."""
     return {**os.environ, **overrides}

@@ -108,13 +108,13 @@ class Worker(ThreadWorker):  # type: ignore[misc]
     ) -> None:
         """gunicorn's access log line for a refused request, as gunicorn writes it."""
         try:
-            environ = default_environ(req, client, self.cfg)
-            environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
+            wsgi = default_environ(req, client, self.cfg)  # the request's, not the process's
+            wsgi["REMOTE_ADDR"], wsgi["REMOTE_PORT"] = addr[0], str(addr[1])
             resp = Response(req, client, self.cfg)
             resp.status = f"{error.status} {error.title}"
             resp.headers = [("X-Request-Id", answer_id)]
             resp.response_length = length
-            self.log.access(resp, req, environ, datetime.now() - started)
+            self.log.access(resp, req, wsgi, datetime.now() - started)
         except Exception:  # a request read only in part: no line rather than no answer
             self.log.debug("No access log line for the refused request.")
 
