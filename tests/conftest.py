@@ -10,11 +10,16 @@ import tempfile
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("dev", max_examples=100, deadline=None)
+# A property test's examples follow the profile: the developer's default (``dev``, used when
+# HYPOTHESIS_PROFILE is unset) keeps tests/unit to seconds, ``quick`` (``make unit``) is a
+# smoke run, and ``ci`` (.ci/run) is the thorough one. A test whose examples are whole games
+# states its count under ci with tests/unit/budget.py's ``examples(N)``; the lighter profiles
+# run the same share of N as their max_examples is of ci's.
+settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile(
     "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile("quick", max_examples=20, deadline=None)
+settings.register_profile("quick", max_examples=5, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 # The in-process Celery app (tasks kicked by requests) uses the embedded filesystem broker in a

@@ -8,12 +8,15 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.formats import MatchSettings, games
 from service.formats.match import MatchStatus
 from service.rules import fair
 from service.rules.rummy import RummyRules
 from service.rules.rummy.fair import FairShuffle
+from tests.unit.budget import examples
 
 SHORT = {"ruleset": {"target": 25, "partnership_target": 25}}
 
@@ -115,7 +118,7 @@ def _play(game: str, data: dict[str, Any], seats: int, rng: random.Random) -> ga
     now = 0
     for _ in range(20_000):
         while games.pending_deal(match) is not None:
-            server_seed = fair.new_server_seed()
+            server_seed = rng.randbytes(fair.SEED_BYTES).hex()  # as new_server_seed(), replayable
             hand = games.deal(match, server_seed, seeds, now)
             assert hand.number not in server_seeds and len(hand.seats) >= 2
             server_seeds[hand.number] = server_seed
@@ -141,22 +144,24 @@ def _play(game: str, data: dict[str, Any], seats: int, rng: random.Random) -> ga
     raise AssertionError("the match did not end")
 
 
+# A whole match per example, each change stored and restored: three matches a game under ci.
 @pytest.mark.parametrize(("game", "data", "seats"), CASES)
-def test_whole_matches_settle_zero_sum(game: str, data: dict[str, Any], seats: int) -> None:
-    settings = MatchSettings.from_dict({"game": game, "seats": seats, **data})
-    for seed in range(3):
-        match = _play(game, data, seats, random.Random(seed))
-        assert match.status in (MatchStatus.FINISHED, MatchStatus.VOID)
-        escrow = [
-            settings.escrow_for(None if not settings.uses_buyins else settings.max_buyin)
-        ] * seats
-        settled = games.statement(match, settings, escrow)
-        assert sum(settled.payouts) + settled.fee == sum(escrow)
-        assert all(p >= 0 for p in settled.payouts)
-        assert list(settled.data["payouts"]) == list(settled.payouts)
-        outcome = games.result(match)
-        assert outcome["winner"] in (None, *range(seats))
-        assert set(outcome.get("winners", [])) <= set(range(seats))
+@examples(3)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_whole_matches_settle_zero_sum(
+    game: str, data: dict[str, Any], seats: int, seed: int
+) -> None:
+    table = MatchSettings.from_dict({"game": game, "seats": seats, **data})
+    match = _play(game, data, seats, random.Random(seed))
+    assert match.status in (MatchStatus.FINISHED, MatchStatus.VOID)
+    escrow = [table.escrow_for(None if not table.uses_buyins else table.max_buyin)] * seats
+    settled = games.statement(match, table, escrow)
+    assert sum(settled.payouts) + settled.fee == sum(escrow)
+    assert all(p >= 0 for p in settled.payouts)
+    assert list(settled.data["payouts"]) == list(settled.payouts)
+    outcome = games.result(match)
+    assert outcome["winner"] in (None, *range(seats))
+    assert set(outcome.get("winners", [])) <= set(range(seats))
 
 
 def test_a_forfeit_ends_every_game_and_settles() -> None:

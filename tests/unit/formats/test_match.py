@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from service.formats import (
@@ -21,6 +21,7 @@ from service.formats import (
 from service.formats.settings import GAME_FORMATS, GameKind
 from service.rules import IllegalAction
 from service.rules.playout import choose, random_deck
+from tests.unit.budget import examples
 
 SETTINGS = {
     Format.FIRST_TO_KNOCK: MatchSettings(Format.FIRST_TO_KNOCK, stake=100, fee=FeeRule(500)),
@@ -174,7 +175,7 @@ def test_deal_only_when_awaiting() -> None:
 
 
 @pytest.mark.parametrize("fmt", GAME_FORMATS[GameKind.GIN])
-@settings(max_examples=min(settings.default.max_examples, 40))
+@examples(40)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_copy_is_independent_of_its_original(fmt: Format, seed: int) -> None:
     """Played on from any point, a copy ends where a restored state would, and its original

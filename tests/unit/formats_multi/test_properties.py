@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from service.formats import Format, MatchSettings, MatchStatus
@@ -15,6 +15,7 @@ from service.formats.multi_common import MultiMatch, Standings
 from service.formats.partnership import PartnershipMatch, deal_result, pairing, team_of
 from service.formats.three_player import Seating, ThreePlayerMatch
 from service.rules import Game, Ruleset, ShutoutMode
+from tests.unit.budget import examples
 from tests.unit.formats_multi.decks import leaks, random_steps
 
 KINDS = ("three_player", "partnership")
@@ -98,7 +99,7 @@ def test_random_games_end_at_the_target_and_the_points_add_up(kind: str, seed: i
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=min(settings.default.max_examples, 15))
+@examples(15)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_every_state_round_trips_and_no_view_shows_a_hidden_card(kind: str, seed: int) -> None:
     """Checked at every deal and hand end, and at a random twentieth of the other steps."""
@@ -117,7 +118,7 @@ def test_every_state_round_trips_and_no_view_shows_a_hidden_card(kind: str, seed
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=min(settings.default.max_examples, 20))
+@examples(20)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_each_of_the_first_300_steps_round_trips(kind: str, seed: int) -> None:
     """Literally every step, over the first hands of a match (several deals and hand ends)."""
@@ -132,7 +133,7 @@ def test_each_of_the_first_300_steps_round_trips(kind: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=min(settings.default.max_examples, 50))
+@examples(50)
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 400), who=st.integers(0, 3))
 def test_a_forfeit_at_any_moment_ends_the_match_for_all(
     kind: str, seed: int, steps: int, who: int

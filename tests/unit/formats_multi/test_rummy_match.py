@@ -9,7 +9,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from service.formats.clock import ClockSettings, OnTimeout
@@ -27,6 +27,7 @@ from service.rules.errors import IllegalAction, InvalidState
 from service.rules.playout import random_deck
 from service.rules.rummy import RummyRules, Scoring, deal_size
 from service.rules.rummy.playout import choose, seeded_shuffler
+from tests.unit.budget import examples
 from tests.unit.formats_multi.decks import card_strings
 from tests.unit.rummy.scenarios import deck_for
 
@@ -471,7 +472,8 @@ def run(match: RummyMatch, rng: random.Random, forfeit_rate: float, *, checked: 
     raise AssertionError("the match did not end")
 
 
-@settings(max_examples=20)  # every step is checked: a round trip and a view per seat
+# Every step is checked (a round trip and a view per seat): 20 matches under ci.
+@examples(20)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_11_7_3_random_matches_round_trip_hide_secrets_and_end_by_their_mode(seed: int) -> None:
     rng = random.Random(seed)
@@ -499,7 +501,8 @@ def dealer_rule(players: int, dealer: int, winner: int | None) -> int:
     return winner if players == 2 else (dealer + 1) % players
 
 
-@settings(max_examples=50)  # whole matches of up to six seats
+# Whole matches of up to six seats: 50 under ci.
+@examples(50)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_5_1_4_random_matches_rotate_the_dealer_and_settle_zero_sum(seed: int) -> None:
     rng = random.Random(seed)

@@ -7,7 +7,7 @@ import json
 import random
 import re
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from service.rules import (
@@ -24,6 +24,7 @@ from service.rules import (
 )
 from service.rules.cards import mask_to_cards
 from service.rules.playout import choose, random_deck
+from tests.unit.budget import examples
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")
 
@@ -77,7 +78,7 @@ def assert_views_hide_secrets(hand: Hand) -> None:
 
 
 # Each example checks every step of a whole hand (views, JSON round trips): keep CI bounded.
-@settings(max_examples=min(settings.default.max_examples, 100))
+@examples(100)
 @given(seed=st.integers(0, 2**32 - 1), ruleset=rulesets)
 def test_random_play_out_keeps_every_invariant(seed: int, ruleset: Ruleset) -> None:
     rng = random.Random(seed)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from service.rules.cards import DECK
@@ -28,6 +28,7 @@ from service.rules.rummy import (
     automatic_action,
 )
 from service.rules.rummy.playout import choose, play_out, seeded_shuffler
+from tests.unit.budget import examples
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")
 ALL = (1 << 52) - 1
@@ -102,7 +103,7 @@ def check_outcome(hand: RummyHand) -> None:
 
 @pytest.mark.parametrize("restock", list(Restock))
 @pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
-@settings(max_examples=min(settings.default.max_examples, 8))
+@examples(8)
 @given(seed=seeds, meld_rate=meld_rates)
 def test_random_playouts_always_end(
     players: int, restock: Restock, seed: int, meld_rate: float
@@ -119,7 +120,7 @@ def test_random_playouts_always_end(
     check_outcome(hand)
 
 
-@settings(max_examples=min(settings.default.max_examples, 40))
+@examples(40)
 @given(seed=seeds, table=tables(max_turns=300), meld_rate=meld_rates)
 def test_every_card_is_in_exactly_one_place_after_every_action(
     seed: int, table: tuple[int, RummyRules], meld_rate: float
@@ -138,7 +139,7 @@ def test_every_card_is_in_exactly_one_place_after_every_action(
     check_outcome(hand)
 
 
-@settings(max_examples=min(settings.default.max_examples, 25))
+@examples(25)
 @given(seed=seeds, table=tables(), meld_rate=meld_rates, data=st.data())
 def test_apply_accepts_exactly_the_listed_actions(
     seed: int, table: tuple[int, RummyRules], meld_rate: float, data: st.DataObject
@@ -189,7 +190,7 @@ def test_apply_accepts_exactly_the_listed_actions(
         assert hand.to_dict() == before, "trying actions changed the state"
 
 
-@settings(max_examples=min(settings.default.max_examples, 30))
+@examples(30)
 @given(seed=seeds, table=tables(max_turns=120), meld_rate=meld_rates)
 def test_json_round_trip_at_every_step(
     seed: int, table: tuple[int, RummyRules], meld_rate: float
@@ -203,7 +204,7 @@ def test_json_round_trip_at_every_step(
         assert again.legal_actions() == hand.legal_actions()
 
 
-@settings(max_examples=min(settings.default.max_examples, 30))
+@examples(30)
 @given(seed=seeds, table=tables(max_turns=120), meld_rate=meld_rates)
 def test_no_view_shows_another_players_card_or_a_stock_card(
     seed: int, table: tuple[int, RummyRules], meld_rate: float
@@ -221,7 +222,7 @@ def test_no_view_shows_another_players_card_or_a_stock_card(
             assert ("hand" in view) == (seat is not None)
 
 
-@settings(max_examples=min(settings.default.max_examples, 60))
+@examples(60)
 @given(seed=seeds, table=tables(max_turns=300), meld_rate=meld_rates)
 def test_points_are_zero_sum_under_pay_winner(
     seed: int, table: tuple[int, RummyRules], meld_rate: float
