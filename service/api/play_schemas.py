@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
 from service.rules.rummy import RummyRules
 from service.rules.rummy.actions import RummyActionKind
+from service.usecases import tables
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (docs/engine.md 0.2)."})
 
@@ -43,7 +45,14 @@ def _card_list(**kwargs: Any) -> fields.List:
 
 class FeeIn(Schema):
     bps = StrictInteger(load_default=0, maximum=10_000)
-    base = fields.String(load_default="POT", validate=validate.OneOf([b.value for b in FeeBase]))
+    base = fields.String(
+        load_default=None,
+        validate=validate.OneOf([b.value for b in FeeBase]),
+        metadata={
+            "description": "What the fee is a share of. Left out: `POT` at First To Knock and "
+            "Match Play, `WINNINGS` at every other format (the only base they take)."
+        },
+    )
     minimum = MinorUnits(load_default=0)
     maximum = MinorUnits(
         load_default=None,
@@ -157,7 +166,7 @@ _RUMMY_FORMATS = [
 #: Money Play and classic take a fee, if any, from the transfer (docs/engine.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
-        {"required": ["base"], "properties": {"base": {"const": FeeBase.WINNINGS.value}}},
+        {"properties": {"base": {"const": FeeBase.WINNINGS.value}}},
         {"properties": {"bps": {"const": 0}, "minimum": {"const": 0}}},
     ]
 }
@@ -175,18 +184,24 @@ class TableIn(Schema):
     contract in ``json_schema``."""
 
     json_schema: ClassVar[dict[str, Any]] = {
-        "description": "Which stake fields count depends on the `format` (`oneOf`): First To "
-        "Knock and Match Play need `stake` (at least 1); Money Play and classic need "
-        "`stake_per_point` and a buy-in range (`min_buyin` at least 1, `max_buyin` not below "
-        "`min_buyin`), and a fee, if any, taken from `WINNINGS`; Money Play targets 50 or "
-        "100. The `game` fixes its formats and seats: `gin` 2 seats, `gin_three` 3, "
-        "`gin_partnership` 4 (`match_play`, `classic`), `rummy` 2 to `rummy.max_players` "
-        "(`rummy_target`: `target` is the points target; `rummy_deals`: `target` is the number "
-        "of deals; `rummy_per_hand`: a continuous table of up to `seat_count` players, each "
-        "hand settled, `min_balance` the table balance below which a player sits out). "
-        "`min_balance` is for `rummy_per_hand` tables only, and there the minimum balance "
-        "(by default ten times `stake_per_point`) may not be above `max_buyin`. "
-        f"Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
+        "description": "What a table needs follows from its `game` and `format` (the "
+        "`allOf` below; docs/games.md gives a body that works for each). `first_to_knock` and "
+        "`match_play` need `stake` (at least 1), each player's fixed stake. `money_play`, "
+        "`classic`, `rummy_per_hand`, `rummy_target` and `rummy_deals` need `stake_per_point` "
+        "(at least 1), `min_buyin` (at least 1) and `max_buyin` (not below `min_buyin`), and "
+        "take a fee, if any, from `WINNINGS` (their default `fee.base`); each player then sits "
+        "down with a `buyin` in that range. Money Play targets 50 or 100. The `game` fixes its "
+        "formats and seats: `gin` (the default) 2 seats, every format above but the Rummy "
+        "ones; `gin_three` 3 seats and `gin_partnership` 4, `match_play` or `classic` "
+        "(`seat_count` may be left out for these); `rummy` 2 to `rummy.max_players` seats, "
+        "`seat_count` required (`rummy_target`: `target` is the points target; `rummy_deals`: "
+        "`target` is the number of deals; `rummy_per_hand`: a continuous table of up to "
+        "`seat_count` players, each hand settled, `min_balance` the table balance below which "
+        "a player sits out). `min_balance` is for `rummy_per_hand` tables only, and there the "
+        "minimum balance (by default ten times `stake_per_point`) may not be above "
+        f"`max_buyin`. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do. "
+        "A refused body is answered once: a 422 whose `errors` name every field at fault as "
+        "the body spells it, a nested one by its dotted path (`fee.base`).",
         "allOf": [
             {
                 "oneOf": [
@@ -279,6 +294,51 @@ class TableIn(Schema):
         ],
     }
 
+    #: The fields that are the table's settings (:class:`~service.formats.MatchSettings`).
+    SETTINGS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "game",
+            "seat_count",
+            "rummy",
+            "format",
+            "stake",
+            "stake_per_point",
+            "min_buyin",
+            "max_buyin",
+            "target",
+            "min_balance",
+            "fee",
+            "ftk_winner_rule",
+            "ftk_max_dead_hands",
+            "line_bonus",
+            "cap_mode",
+            "ruleset",
+            "clock",
+        }
+    )
+
+    @validates_schema(skip_on_field_errors=False, pass_original=True)
+    def _settings(self, data: dict[str, Any], original_data: Any, **_: Any) -> None:
+        """The rules between the fields, in the same answer as the fields' own errors: every
+        problem the settings have (:func:`~service.usecases.tables.settings_problems`) but
+        those of a field refused already, or when the game or format is not known."""
+        if not isinstance(original_data, Mapping):
+            return
+        refused = {key for key in original_data if key not in data}
+        if refused & {"game", "format"} or "format" not in data:
+            return
+        problems = tables.settings_problems(
+            {key: data[key] for key in data.keys() & self.SETTINGS},
+            practice=data.get("practice", False),
+            currency=data.get("currency"),
+        )[1]
+        messages: dict[str, list[str]] = {}
+        for problem in problems:
+            if problem.field.split(".")[0] not in refused:
+                messages.setdefault(problem.field, []).append(problem.message)
+        if messages:
+            raise ValidationError(messages)
+
     name = fields.String(load_default="", validate=validate.Length(max=100))
     game = fields.String(
         load_default=GameKind.GIN.value, validate=validate.OneOf([g.value for g in GameKind])
@@ -301,13 +361,18 @@ class TableIn(Schema):
         metadata={"description": "Fixed stake, at least 1: First To Knock, Match Play."},
     )
     stake_per_point = MinorUnits(
-        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+        load_default=0,
+        metadata={"description": "At least 1: every format but First To Knock and Match Play."},
     )
     min_buyin = MinorUnits(
-        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+        load_default=0,
+        metadata={"description": "At least 1: every format but First To Knock and Match Play."},
     )
     max_buyin = MinorUnits(
-        load_default=0, metadata={"description": "Not below `min_buyin`: Money Play and classic."}
+        load_default=0,
+        metadata={
+            "description": "Not below `min_buyin`: every format but First To Knock and Match Play."
+        },
     )
     target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
     min_balance = MinorUnits(
@@ -435,7 +500,13 @@ class LobbyQuery(ListQuery):
 
 
 class JoinIn(Schema):
-    buyin = MinorUnits(minimum=1, metadata={"description": "Money Play and classic: the buy-in."})
+    buyin = MinorUnits(
+        minimum=1,
+        metadata={
+            "description": "Required at a table with a buy-in range (every format but First To "
+            "Knock and Match Play): between its `min_buyin` and `max_buyin`. Left out elsewhere."
+        },
+    )
     invite_code = fields.String(validate=validate.Length(max=64))
     client_seed = fields.String(
         validate=validate.Length(min=1, max=64),

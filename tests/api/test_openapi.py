@@ -287,6 +287,17 @@ TABLES = [
             "max_buyin": 100,
             "fee": {"bps": 500},
         },
+        True,
+    ),  # a fee from the winnings, the base a buy-in table takes by default
+    (
+        {
+            "format": "classic",
+            "currency": "EUR",
+            "stake_per_point": 1,
+            "min_buyin": 100,
+            "max_buyin": 100,
+            "fee": {"bps": 500, "base": "POT"},
+        },
         False,
     ),  # a fee from the pot
     (
