@@ -46,7 +46,6 @@ def _card_list(**kwargs: Any) -> fields.List:
 class FeeIn(Schema):
     bps = StrictInteger(load_default=0, maximum=10_000)
     base = fields.String(
-        load_default=None,
         validate=validate.OneOf([b.value for b in FeeBase]),
         metadata={
             "description": "What the fee is a share of. Left out: `POT` at First To Knock and "
