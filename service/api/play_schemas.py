@@ -587,7 +587,20 @@ class HandViewOut(Schema):
 
 
 class SeatView(Schema):
-    seat = fields.Integer(required=True)
+    seat = fields.Integer(
+        required=True,
+        metadata={
+            "description": "The seat every other field of the match names the player by: the "
+            "table's seat, but for a `rummy_per_hand` hand, whose seats are its players "
+            "dealt in, 0 up in table order (`table_seat` is then the table's)."
+        },
+    )
+    table_seat = fields.Integer(
+        metadata={
+            "description": "`rummy_per_hand` only: the player's seat at the table (`seat` "
+            "in `GET /v1/tables/{id}`)."
+        }
+    )
     player_id = fields.String(required=True)
     display_name = fields.String(required=True)
     escrow = fields.Nested(MoneyOut, required=True)
@@ -645,11 +658,16 @@ class MatchOut(Schema):
             "description": "Games other than two-player Gin: the game's own view (docs/rummy.md "
             "11.6.5): every table's public part, the caller's own hand and legal actions, "
             "the hands that ended, the standings, who acts and the turn's deadline. Never "
-            "another player's cards, never a stock card."
+            "another player's cards, never a stock card. Every player it names, inside a "
+            "hand's own view too (`to_act`, `dealer`, `first_player`, `seat`, a log entry's "
+            "`seat`, `winner`, `knocker`, `melded_by`), is a seat of the match "
+            "(`seats[].seat`); each hand's `seats` orders its lists of one entry per player, "
+            "and `position` is the reader's place there (docs/games.md, Playing)."
         }
     )
     you = fields.Integer(
-        allow_none=True, metadata={"description": "Your seat; null if you only watch."}
+        allow_none=True,
+        metadata={"description": "Your seat (`seats[].seat`); null if you only watch."},
     )
     seats = fields.List(fields.Nested(SeatView), required=True)
     started_at = Timestamp(allow_none=True)
