@@ -265,6 +265,31 @@ class TableIn(Schema):
             {
                 "anyOf": [
                     {
+                        "title": "Not Rummy: `rummy.max_players` bounds no seat count",
+                        "properties": {"game": {"not": {"const": GameKind.RUMMY.value}}},
+                    },
+                    {
+                        "title": "Rummy for up to 6 (the default `rummy.max_players`)",
+                        "properties": {"rummy": {"not": {"required": ["max_players"]}}},
+                    },
+                ]
+                + [
+                    {
+                        "title": f"Rummy for up to {most} (`rummy.max_players`)",
+                        "properties": {
+                            "rummy": {
+                                "properties": {"max_players": {"const": most}},
+                                "required": ["max_players"],
+                            },
+                            "seat_count": {"maximum": most},
+                        },
+                    }
+                    for most in range(_RUMMY_RANGES["max_players"][0], RummyRules().max_players + 1)
+                ]
+            },
+            {
+                "anyOf": [
+                    {
                         "title": "A continuous Rummy table: a minimum balance",
                         "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
                     },

@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
+from service.api import spec_yaml
 from service.formats.settings import FIXED_STAKE_FORMATS, GAME_FORMATS, Format
 from tests.api.play_clients import join, open_table, player_client
+from tests.api.test_openapi import _valid
 from tests.conftest import ApiClient, assert_problem
 
 BUYIN_FIELDS = {"stake_per_point", "min_buyin", "max_buyin"}
@@ -137,3 +140,38 @@ def test_a_seat_at_a_per_hand_table_names_its_missing_buyin_with_every_other_fau
     errors = _errors(join(player, table["id"], client_seed="a:b"))
     assert set(errors) == {"buyin", "client_seed"}, errors
     assert join(player, table["id"], buyin=500).status_code == 201
+
+
+RUMMY = {"game": "rummy", "format": "rummy_deals", "currency": "EUR", "stake_per_point": 1}
+BOUNDED = [
+    ({**RUMMY, "seat_count": 3, "rummy": {"max_players": 2}}, False),
+    ({**RUMMY, "seat_count": 2, "rummy": {"max_players": 2}}, True),
+    ({**RUMMY, "seat_count": 6}, True),
+    (
+        {
+            "game": "gin_partnership",
+            "format": "match_play",
+            "currency": "EUR",
+            "stake": 5,
+            "rummy": {"max_players": 2},
+        },
+        True,
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def contract(app: Any) -> dict[str, Any]:
+    return dict(yaml.safe_load(spec_yaml(app)))
+
+
+@pytest.mark.parametrize(("body", "valid"), BOUNDED)
+def test_the_contract_bounds_a_rummy_seat_count_by_its_max_players_as_the_service_does(
+    api: ApiClient, contract: dict[str, Any], body: dict[str, Any], valid: bool
+) -> None:
+    body = {**body, "min_buyin": 100, "max_buyin": 100} if "stake" not in body else body
+    assert _valid(contract, "TableIn", body) is valid
+    response = api.post("/v1/tables", body)
+    assert (response.status_code == 201) is valid, response.get_json()
+    if not valid:
+        assert set(_errors(response)) == {"seat_count"}
