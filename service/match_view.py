@@ -48,6 +48,7 @@ def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> di
                 "player_id": s["player_id"],
                 "display_name": s["display_name"],
                 "escrow": {"amount": s["escrow"], "currency": row.currency},
+                **({"table_seat": s["table_seat"]} if "table_seat" in s else {}),
             }
             for s in row.seats or []
         ],

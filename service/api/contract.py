@@ -29,7 +29,7 @@ from typing import Any
 
 from apispec import BasePlugin
 
-from service.api.examples import REQUEST_EXAMPLES, RESPONSE_EXAMPLES
+from service.api.examples import REQUEST_EXAMPLE_SETS, REQUEST_EXAMPLES, RESPONSE_EXAMPLES
 from service.api.problems import PROBLEM_JSON, problem_examples
 from service.errors import (
     MalformedRequest,
@@ -399,10 +399,17 @@ class ContractPlugin(BasePlugin):
         if contract is None:
             return
         body = REQUEST_EXAMPLES.get(contract.operation_id)
+        named = REQUEST_EXAMPLE_SETS.get(contract.operation_id)
         request = operation.get("requestBody")
         if body is not None and isinstance(request, dict):
             for media in request.get("content", {}).values():
                 media.setdefault("example", _json_copy(body))
+        if named is not None and isinstance(request, dict):
+            for media in request.get("content", {}).values():
+                media.setdefault(
+                    "examples",
+                    {name: {"summary": name, "value": _json_copy(v)} for name, v in named.items()},
+                )
         answer = RESPONSE_EXAMPLES.get(contract.operation_id)
         if answer is None:
             return

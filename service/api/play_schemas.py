@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -34,6 +35,7 @@ from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
 from service.rules.rummy import RummyRules
 from service.rules.rummy.actions import RummyActionKind
+from service.usecases import tables
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (docs/engine.md 0.2)."})
 
@@ -44,7 +46,13 @@ def _card_list(**kwargs: Any) -> fields.List:
 
 class FeeIn(Schema):
     bps = StrictInteger(load_default=0, maximum=10_000)
-    base = fields.String(load_default="POT", validate=validate.OneOf([b.value for b in FeeBase]))
+    base = fields.String(
+        validate=validate.OneOf([b.value for b in FeeBase]),
+        metadata={
+            "description": "What the fee is a share of. Left out: `POT` at First To Knock and "
+            "Match Play, `WINNINGS` at every other format (the only base they take)."
+        },
+    )
     minimum = MinorUnits(load_default=0)
     maximum = MinorUnits(
         load_default=None,
@@ -158,7 +166,7 @@ _RUMMY_FORMATS = [
 #: Money Play and classic take a fee, if any, from the transfer (docs/engine.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
-        {"required": ["base"], "properties": {"base": {"const": FeeBase.WINNINGS.value}}},
+        {"properties": {"base": {"const": FeeBase.WINNINGS.value}}},
         {"properties": {"bps": {"const": 0}, "minimum": {"const": 0}}},
     ]
 }
@@ -176,18 +184,24 @@ class TableIn(Schema):
     contract in ``json_schema``."""
 
     json_schema: ClassVar[dict[str, Any]] = {
-        "description": "Which stake fields count depends on the `format` (`oneOf`): First To "
-        "Knock and Match Play need `stake` (at least 1); Money Play and classic need "
-        "`stake_per_point` and a buy-in range (`min_buyin` at least 1, `max_buyin` not below "
-        "`min_buyin`), and a fee, if any, taken from `WINNINGS`; Money Play targets 50 or "
-        "100. The `game` fixes its formats and seats: `gin` 2 seats, `gin_three` 3, "
-        "`gin_partnership` 4 (`match_play`, `classic`), `rummy` 2 to `rummy.max_players` "
-        "(`rummy_target`: `target` is the points target; `rummy_deals`: `target` is the number "
-        "of deals; `rummy_per_hand`: a continuous table of up to `seat_count` players, each "
-        "hand settled, `min_balance` the table balance below which a player sits out). "
-        "`min_balance` is for `rummy_per_hand` tables only, and there the minimum balance "
-        "(by default ten times `stake_per_point`) may not be above `max_buyin`. "
-        f"Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do.",
+        "description": "What a table needs follows from its `game` and `format` (the "
+        "`allOf` below; docs/games.md gives a body that works for each). `first_to_knock` and "
+        "`match_play` need `stake` (at least 1), each player's fixed stake. `money_play`, "
+        "`classic`, `rummy_per_hand`, `rummy_target` and `rummy_deals` need `stake_per_point` "
+        "(at least 1), `min_buyin` (at least 1) and `max_buyin` (not below `min_buyin`), and "
+        "take a fee, if any, from `WINNINGS` (their default `fee.base`); each player then sits "
+        "down with a `buyin` in that range. Money Play targets 50 or 100. The `game` fixes its "
+        "formats and seats: `gin` (the default) 2 seats, every format above but the Rummy "
+        "ones; `gin_three` 3 seats and `gin_partnership` 4, `match_play` or `classic` "
+        "(`seat_count` may be left out for these); `rummy` 2 to `rummy.max_players` seats, "
+        "`seat_count` required (`rummy_target`: `target` is the points target; `rummy_deals`: "
+        "`target` is the number of deals; `rummy_per_hand`: a continuous table of up to "
+        "`seat_count` players, each hand settled, `min_balance` the table balance below which "
+        "a player sits out). `min_balance` is for `rummy_per_hand` tables only, and there the "
+        "minimum balance (by default ten times `stake_per_point`) may not be above "
+        f"`max_buyin`. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do. "
+        "A refused body is answered once: a 422 whose `errors` name every field at fault as "
+        "the body spells it, a nested one by its dotted path (`fee.base`).",
         "allOf": [
             {
                 "oneOf": [
@@ -252,6 +266,31 @@ class TableIn(Schema):
             {
                 "anyOf": [
                     {
+                        "title": "Not Rummy: `rummy.max_players` bounds no seat count",
+                        "properties": {"game": {"not": {"const": GameKind.RUMMY.value}}},
+                    },
+                    {
+                        "title": "Rummy for up to 6 (the default `rummy.max_players`)",
+                        "properties": {"rummy": {"not": {"required": ["max_players"]}}},
+                    },
+                ]
+                + [
+                    {
+                        "title": f"Rummy for up to {most} (`rummy.max_players`)",
+                        "properties": {
+                            "rummy": {
+                                "properties": {"max_players": {"const": most}},
+                                "required": ["max_players"],
+                            },
+                            "seat_count": {"maximum": most},
+                        },
+                    }
+                    for most in range(_RUMMY_RANGES["max_players"][0], RummyRules().max_players + 1)
+                ]
+            },
+            {
+                "anyOf": [
+                    {
                         "title": "A continuous Rummy table: a minimum balance",
                         "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
                     },
@@ -280,6 +319,51 @@ class TableIn(Schema):
         ],
     }
 
+    #: The fields that are the table's settings (:class:`~service.formats.MatchSettings`).
+    SETTINGS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "game",
+            "seat_count",
+            "rummy",
+            "format",
+            "stake",
+            "stake_per_point",
+            "min_buyin",
+            "max_buyin",
+            "target",
+            "min_balance",
+            "fee",
+            "ftk_winner_rule",
+            "ftk_max_dead_hands",
+            "line_bonus",
+            "cap_mode",
+            "ruleset",
+            "clock",
+        }
+    )
+
+    @validates_schema(skip_on_field_errors=False, pass_original=True)
+    def _settings(self, data: dict[str, Any], original_data: Any, **_: Any) -> None:
+        """The rules between the fields, in the same answer as the fields' own errors: every
+        problem the settings have (:func:`~service.usecases.tables.settings_problems`) but
+        those of a field refused already, or when the game or format is not known."""
+        if not isinstance(original_data, Mapping):
+            return
+        refused = {key for key in original_data if key not in data}
+        if refused & {"game", "format"} or "format" not in data:
+            return
+        problems = tables.settings_problems(
+            {key: data[key] for key in data.keys() & self.SETTINGS},
+            practice=data.get("practice", False),
+            currency=data.get("currency"),
+        )[1]
+        messages: dict[str, list[str]] = {}
+        for problem in problems:
+            if problem.field.split(".")[0] not in refused:
+                messages.setdefault(problem.field, []).append(problem.message)
+        if messages:
+            raise ValidationError(messages)
+
     name = fields.String(load_default="", validate=validate.Length(max=100))
     game = fields.String(
         load_default=GameKind.GIN.value, validate=validate.OneOf([g.value for g in GameKind])
@@ -302,13 +386,18 @@ class TableIn(Schema):
         metadata={"description": "Fixed stake, at least 1: First To Knock, Match Play."},
     )
     stake_per_point = MinorUnits(
-        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+        load_default=0,
+        metadata={"description": "At least 1: every format but First To Knock and Match Play."},
     )
     min_buyin = MinorUnits(
-        load_default=0, metadata={"description": "At least 1: Money Play and classic."}
+        load_default=0,
+        metadata={"description": "At least 1: every format but First To Knock and Match Play."},
     )
     max_buyin = MinorUnits(
-        load_default=0, metadata={"description": "Not below `min_buyin`: Money Play and classic."}
+        load_default=0,
+        metadata={
+            "description": "Not below `min_buyin`: every format but First To Knock and Match Play."
+        },
     )
     target = StrictInteger(load_default=100, minimum=1, maximum=10_000)
     min_balance = MinorUnits(
@@ -438,7 +527,13 @@ class LobbyQuery(ListQuery):
 
 
 class JoinIn(Schema):
-    buyin = MinorUnits(minimum=1, metadata={"description": "Money Play and classic: the buy-in."})
+    buyin = MinorUnits(
+        minimum=1,
+        metadata={
+            "description": "Required at a table with a buy-in range (every format but First To "
+            "Knock and Match Play): between its `min_buyin` and `max_buyin`. Left out elsewhere."
+        },
+    )
     invite_code = fields.String(validate=validate.Length(max=64))
     client_seed = fields.String(
         validate=validate.Length(min=1, max=64),
@@ -520,7 +615,20 @@ class HandViewOut(Schema):
 
 
 class SeatView(Schema):
-    seat = fields.Integer(required=True)
+    seat = fields.Integer(
+        required=True,
+        metadata={
+            "description": "The seat every other field of the match names the player by: the "
+            "table's seat, but for a `rummy_per_hand` hand, whose seats are its players "
+            "dealt in, 0 up in table order (`table_seat` is then the table's)."
+        },
+    )
+    table_seat = fields.Integer(
+        metadata={
+            "description": "`rummy_per_hand` only: the player's seat at the table (`seat` "
+            "in `GET /v1/tables/{id}`)."
+        }
+    )
     player_id = fields.String(required=True)
     display_name = fields.String(required=True)
     escrow = fields.Nested(MoneyOut, required=True)
@@ -578,11 +686,16 @@ class MatchOut(Schema):
             "description": "Games other than two-player Gin: the game's own view (docs/rummy.md "
             "11.6.5): every table's public part, the caller's own hand and legal actions, "
             "the hands that ended, the standings, who acts and the turn's deadline. Never "
-            "another player's cards, never a stock card."
+            "another player's cards, never a stock card. Every player it names, inside a "
+            "hand's own view too (`to_act`, `dealer`, `first_player`, `seat`, a log entry's "
+            "`seat`, `winner`, `knocker`, `melded_by`), is a seat of the match "
+            "(`seats[].seat`); each hand's `seats` orders its lists of one entry per player, "
+            "and `position` is the reader's place there (docs/games.md, Playing)."
         }
     )
     you = fields.Integer(
-        allow_none=True, metadata={"description": "Your seat; null if you only watch."}
+        allow_none=True,
+        metadata={"description": "Your seat (`seats[].seat`); null if you only watch."},
     )
     seats = fields.List(fields.Nested(SeatView), required=True)
     started_at = Timestamp(allow_none=True)

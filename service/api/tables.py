@@ -73,29 +73,9 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Open a table (operator only): format, currency, stake or buy-in range, target, house
     fee, rule options, clock, practice or private."""
     settings = tables.settings_from(
-        {
-            key: body[key]
-            for key in body.keys()
-            & {
-                "game",
-                "seat_count",
-                "rummy",
-                "format",
-                "stake",
-                "stake_per_point",
-                "min_buyin",
-                "max_buyin",
-                "target",
-                "min_balance",
-                "fee",
-                "ftk_winner_rule",
-                "ftk_max_dead_hands",
-                "line_bonus",
-                "cap_mode",
-                "ruleset",
-                "clock",
-            }
-        }
+        {key: body[key] for key in body.keys() & TableIn.SETTINGS},
+        practice=body["practice"],
+        currency=body["currency"],
     )
     view = tables.create_table(
         db_session(),

@@ -114,7 +114,7 @@ def _kind(view: Mapping[str, Any]) -> str | None:
 def _own_table(view: Mapping[str, Any]) -> Mapping[str, Any]:
     """The player's own hand view at its table in a multi-seat Gin match view."""
     for table in view.get("tables") or []:
-        if table.get("hand_seat") is not None:
+        if table.get("position") is not None:
             hand: Mapping[str, Any] = table["hand"]
             if hand.get("legal_actions"):
                 return hand
@@ -126,7 +126,7 @@ def _rummy_hand(view: Mapping[str, Any]) -> Mapping[str, Any]:
     if view.get("kind") != RUMMY:
         return view
     part = view.get("hand")
-    if part is None or part.get("hand_seat") is None:
+    if part is None or part.get("position") is None:
         raise ValueError("no legal action: the player is not dealt into a hand")
     hand: Mapping[str, Any] = part["hand"]
     return hand

@@ -30,7 +30,7 @@ that the first seat of the pair receives from the second (negative: the second r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -60,6 +60,38 @@ def seat_in_hand(seats: Sequence[int], number: int, seat: int) -> int:
     if seat not in seats:
         raise IllegalAction(f"seat {seat!r} is not dealt into hand {number}", "NOT_DEALT_IN")
     return list(seats).index(seat)
+
+
+#: The keys under which a hand's view names one of its players (by place in the hand).
+_PLAYER_KEYS = frozenset(
+    {"dealer", "first_player", "to_act", "seat", "winner", "knocker", "melded_by"}
+)
+
+
+def seated_view(view: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]:
+    """A hand's view (:meth:`~service.rules.Hand.view`, :meth:`RummyHand.view`), whose
+    players are the hand's own places ``0 .. k-1``, with every player it names (``to_act``,
+    ``dealer``, ``first_player``, the reader's ``seat``, each log entry's ``seat``, an
+    outcome's ``winner`` and ``knocker``, a meld's ``melded_by``, a lay-off's ``seat``) as
+    its match seat, ``seats[place]``: one numbering in every match view (11.6.5). Its lists
+    of one entry per player (``card_counts``, ``hands``, ``laid_down``...) keep the hand's
+    order, which ``seats``, added to the view, states."""
+
+    def seated(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {
+                key: seats[item] if key in _PLAYER_KEYS and _place(item) else seated(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [seated(item) for item in value]
+        return value
+
+    return {**seated(view), "seats": list(seats)}
+
+
+def _place(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +216,13 @@ class TableHand:
     def view(self, seat: int | None) -> dict[str, Any]:
         """The table as ``seat`` sees it: its own hand if dealt in, else a spectator's view."""
         slot = self.slot
-        own = seat if seat in slot.seats else None
+        place = slot.hand_seat(seat) if seat in slot.seats else None
         return {
             **slot.to_dict(),
             "first_player": slot.first_player,
             "to_act": self.to_act,
-            "hand_seat": None if own is None else slot.hand_seat(own),
-            "hand": self.hand.view(None if own is None else slot.hand_seat(own)),
+            "position": place,
+            "hand": seated_view(self.hand.view(place), slot.seats),
         }
 
     def copy(self) -> TableHand:

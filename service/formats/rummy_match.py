@@ -50,7 +50,7 @@ from typing import Any
 from service.formats.clock import ClockSettings, OnTimeout
 from service.formats.errors import InvalidSettings
 from service.formats.match import MatchStatus
-from service.formats.multi_common import seat_in_hand
+from service.formats.multi_common import seat_in_hand, seated_view
 from service.formats.payout_multi.statement import MoneyFormat
 from service.rules.cards import Card
 from service.rules.errors import IllegalAction, InvalidState, RulesError
@@ -571,12 +571,13 @@ class RummyMatch:
         coming = self.next_hand()
         hand_view = None
         if self.slot is not None and self.hand is not None:
-            own = self.slot.hand_seat(seat) if seat in self.slot.seats else None
+            place = self.slot.hand_seat(seat) if seat in self.slot.seats else None
             hand_view = {
                 **self.slot.to_dict(),
                 "first_player": self.slot.first_player,
-                "hand_seat": own,
-                "hand": self.hand.view(own),
+                "to_act": None if self.hand.to_act is None else self.slot.seats[self.hand.to_act],
+                "position": place,
+                "hand": seated_view(self.hand.view(place), self.slot.seats),
             }
         view: dict[str, Any] = {
             "kind": KIND,

@@ -9,8 +9,10 @@ the table's currency; nothing here knows currencies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from service.formats.clock import ClockSettings
@@ -93,19 +95,19 @@ class FeeRule:
     maximum: int | None = None
 
     def __post_init__(self) -> None:
-        _int("fee_bps", self.bps)
+        _int("fee.bps", self.bps)
         if self.bps > 10_000:
-            raise InvalidSettings("fee_bps", f"must be at most 10000, not {self.bps}")
+            raise InvalidSettings("fee.bps", f"must be at most 10000, not {self.bps}")
         try:
             object.__setattr__(self, "base", FeeBase(self.base))
         except ValueError:
             msg = f"must be POT or WINNINGS, not {self.base!r}"
-            raise InvalidSettings("fee_base", msg) from None
-        _int("fee_min", self.minimum)
+            raise InvalidSettings("fee.base", msg) from None
+        _int("fee.minimum", self.minimum)
         if self.maximum is not None:
-            _int("fee_max", self.maximum)
+            _int("fee.maximum", self.maximum)
             if self.maximum < self.minimum:
-                raise InvalidSettings("fee_max", "must not be below fee_min")
+                raise InvalidSettings("fee.maximum", "must not be below fee.minimum")
 
     def fee_on(self, amount: int) -> int:
         """The fee on a base of ``amount`` minor units."""
@@ -154,6 +156,9 @@ class MatchSettings:
     min_balance: int = 0
 
     def __post_init__(self) -> None:
+        """Checks every setting and raises one :class:`InvalidSettings` listing every problem
+        found: only the game and the format stop the checks at once (the rest depends on
+        them), and each message says what the table's format needs."""
         try:
             object.__setattr__(self, "game", GameKind(self.game))
         except ValueError:
@@ -169,12 +174,20 @@ class MatchSettings:
             allowed = ", ".join(f.value for f in GAME_FORMATS[self.game])
             msg = f"{self.game.value} is played {allowed}, not {self.format.value}"
             raise InvalidSettings("format", msg)
-        self._check_seats()
+        problems: list[tuple[str, str]] = []
+
+        def check(test: Callable[[], object]) -> None:
+            try:
+                test()
+            except InvalidSettings as exc:
+                problems.extend(exc.problems)
+
+        check(self._check_seats)
         for name, enum in (("ftk_winner_rule", FtkWinnerRule), ("cap_mode", CapMode)):
             try:
                 object.__setattr__(self, name, enum(getattr(self, name)))
             except ValueError:
-                raise InvalidSettings(name, f"unknown value {getattr(self, name)!r}") from None
+                problems.append((name, f"unknown value {getattr(self, name)!r}"))
         for name in (
             "stake",
             "stake_per_point",
@@ -184,40 +197,78 @@ class MatchSettings:
             "line_bonus",
             "min_balance",
         ):
-            _int(name, getattr(self, name))
-        _int("target", self.target, 1)
-        if self.format in FIXED_STAKE_FORMATS:
-            _int("stake", self.stake, 1)
-        else:
-            _int("stake_per_point", self.stake_per_point, 1)
-            _int("min_buyin", self.min_buyin, 1)
-            if self.max_buyin < self.min_buyin:
-                raise InvalidSettings("max_buyin", "must not be below min_buyin")
-            charged = self.fee.bps > 0 or self.fee.minimum > 0
-            if charged and self.fee.base is not FeeBase.WINNINGS:
-                raise InvalidSettings(
-                    "fee_base", "Money Play and classic take their fee from the transfer: WINNINGS"
-                )
-        if self.game is GameKind.RUMMY:
-            object.__setattr__(self, "rummy", _with_match(self.rummy, self.rummy_match))
+            check(partial(_int, name, getattr(self, name)))
+        check(partial(_int, "target", self.target, 1))
+        if problems:  # a value of the wrong type: the rules between values cannot be checked
+            raise InvalidSettings.every(problems)
+        check(self._check_stakes)
+        try:
+            if self.game is GameKind.RUMMY:  # rummy.match follows from the format and target
+                object.__setattr__(self, "rummy", _with_match(self.rummy, self.rummy_match))
+            if self.format is Format.CLASSIC and self.ruleset.target != self.target:
+                object.__setattr__(self, "ruleset", _with_target(self.ruleset, self.target))
+        except RulesError as exc:
+            problems.append(("target", str(exc)))
         if self.min_balance and not self.continuous:
-            raise InvalidSettings(
-                "min_balance", "only a rummy_per_hand table has a minimum balance"
+            problems.append(
+                ("min_balance", f"only a rummy_per_hand table has one, not a {self.format} table")
             )
-        if self.continuous and self.balance_floor > self.max_buyin:
-            raise InvalidSettings(
-                "min_balance",
-                f"the minimum balance {self.balance_floor} is above max_buyin {self.max_buyin}: "
-                "nobody could be dealt in",
+        buyins_ok = self.max_buyin >= max(self.min_buyin, 1)  # else max_buyin is refused already
+        if self.continuous and buyins_ok and self.balance_floor > self.max_buyin:
+            problems.append(
+                (
+                    "min_balance",
+                    f"the minimum balance {self.balance_floor} (by default ten times "
+                    f"stake_per_point) is above max_buyin {self.max_buyin}: nobody could be "
+                    "dealt in",
+                )
             )
         if self.format is Format.MONEY_PLAY and self.target not in (50, 100):
-            raise InvalidSettings("target", f"Money Play targets 50 or 100, not {self.target}")
-        if self.format is Format.CLASSIC and self.ruleset.target != self.target:
-            object.__setattr__(self, "ruleset", _with_target(self.ruleset, self.target))
+            problems.append(("target", f"Money Play targets 50 or 100, not {self.target}"))
         try:
             Game(self.ruleset)  # the engine's own refusals (Hollywood scoring, 3.4)
         except RulesError as exc:
-            raise InvalidSettings("ruleset", str(exc)) from None
+            problems.append(("ruleset", str(exc)))
+        if problems:
+            raise InvalidSettings.every(problems)
+
+    def _check_stakes(self) -> None:
+        """The stake fields the format needs (6.1): every missing or wrong one."""
+        table = f"a {self.format.value} table"
+        problems: list[tuple[str, str]] = []
+        if self.format in FIXED_STAKE_FORMATS:
+            if self.stake < 1:
+                problems.append(
+                    ("stake", f"required at {table}: each player's fixed stake, at least 1")
+                )
+        else:
+            if self.stake_per_point < 1:
+                problems.append(
+                    ("stake_per_point", f"required at {table}: what a point is worth, at least 1")
+                )
+            if self.min_buyin < 1:
+                problems.append(
+                    ("min_buyin", f"required at {table}: the smallest buy-in, at least 1")
+                )
+            if self.max_buyin < max(self.min_buyin, 1):
+                problems.append(
+                    (
+                        "max_buyin",
+                        f"required at {table}: the largest buy-in, not below min_buyin "
+                        f"({self.min_buyin})",
+                    )
+                )
+            charged = self.fee.bps > 0 or self.fee.minimum > 0
+            if charged and self.fee.base is not FeeBase.WINNINGS:
+                problems.append(
+                    (
+                        "fee.base",
+                        f"{table} takes its fee from what the winners win: WINNINGS (the "
+                        "default there), not POT",
+                    )
+                )
+        if problems:
+            raise InvalidSettings.every(problems)
 
     def _check_seats(self) -> None:
         _int("seats", self.seats, 2)
@@ -262,15 +313,20 @@ class MatchSettings:
         """
         if not self.uses_buyins:
             if buyin is not None and buyin != self.stake:
-                raise InvalidSettings("buyin", f"this table's stake is fixed at {self.stake}")
+                raise InvalidSettings(
+                    "buyin",
+                    f"a {self.format.value} table's stake is fixed at {self.stake}: leave "
+                    "buyin out",
+                )
             return self.stake
+        between = f"between min_buyin {self.min_buyin} and max_buyin {self.max_buyin}"
         if buyin is None:
-            raise InvalidSettings("buyin", "a buy-in is required at this table")
+            raise InvalidSettings(
+                "buyin", f"required at a {self.format.value} table: the buy-in, {between}"
+            )
         _int("buyin", buyin, 1)
         if not self.min_buyin <= buyin <= self.max_buyin:
-            raise InvalidSettings(
-                "buyin", f"must be between {self.min_buyin} and {self.max_buyin}, not {buyin}"
-            )
+            raise InvalidSettings("buyin", f"must be {between}, not {buyin}")
         return buyin
 
     def to_dict(self) -> dict[str, Any]:
@@ -302,8 +358,12 @@ class MatchSettings:
             raise InvalidSettings(sorted(unknown)[0], "unknown setting")
         kwargs = dict(data)
         if isinstance(kwargs.get("fee"), dict):
+            fee = dict(kwargs["fee"])
+            if fee.get("base") is None:  # left out: the base the format takes its fee from
+                fixed = kwargs.get("format") in [f.value for f in FIXED_STAKE_FORMATS]
+                fee["base"] = FeeBase.POT if fixed else FeeBase.WINNINGS
             try:
-                kwargs["fee"] = FeeRule(**kwargs["fee"])
+                kwargs["fee"] = FeeRule(**fee)
             except TypeError as exc:
                 raise InvalidSettings("fee", f"unknown fee option: {exc}") from None
         if isinstance(kwargs.get("clock"), dict):

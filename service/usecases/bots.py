@@ -94,7 +94,7 @@ def seat_bot(
     try:
         escrow = settings.escrow_for(buyin)
     except InvalidSettings as exc:
-        raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
+        raise ValidationFailed(str(exc), errors=[FieldError("buyin", exc.message)]) from None
     player = players.create_player(
         session, principal, f"bot:{table.id}:{secrets.token_hex(6)}", display_name, None, now
     )

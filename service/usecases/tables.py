@@ -55,36 +55,72 @@ def _view(session: Session, table: GameTable, show_invite: bool) -> TableView:
     return TableView(table, play._seats(session, table.id), match, show_invite)
 
 
-def settings_from(data: dict[str, Any]) -> MatchSettings:
-    """Table settings from request data, every engine complaint as a field error.
-
-    :raises ValidationFailed: naming the offending field.
-    """
+def settings_problems(
+    data: dict[str, Any], *, practice: bool = False, currency: str | None = None
+) -> tuple[MatchSettings | None, list[FieldError]]:
+    """Table settings from request data, or every problem with them, each naming its field
+    as the request spells it (``seat_count``, ``fee.base``, ``rummy.match``); with
+    ``currency``, whether a practice table plays for play money and only it does."""
     data = dict(data)
+    problems: list[FieldError] = []
+    if currency is not None:
+        problems += _practice_problems(practice, currency)
     game = data.get("game", "gin")
     seats = data.pop("seat_count", None)
     if seats is None:
         seats = GAME_SEATS.get(GameKind(game)) if game in {g.value for g in GameKind} else 2
         if seats is None:
-            message = "A Rummy table needs its seat_count (2 to rummy.max_players)."
-            raise ValidationFailed(message, errors=[FieldError("seat_count", message)])
+            message = "required at a Rummy table: how many players it seats, 2 to rummy.max_players"
+            problems.append(FieldError("seat_count", message))
+            seats = 2  # to check the rest
     data["seats"] = seats
-    options = data.get("rummy") or {}
-    if "match" in options or "rummy.match" in options:
-        message = "rummy.match follows from the format and the target; leave it out."
-        raise ValidationFailed(message, errors=[FieldError("rummy", message)])
+    options = dict(data.get("rummy") or {})
+    for key in ("match", "rummy.match"):
+        if options.pop(key, None) is not None:
+            message = "follows from the format and the target: leave it out"
+            problems.append(FieldError("rummy.match", message))
     try:
         data["rummy"] = RummyRules.from_dict(options)
     except RulesError as exc:
-        raise ValidationFailed(str(exc), errors=[FieldError("rummy", str(exc))]) from None
+        problems.append(FieldError("rummy", str(exc)))
+        data["rummy"] = RummyRules()
     try:
-        return MatchSettings.from_dict(data)
+        settings = MatchSettings.from_dict(data)
     except InvalidSettings as exc:
-        field = "seat_count" if exc.field == "seats" else exc.field  # the API's name
-        message = str(exc).replace("seats: ", "seat_count: ", 1) if field != exc.field else str(exc)
-        raise ValidationFailed(message, errors=[FieldError(field, message)]) from None
+        problems += [
+            FieldError("seat_count" if field == "seats" else field, message)  # the API's name
+            for field, message in exc.problems
+        ]
+        return None, problems
     except (TypeError, ValueError) as exc:  # RulesError (an invalid ruleset) is a ValueError
-        raise ValidationFailed(str(exc), errors=[FieldError("ruleset", str(exc))]) from None
+        return None, [*problems, FieldError("ruleset", str(exc))]
+    return (None if problems else settings), problems
+
+
+def settings_from(
+    data: dict[str, Any], *, practice: bool = False, currency: str | None = None
+) -> MatchSettings:
+    """Table settings from request data (:func:`settings_problems`).
+
+    :raises ValidationFailed: listing every field at fault.
+    """
+    settings, problems = settings_problems(data, practice=practice, currency=currency)
+    if settings is None:
+        detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
+        raise ValidationFailed(detail, errors=problems)
+    return settings
+
+
+def _practice_problems(practice: bool, currency: str) -> list[FieldError]:
+    """Practice tables play for play money (``PRACTICE_CURRENCY``) only, real tables never."""
+    if practice == (currency == PRACTICE_CURRENCY):
+        return []
+    message = (
+        f"Practice tables play for {PRACTICE_CURRENCY} only."
+        if practice
+        else f"{PRACTICE_CURRENCY} is play money: only practice tables use it."
+    )
+    return [FieldError("currency", message)]
 
 
 def create_table(
@@ -102,14 +138,9 @@ def create_table(
     (``PRACTICE_CURRENCY``), real tables never do."""
     operator_id = require_operator(principal)
     exponent(currency)
-    if practice != (currency == PRACTICE_CURRENCY):
-        field = "currency"
-        message = (
-            f"Practice tables play for {PRACTICE_CURRENCY} only."
-            if practice
-            else f"{PRACTICE_CURRENCY} is play money: only practice tables use it."
-        )
-        raise ValidationFailed(message, errors=[FieldError(field, message)])
+    problems = _practice_problems(practice, currency)
+    if problems:
+        raise ValidationFailed(problems[0].message, errors=problems)
     table = GameTable(
         id=new_id("tbl"),
         operator_id=operator_id,
@@ -251,12 +282,14 @@ def _seat_request(
         raise Forbidden("A private table needs its invite code.")
     _not_self_excluded(player, now)
     settings = MatchSettings.from_dict(table.settings)
+    problems = [] if client_seed is None else _client_seed_problems(client_seed)
     try:
         escrow = settings.escrow_for(buyin)
     except InvalidSettings as exc:
-        raise ValidationFailed(str(exc), errors=[FieldError("buyin", str(exc))]) from None
-    if client_seed is not None:
-        _check_client_seed(client_seed)
+        problems.insert(0, FieldError("buyin", exc.message))
+    if problems:
+        detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
+        raise ValidationFailed(detail, errors=problems)
     return table, player, seats, settings, escrow
 
 
@@ -400,10 +433,12 @@ def _not_self_excluded(player: Player, now: datetime) -> None:
         )
 
 
-def _check_client_seed(seed: str) -> None:
+def _client_seed_problems(seed: str) -> list[FieldError]:
     if not 1 <= len(seed) <= 64 or ":" in seed or not seed.isprintable():
-        message = "A client seed is 1-64 printable characters without ':'."
-        raise ValidationFailed(message, errors=[FieldError("client_seed", message)])
+        return [
+            FieldError("client_seed", "A client seed is 1-64 printable characters without ':'.")
+        ]
+    return []
 
 
 def _own_seat(

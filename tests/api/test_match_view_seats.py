@@ -1,0 +1,165 @@
+"""One numbering in every match view of more than two players (docs/games.md, Playing): every
+player a view names, inside a hand's own view too (``to_act``, ``dealer``, ``first_player``,
+the reader's ``seat``, a log entry's ``seat``, a winner, a meld's ``melded_by``), is a seat of
+the match, ``seats[].seat``, which at a table of fixed seats is the table's seat; the reader's
+place in a hand is ``position`` and says so. The player ``play.to_act`` names is the one whose
+token is given legal actions. At a ``rummy_per_hand`` table every hand's ``seats`` carry the
+players' ``table_seat``."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from service.bots.multi import action_text, decide_multi
+from service.client.api import action_body
+from service.clock import utcnow
+from service.usecases import settlement
+from tests.api.play_clients import join, open_table, player_client
+from tests.conftest import ApiClient, in_unit
+
+BUYINS = {"stake_per_point": 2, "min_buyin": 300, "max_buyin": 600}
+PLAYER_KEYS = {"to_act", "dealer", "first_player", "seat", "winner", "knocker", "melded_by"}
+
+
+def _hands(play: dict[str, Any]) -> list[dict[str, Any]]:
+    if play.get("tables"):
+        return list(play["tables"])
+    return [play["hand"]] if play.get("hand") else []
+
+
+def _named(value: Any, key: str | None = None) -> list[tuple[str, int]]:
+    """Every (key, seat) a view names a player by, however deep."""
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _named(v, k)]
+    if isinstance(value, list):
+        return [found for v in value for found in _named(v, key)]
+    if key in PLAYER_KEYS and isinstance(value, int) and not isinstance(value, bool):
+        return [(key, value)]
+    return []
+
+
+def _check_one_numbering(view: dict[str, Any]) -> None:
+    play, you = view["play"], view["you"]
+    seats = {s["seat"] for s in view["seats"]}
+    assert all(seat in seats for _, seat in _named(play)), _named(play)
+    assert set(play["to_act"]) <= seats
+    for part in _hands(play):
+        inner = part["hand"]
+        assert inner["seats"] == part["seats"]
+        assert inner["dealer"] == part["dealer"], part
+        assert inner.get("first_player", part["first_player"]) == part["first_player"], part
+        assert inner["to_act"] == part["to_act"], part
+        for _, seat in _named(inner):
+            assert seat in part["seats"], (seat, part["seats"])
+        if part["position"] is None:
+            assert "seat" not in inner and you not in part["seats"]
+        else:
+            assert part["seats"][part["position"]] == you == inner["seat"]
+        if inner.get("legal_actions"):
+            assert part["to_act"] == you and you in play["to_act"]
+    assert bool(play.get("legal_actions")) == (you in play["to_act"]), (you, play["to_act"])
+
+
+def _play_checking(
+    clients: list[ApiClient], match_id: str, steps: int, until_hand: int = 0
+) -> dict[str, Any]:
+    """Play ``steps`` actions (or on to hand ``until_hand`` and a few of its actions),
+    checking every player's view before each; the last view of the first client."""
+    rng = random.Random(11)
+    while steps > 0:
+        steps -= 1
+        views = [c.get(f"/v1/matches/{match_id}").get_json() for c in clients]
+        if views[0]["status"] != "playing":
+            break
+        for view in views:
+            _check_one_numbering(view)
+        if until_hand and views[0]["hand_number"] >= until_hand:
+            until_hand, steps = 0, 5
+        to_act = views[0]["play"]["to_act"]
+        actor = rng.choice(to_act)
+        play = views[actor]["play"]
+        assert play["legal_actions"], "the seat to act has its legal actions"
+        body = action_body(action_text(decide_multi(play))) | {
+            "expected_version": views[actor]["version"]
+        }
+        response = clients[actor].post(f"/v1/matches/{match_id}/actions", body)
+        assert response.status_code == 200, (body, response.get_json())
+    return dict(clients[0].get(f"/v1/matches/{match_id}").get_json())
+
+
+def _seated(api: ApiClient, count: int, **settings: Any) -> tuple[dict[str, Any], list[ApiClient]]:
+    table = open_table(api, **settings)
+    clients = [player_client(api) for _ in range(count)]
+    for client in clients:
+        body = {"buyin": 450} if "min_buyin" in settings else {}
+        assert join(client, table["id"], **body).status_code == 201
+    return table, clients
+
+
+@pytest.mark.parametrize(
+    ("count", "settings"),
+    [
+        (3, {"game": "gin_three", "format": "match_play", "stake": 500}),
+        (4, {"game": "gin_partnership", "format": "classic", **BUYINS}),
+    ],
+    ids=["gin_three", "gin_partnership"],
+)
+def test_a_multi_player_gin_view_names_every_player_by_its_table_seat(
+    api: ApiClient, count: int, settings: dict[str, Any]
+) -> None:
+    table, clients = _seated(api, count, **settings)
+    _play_checking(clients, table["match_id"], 40)
+
+
+def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
+    api: ApiClient,
+) -> None:
+    """After seat 1 forfeits it is dealt no more, so the next hand's places 0, 1, 2 are the
+    table's seats 0, 2 and 3 (hands of a few turns each, void at ``rummy.max_turns``)."""
+    table, clients = _seated(
+        api,
+        4,
+        game="rummy",
+        seat_count=4,
+        format="rummy_target",
+        **BUYINS,
+        target=500,
+        rummy={"max_turns": 6},
+    )
+    match_id = table["match_id"]
+    version = clients[1].get(f"/v1/matches/{match_id}").get_json()["version"]
+    resigned = clients[1].post(
+        f"/v1/matches/{match_id}/actions", {"action": "RESIGN", "expected_version": version}
+    )
+    assert resigned.status_code == 200, resigned.get_json()
+    last = _play_checking(clients, match_id, 3000, until_hand=2)
+    assert last["hand_number"] >= 2 and last["play"]["hand"]["seats"] == [0, 2, 3], last["play"]
+
+
+def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, app: Any) -> None:
+    table, clients = _seated(api, 3, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS)
+    first = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
+    view = clients[1].get(f"/v1/matches/{first}").get_json()
+    assert [(s["seat"], s["table_seat"]) for s in view["seats"]] == [(0, 0), (1, 1)]
+    resigned = clients[1].post(
+        f"/v1/matches/{first}/actions", {"action": "RESIGN", "expected_version": view["version"]}
+    )
+    assert resigned.status_code == 200, resigned.get_json()
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        in_unit(session, settlement.settle_match, first, utcnow())
+    finally:
+        session.close()
+    seats = {
+        s["player_id"]: s["seat"] for s in api.get(f"/v1/tables/{table['id']}").get_json()["seats"]
+    }
+    second = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
+    view = clients[2].get(f"/v1/matches/{second}").get_json()
+    assert [(s["seat"], s["table_seat"]) for s in view["seats"]] == [(0, 0), (1, 2)]
+    for entry in view["seats"]:
+        assert seats[entry["player_id"]] == entry["table_seat"]
+    assert view["you"] == 1
+    _check_one_numbering(view)
