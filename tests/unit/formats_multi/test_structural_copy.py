@@ -344,8 +344,7 @@ def test_the_legal_actions_listed_may_be_changed_by_their_reader() -> None:
 # once (commit d13f207): every state and every view (each seat and a spectator) of seeded
 # games, serialized as JSON in order, one digest a game. Regenerate only for an intended
 # change of the rules or of the state's or the views' form (last: a hand's view names its
-# players by match seat; the games of a kind hashed together then gave rummy 4900722b...,
-# three_player ad8567cb..., partnership 23958924...).
+# players by match seat).
 RECORDED = {
     "rummy": [
         "c93bca3f932880321f0120a86bd872d0ac1f82a161e69daf0e464f2260b5d240",
