@@ -95,6 +95,8 @@ _MIGRATED_TEMPLATES: dict[str, str] = {}
 
 
 def _create_database(maintenance: Any, name: str, template: str | None = None) -> None:
+    """``name``, commented with this process's id: .ci/run drops the throwaway databases a
+    killed run left behind, and keeps those of a test process still running."""
     from sqlalchemy import create_engine, text
 
     admin = create_engine(maintenance, isolation_level="AUTOCOMMIT")
@@ -102,6 +104,8 @@ def _create_database(maintenance: Any, name: str, template: str | None = None) -
         with admin.connect() as connection:
             copied = f' TEMPLATE "{template}"' if template else ""
             connection.execute(text(f'CREATE DATABASE "{name}"{copied}'))
+            made_by = f"gin test process, pid {os.getpid()}"
+            connection.execute(text(f"COMMENT ON DATABASE \"{name}\" IS '{made_by}'"))
     finally:
         admin.dispose()
 
