@@ -18,8 +18,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND)) $(if $(SEAMLESS),--seamless-demo)
 
+# The suite runs on TEST_PROCESSES pytest-xdist processes (auto: one per core, at most 4; 0: in
+# this process alone), each with its own databases, var folder and broker queues. Work is shared
+# out by stealing (a module's tests mostly stay on one process, keeping its fixtures set up once).
+TEST_PROCESSES ?= auto
+
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --maxprocesses 4 --dist worksteal $(PYTEST_ARGS)
 
 # The pure core alone (rules, formats, payouts, ledger postings): no database, no server, in
 # seconds; hypothesis's quick profile unless HYPOTHESIS_PROFILE says otherwise.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import socket
@@ -26,10 +27,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # temporary folder, never the repo's var/; tests that need a real broker and worker start their
 # own processes with TEST_BROKER_URL. (CELERY_BROKER_URL would override every Celery app in
 # this process, the real-broker test clients included, so it must stay unset here.)
+# Every test process has a folder of its own: pytest-xdist's workers inherit the environment of
+# the process that started them, so a folder made by a test process (GIN_TEST_VAR_DIR names it)
+# is replaced, while one set from outside is kept.
 os.environ.pop("CELERY_BROKER_URL", None)
-if "GIN_VAR_DIR" not in os.environ:
+if "GIN_VAR_DIR" not in os.environ or os.environ["GIN_VAR_DIR"] == os.environ.get(
+    "GIN_TEST_VAR_DIR"
+):
     _var_dir = tempfile.mkdtemp(prefix="gin-test-var-")
-    os.environ["GIN_VAR_DIR"] = _var_dir
+    os.environ["GIN_VAR_DIR"] = os.environ["GIN_TEST_VAR_DIR"] = _var_dir
     atexit.register(shutil.rmtree, _var_dir, ignore_errors=True)
 
 
@@ -41,41 +47,122 @@ if "GIN_VAR_DIR" not in os.environ:
 
 import secrets  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable, Iterable, Iterator  # noqa: E402
+from collections.abc import Callable, Generator, Iterable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from typing import Any, TypeVar  # noqa: E402
 
 import pytest  # noqa: E402
 
+# --- Several test processes (pytest-xdist) -------------------------------------------------------
+#
+# Each process makes its own databases, var folder, broker queues and key prefixes (below and in
+# tests/integration/workers.py). What they share is the machine's cores: a test marked
+# ``timing`` asserts a wall-clock bound, so it runs with no other test beside it. Every test
+# holds a lock of the run (in the folder the controlling process names in GIN_TEST_LOCK_DIR)
+# while it runs, setup and teardown included: shared for most tests, exclusive for ``timing``
+# ones. A second lock, the turnstile, taken on the way in and held while waiting, keeps the other
+# processes' stream of tests from starving an exclusive one.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        folder = tempfile.mkdtemp(prefix="gin-test-locks-")
+        os.environ["GIN_TEST_LOCK_DIR"] = folder  # the workers, started later, inherit it
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        config.add_cleanup(lambda: os.environ.pop("GIN_TEST_LOCK_DIR", None))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    folder = os.environ.get("GIN_TEST_LOCK_DIR")
+    if not folder or "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    alone = item.get_closest_marker("timing") is not None
+    with (
+        open(os.path.join(folder, "turnstile"), "a") as turnstile,
+        open(os.path.join(folder, "tests"), "a") as tests,
+    ):
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(tests, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return (yield)  # closing the file releases its lock
+
+
 TEST_SECRET_KEY = "test-secret-key"
 T = TypeVar("T")
+
+
+#: Per server (its maintenance database's URL): the database this test process migrated once,
+#: which the throwaway databases with this tree's migrations are copied from.
+_MIGRATED_TEMPLATES: dict[str, str] = {}
+
+
+def _create_database(maintenance: Any, name: str, template: str | None = None) -> None:
+    """``name``, commented with this process's id: .ci/run drops the throwaway databases a
+    killed run left behind, and keeps those of a test process still running."""
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(maintenance, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            copied = f' TEMPLATE "{template}"' if template else ""
+            connection.execute(text(f'CREATE DATABASE "{name}"{copied}'))
+            made_by = f"gin test process, pid {os.getpid()}"
+            connection.execute(text(f"COMMENT ON DATABASE \"{name}\" IS '{made_by}'"))
+    finally:
+        admin.dispose()
+
+
+def _drop_database(maintenance: Any, name: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(maintenance, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def _migrated_template(maintenance: Any) -> str:
+    """This process's database migrated by this tree's migrations on ``maintenance``'s server,
+    made on first use and dropped at exit: copying it (CREATE DATABASE ... TEMPLATE, a file
+    copy) gives the same database as running every migration again, in a fraction of the
+    time. Nothing else ever connects to it (PostgreSQL copies only an unused template)."""
+    from service.db.migrate import upgrade
+
+    server = maintenance.render_as_string(hide_password=False)
+    if server not in _MIGRATED_TEMPLATES:
+        name = f"test_{secrets.token_hex(6)}"
+        _create_database(maintenance, name)
+        atexit.register(_drop_database, maintenance, name)
+        upgrade(maintenance.set(database=name).render_as_string(hide_password=False))
+        _MIGRATED_TEMPLATES[server] = name
+    return _MIGRATED_TEMPLATES[server]
 
 
 @contextmanager
 def throwaway_postgres(
     base_url: str, migrate: Callable[[str], None] | None = None
 ) -> Iterator[str]:
-    """A fresh PostgreSQL database on ``base_url``'s server, migrated (by ``migrate``, this
-    tree's migrations by default), dropped on exit."""
-    from sqlalchemy import create_engine, text
+    """A fresh PostgreSQL database on ``base_url``'s server, migrated (by ``migrate``, else a
+    copy of one this process migrated with this tree's migrations), dropped on exit."""
     from sqlalchemy.engine import make_url
-
-    from service.db.migrate import upgrade
 
     name = f"test_{secrets.token_hex(6)}"
     # CREATE/DROP DATABASE run from the maintenance database, which always exists.
     maintenance = make_url(base_url).set(database="postgres")
-    admin = create_engine(maintenance, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    template = None if migrate else _migrated_template(maintenance)
+    _create_database(maintenance, name, template)
     url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
     try:
-        (migrate or upgrade)(url)
+        if migrate:
+            migrate(url)
         yield url
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        _drop_database(maintenance, name)
 
 
 @contextmanager

@@ -470,6 +470,7 @@ def test_match_views_and_histories_match_their_documented_schemas(api: ApiClient
     assert HandHistoryOut().validate(history) == {}
 
 
+@pytest.mark.timing
 def test_long_poll_wakes_when_the_opponent_acts(api: ApiClient) -> None:
     import threading
     import time

@@ -311,6 +311,7 @@ def test_an_account_is_created_apart_from_the_movement_that_needs_it(
         session.close()
 
 
+@pytest.mark.timing
 def test_accounts_of_a_player_not_yet_committed_are_created_in_the_transaction(
     server: tuple[Any, int, str],
     caplog: pytest.LogCaptureFixture,

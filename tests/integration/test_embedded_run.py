@@ -39,6 +39,8 @@ STOPPED_WITHIN_SECONDS = 10.0
 #: How long the idle run is watched after its banner.
 IDLE_SECONDS = 5.0
 
+pytestmark = pytest.mark.timing  # under pytest-xdist, with no other test beside it
+
 
 @dataclass
 class Served:

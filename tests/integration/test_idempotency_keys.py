@@ -325,6 +325,7 @@ def _at_once(clients: int, send: Any) -> list[tuple[float, int, dict[str, Any], 
 
 
 @postgres_only
+@pytest.mark.timing
 def test_twin_seats_from_parallel_clients_answer_promptly(
     app: Any, api: ApiClient, port: int
 ) -> None:

@@ -803,6 +803,7 @@ def test_a_delayed_debit_overtaken_by_its_rollback_is_never_applied(live: Live) 
     assert states[debit_id] == "tombstone"
 
 
+@pytest.mark.timing
 def test_a_deliberately_slow_answer_does_not_hold_other_requests(live: Live) -> None:
     slow, fast = new_id("p"), new_id("p")
     live.player(slow, 1000)
