@@ -33,9 +33,12 @@ from tests.integration.workers import (
 )
 from worker.relay import relay_events
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("redis-server") is None, reason="needs redis-server on the PATH"
-)
+pytestmark = [
+    pytest.mark.timing,  # under pytest-xdist, with no other test beside it
+    pytest.mark.skipif(
+        shutil.which("redis-server") is None, reason="needs redis-server on the PATH"
+    ),
+]
 
 #: Seconds from the broker's return (or a worker's start) to every match settled.
 PROMPTLY = 10

@@ -41,6 +41,7 @@ from tests.integration.workers import (
 from worker.relay import relay_events
 
 pytestmark = [
+    pytest.mark.timing,  # under pytest-xdist, with no other test beside it
     pytest.mark.postgres,
     pytest.mark.skipif(
         not (os.environ.get("TEST_DATABASE_URL") and os.environ.get("TEST_BROKER_URL")),
