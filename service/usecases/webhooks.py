@@ -395,24 +395,29 @@ def fan_out(session: Session, event_id: str, now: datetime) -> list[str]:
     for endpoint in endpoints:
         if endpoint.id in existing or not wants(endpoint, event.type):
             continue
-        delivery = WebhookDelivery(
-            id=_delivery_id(),
-            operator_id=event.operator_id,
-            endpoint_id=endpoint.id,
-            event_id=event.id,
-            event_type=event.type,
-            status="pending",
-            attempts=0,
-            next_attempt_at=now,
-            redelivery_requested=False,
-            created_at=now,
-        )
+        delivery = _new_delivery(event, endpoint.id, now)
         session.add(delivery)
         existing[endpoint.id] = delivery
     fresh = [d for d in existing.values() if d.status == "pending" and d.attempts == 0]
     for delivery in fresh:
         delivery.queued_at = now
     return sorted(d.id for d in fresh)
+
+
+def _new_delivery(event: OutboxEvent, endpoint_id: str, now: datetime) -> WebhookDelivery:
+    """A delivery of ``event`` to one endpoint, pending and due ``now``, not yet queued."""
+    return WebhookDelivery(
+        id=_delivery_id(),
+        operator_id=event.operator_id,
+        endpoint_id=endpoint_id,
+        event_id=event.id,
+        event_type=event.type,
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+        redelivery_requested=False,
+        created_at=now,
+    )
 
 
 #: How far back the sweep looks for events whose fan-out was lost.
@@ -758,19 +763,8 @@ def send_test_event(
         published_at=now,
         attempts=0,
     )
-    delivery = WebhookDelivery(
-        id=_delivery_id(),
-        operator_id=endpoint.operator_id,
-        endpoint_id=endpoint.id,
-        event_id=event.id,
-        event_type=event.type,
-        status="pending",
-        attempts=0,
-        next_attempt_at=now,
-        queued_at=now,
-        redelivery_requested=False,
-        created_at=now,
-    )
+    delivery = _new_delivery(event, endpoint.id, now)
+    delivery.queued_at = now
     session.add(event)
     session.flush()  # the event before its delivery (foreign key)
     session.add(delivery)
