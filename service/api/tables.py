@@ -169,7 +169,8 @@ def _with_the_buyin_rule(view: Callable[..., Any]) -> Callable[..., Any]:
     """A seat body refused for its fields (before the key or the table is looked at) names
     in the same answer what the table's buy-in rule says of it
     (:func:`tables.seat_buyin_problems`), so one answer lists every field at fault; a body
-    whose fields pass meets the rule in the use case, with the seat's other checks."""
+    whose fields pass meets the rule in the use case, with the seat's other checks. A body
+    that is no object is refused for that alone."""
 
     @functools.wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -180,7 +181,7 @@ def _with_the_buyin_rule(view: Callable[..., Any]) -> Callable[..., Any]:
             if not isinstance(refused, ma.ValidationError):
                 raise
             errors = flatten_messages(refused.messages)
-            if not any(e.field == "buyin" for e in errors):
+            if not {"buyin", "(body)"} & {e.field for e in errors}:  # an object, its buyin read
                 valid = refused.valid_data if isinstance(refused.valid_data, dict) else {}
                 errors = [
                     *in_unit(

@@ -168,13 +168,25 @@ def test_a_seat_refused_for_a_field_names_the_missing_buyin_in_the_same_answer(
     assert player.post(seats, {"buyin": 500}, key="seat").status_code == 201
 
 
-def test_a_seat_refused_for_a_field_says_nothing_of_a_table_the_caller_cannot_see(
+def test_a_seat_refused_for_a_field_adds_no_rule_of_an_unknown_table_or_to_a_non_object(
     api: ApiClient,
 ) -> None:
-    """An unknown table (or another operator's) adds no rule of its own to the body's errors."""
+    """An unknown table (as another operator's) adds no rule of its own to the body's errors,
+    nor does a table to a body that is no object."""
     player = player_client(api)
     errors = _errors(join(player, "tbl_unknown", client_seed="s" * 65))
     assert set(errors) == {"client_seed"}, errors
+    table = open_table(
+        api,
+        game="rummy",
+        seat_count=4,
+        format="rummy_per_hand",
+        stake_per_point=5,
+        min_buyin=100,
+        max_buyin=1000,
+    )
+    errors = _errors(player.post(f"/v1/tables/{table['id']}/seats", [], key="seat"))
+    assert set(errors) == {"(body)"}, errors
 
 
 RUMMY = {"game": "rummy", "format": "rummy_deals", "currency": "EUR", "stake_per_point": 1}
