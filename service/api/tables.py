@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+import marshmallow as ma
 from flask_smorest import Blueprint
+from werkzeug.exceptions import UnprocessableEntity
 
 from service.api import render
 from service.api.context import (
     db_session,
     debits,
+    in_unit,
     player_idempotent,
     principal,
     unit,
@@ -24,7 +29,7 @@ from service.api.play_schemas import (
     TableOut,
     TopUpIn,
 )
-from service.api.problems import documents
+from service.api.problems import documents, flatten_messages
 from service.api.schemas import DisplayQuery
 from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
@@ -160,7 +165,40 @@ def _join_stake(body: dict[str, Any], table_id: str) -> Any:
     )
 
 
+def _with_the_buyin_rule(view: Callable[..., Any]) -> Callable[..., Any]:
+    """A seat body refused for its fields (before the key or the table is looked at) names
+    in the same answer what the table's buy-in rule says of it
+    (:func:`tables.seat_buyin_problems`), so one answer lists every field at fault; a body
+    whose fields pass meets the rule in the use case, with the seat's other checks. A body
+    that is no object is refused for that alone."""
+
+    @functools.wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return view(*args, **kwargs)
+        except UnprocessableEntity as exc:
+            refused = getattr(exc, "exc", None)
+            if not isinstance(refused, ma.ValidationError):
+                raise
+            errors = flatten_messages(refused.messages)
+            if not {"buyin", "(body)"} & {e.field for e in errors}:  # an object, its buyin read
+                valid = refused.valid_data if isinstance(refused.valid_data, dict) else {}
+                errors = [
+                    *in_unit(
+                        lambda: tables.seat_buyin_problems(
+                            db_session(), principal(), kwargs["table_id"], valid.get("buyin")
+                        )
+                    ),
+                    *errors,
+                ]
+            detail = "; ".join(f"{e.field}: {e.message}" for e in errors)
+            raise ValidationFailed(detail, errors=errors) from None
+
+    return wrapper
+
+
 @blp.route("/tables/<table_id>/seats", methods=["POST"])
+@_with_the_buyin_rule
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
 @blp.arguments(JoinIn)
 @debits(_join_stake)

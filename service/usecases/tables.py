@@ -282,15 +282,34 @@ def _seat_request(
         raise Forbidden("A private table needs its invite code.")
     _not_self_excluded(player, now)
     settings = MatchSettings.from_dict(table.settings)
-    problems = [] if client_seed is None else _client_seed_problems(client_seed)
-    try:
-        escrow = settings.escrow_for(buyin)
-    except InvalidSettings as exc:
-        problems.insert(0, FieldError("buyin", exc.message))
+    problems = _buyin_problems(settings, buyin)
+    problems += [] if client_seed is None else _client_seed_problems(client_seed)
     if problems:
         detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
         raise ValidationFailed(detail, errors=problems)
-    return table, player, seats, settings, escrow
+    return table, player, seats, settings, settings.escrow_for(buyin)
+
+
+def _buyin_problems(settings: MatchSettings, buyin: int | None) -> list[FieldError]:
+    """What the table's buy-in rule (:meth:`MatchSettings.escrow_for`) says of ``buyin``."""
+    try:
+        settings.escrow_for(buyin)
+    except InvalidSettings as exc:
+        return [FieldError("buyin", exc.message)]
+    return []
+
+
+def seat_buyin_problems(
+    session: Session, principal: Principal, table_id: str, buyin: int | None
+) -> list[FieldError]:
+    """What ``table_id``'s buy-in rule says of a seat request refused for its other fields,
+    to be named in the same answer; nothing for a table the caller cannot see (its refusal
+    stays the body's, as for any table)."""
+    try:
+        table = _table(session, principal, table_id, lock=False)
+    except NotFound:
+        return []
+    return _buyin_problems(MatchSettings.from_dict(table.settings), buyin)
 
 
 def join_stake(

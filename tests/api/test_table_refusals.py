@@ -142,6 +142,53 @@ def test_a_seat_at_a_per_hand_table_names_its_missing_buyin_with_every_other_fau
     assert join(player, table["id"], buyin=500).status_code == 201
 
 
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [({"client_seed": "s" * 65}, "client_seed"), ({"invite_code": 7}, "invite_code")],
+)
+def test_a_seat_refused_for_a_field_names_the_missing_buyin_in_the_same_answer(
+    api: ApiClient, body: dict[str, Any], refused: str
+) -> None:
+    """Before: the field's refusal came alone, and the missing buy-in only in a second answer,
+    to the corrected request. Nothing is kept under the key: the corrected request may use it."""
+    table = open_table(
+        api,
+        game="rummy",
+        seat_count=4,
+        format="rummy_per_hand",
+        stake_per_point=5,
+        min_buyin=100,
+        max_buyin=1000,
+    )
+    player = player_client(api)
+    seats = f"/v1/tables/{table['id']}/seats"
+    errors = _errors(player.post(seats, body, key="seat"))
+    assert set(errors) == {"buyin", refused}, errors
+    assert "required" in errors["buyin"][0] and "100" in errors["buyin"][0], errors
+    assert player.post(seats, {"buyin": 500}, key="seat").status_code == 201
+
+
+def test_a_seat_refused_for_a_field_adds_no_rule_of_an_unknown_table_or_to_a_non_object(
+    api: ApiClient,
+) -> None:
+    """An unknown table (as another operator's) adds no rule of its own to the body's errors,
+    nor does a table to a body that is no object."""
+    player = player_client(api)
+    errors = _errors(join(player, "tbl_unknown", client_seed="s" * 65))
+    assert set(errors) == {"client_seed"}, errors
+    table = open_table(
+        api,
+        game="rummy",
+        seat_count=4,
+        format="rummy_per_hand",
+        stake_per_point=5,
+        min_buyin=100,
+        max_buyin=1000,
+    )
+    errors = _errors(player.post(f"/v1/tables/{table['id']}/seats", [], key="seat"))
+    assert set(errors) == {"(body)"}, errors
+
+
 RUMMY = {"game": "rummy", "format": "rummy_deals", "currency": "EUR", "stake_per_point": 1}
 BOUNDED = [
     ({**RUMMY, "seat_count": 3, "rummy": {"max_players": 2}}, False),
