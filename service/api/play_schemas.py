@@ -619,14 +619,15 @@ class SeatView(Schema):
         required=True,
         metadata={
             "description": "The seat every other field of the match names the player by: the "
-            "table's seat, but for a `rummy_per_hand` hand, whose seats are its players "
-            "dealt in, 0 up in table order (`table_seat` is then the table's)."
+            "table's seat (at a `rummy_per_hand` table too, where a hand's `seats` are its "
+            "players dealt in, in table order; its lists of one entry per player follow "
+            "the order of `seats`)."
         },
     )
     table_seat = fields.Integer(
         metadata={
             "description": "`rummy_per_hand` only: the player's seat at the table (`seat` "
-            "in `GET /v1/tables/{id}`)."
+            "in `GET /v1/tables/{id}`), the same as `seat`."
         }
     )
     player_id = fields.String(required=True)
