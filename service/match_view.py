@@ -110,10 +110,9 @@ def _at_table_seats(view: dict[str, Any]) -> dict[str, Any]:
     table order, with every player it names renamed to its table seat (``seats[i]`` is match
     seat ``i``, so the lists of one entry per player keep their order): one numbering, the
     table's (docs/rummy.md). The hand's own index stays ``position``."""
-    seats = view["seats"]
-    if not seats or "table_seat" not in seats[0]:
+    seats, table = view["seats"], table_seats(view["seats"])
+    if table is None:
         return view
-    table = [s["table_seat"] for s in seats]
     return {
         **view,
         "you": None if view["you"] is None else table[view["you"]],
@@ -121,6 +120,14 @@ def _at_table_seats(view: dict[str, Any]) -> dict[str, Any]:
         "play": renamed(view["play"], table),
         "result": renamed(view["result"], table),
     }
+
+
+def table_seats(seats: list[dict[str, Any]] | None) -> list[int] | None:
+    """A ``rummy_per_hand`` hand's table seats by match seat (its ``seats`` in a match row or
+    view carry them), or None at a table of fixed seats, whose match seats are the table's."""
+    if not seats or "table_seat" not in seats[0]:
+        return None
+    return [s["table_seat"] for s in seats]
 
 
 def _dealt(play: dict[str, Any]) -> list[dict[str, Any]]:

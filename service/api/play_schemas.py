@@ -774,7 +774,14 @@ class FairnessOut(Schema):
         fields.String(),
         metadata={"description": "Every dealt-in seat's client seed, ascending (11.6.4)."},
     )
-    seats = fields.List(fields.Integer(), metadata={"description": "The seats dealt in."})
+    seats = fields.List(
+        fields.Integer(),
+        metadata={
+            "description": "The seats dealt in, ascending: the table's seats (a "
+            "`rummy_per_hand` hand's too); `history.seats`, where the history has them, "
+            "are the same, and a seat's index there is its place in the hand."
+        },
+    )
     nonce = fields.Integer(required=True)
 
 

@@ -191,3 +191,15 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
         response = by_seat[actor].post(f"/v1/matches/{second}/actions", body)
         assert response.status_code == 200, (body, response.get_json())
     assert named & {2, 3}, "a log entry names a player by table seat 2 or 3"
+    for seat in (2, 3):  # two resign: the hand ends, and its history names table seats
+        version = by_seat[seat].get(f"/v1/matches/{second}").get_json()["version"]
+        resigned = by_seat[seat].post(
+            f"/v1/matches/{second}/actions", {"action": "RESIGN", "expected_version": version}
+        )
+        assert resigned.status_code == 200, resigned.get_json()
+    ended = by_seat[0].get(f"/v1/matches/{second}").get_json()
+    assert ended["status"] == "finished" and ended["result"]["forfeiters"] == [2, 3], ended
+    assert ended["result"]["winner"] == 0 and ended["play"]["hands"][-1]["seats"] == [0, 2, 3]
+    number = ended["play"]["hands"][-1]["number"]
+    record = by_seat[3].get(f"/v1/matches/{second}/hands/{number}").get_json()
+    assert record["fairness"]["seats"] == record["history"]["seats"] == [0, 2, 3], record
