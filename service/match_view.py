@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from service.clock import rfc3339
 from service.formats import Match, MatchStatus, RummyMatch, games
 from service.formats.games import AnyMatch
+from service.formats.multi_common import renamed
 
 
 class MatchFields(Protocol):
@@ -101,7 +102,32 @@ def _multi_view(
     view["hand_number"] = max((h["number"] for h in _dealt(view["play"])), default=None)
     if match.over:
         view["result"] = {**games.result(match), "void": match.status is MatchStatus.VOID}
-    return view
+    return _at_table_seats(view)
+
+
+def _at_table_seats(view: dict[str, Any]) -> dict[str, Any]:
+    """A ``rummy_per_hand`` hand's view, whose match seats are its players dealt in, 0 up in
+    table order, with every player it names renamed to its table seat (``seats[i]`` is match
+    seat ``i``, so the lists of one entry per player keep their order): one numbering, the
+    table's (docs/rummy.md). The hand's own index stays ``position``."""
+    seats, table = view["seats"], table_seats(view["seats"])
+    if table is None:
+        return view
+    return {
+        **view,
+        "you": None if view["you"] is None else table[view["you"]],
+        "seats": [{**s, "seat": s["table_seat"]} for s in seats],
+        "play": renamed(view["play"], table),
+        "result": renamed(view["result"], table),
+    }
+
+
+def table_seats(seats: list[dict[str, Any]] | None) -> list[int] | None:
+    """A ``rummy_per_hand`` hand's table seats by match seat (its ``seats`` in a match row or
+    view carry them), or None at a table of fixed seats, whose match seats are the table's."""
+    if not seats or "table_seat" not in seats[0]:
+        return None
+    return [s["table_seat"] for s in seats]
 
 
 def _dealt(play: dict[str, Any]) -> list[dict[str, Any]]:

@@ -619,14 +619,15 @@ class SeatView(Schema):
         required=True,
         metadata={
             "description": "The seat every other field of the match names the player by: the "
-            "table's seat, but for a `rummy_per_hand` hand, whose seats are its players "
-            "dealt in, 0 up in table order (`table_seat` is then the table's)."
+            "table's seat (at a `rummy_per_hand` table too, where a hand's `seats` are its "
+            "players dealt in, in table order; its lists of one entry per player follow "
+            "the order of `seats`)."
         },
     )
     table_seat = fields.Integer(
         metadata={
             "description": "`rummy_per_hand` only: the player's seat at the table (`seat` "
-            "in `GET /v1/tables/{id}`)."
+            "in `GET /v1/tables/{id}`), the same as `seat`."
         }
     )
     player_id = fields.String(required=True)
@@ -773,7 +774,14 @@ class FairnessOut(Schema):
         fields.String(),
         metadata={"description": "Every dealt-in seat's client seed, ascending (11.6.4)."},
     )
-    seats = fields.List(fields.Integer(), metadata={"description": "The seats dealt in."})
+    seats = fields.List(
+        fields.Integer(),
+        metadata={
+            "description": "The seats dealt in, ascending: the table's seats (a "
+            "`rummy_per_hand` hand's too); `history.seats`, where the history has them, "
+            "are the same, and a seat's index there is its place in the hand."
+        },
+    )
     nonce = fields.Integer(required=True)
 
 

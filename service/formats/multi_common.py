@@ -62,10 +62,42 @@ def seat_in_hand(seats: Sequence[int], number: int, seat: int) -> int:
     return list(seats).index(seat)
 
 
-#: The keys under which a hand's view names one of its players (by place in the hand).
+#: The keys under which a view names one of its players.
 _PLAYER_KEYS = frozenset(
-    {"dealer", "first_player", "to_act", "seat", "winner", "knocker", "melded_by"}
+    {
+        "dealer",
+        "first_player",
+        "to_act",
+        "seat",
+        "winner",
+        "knocker",
+        "melded_by",
+        "you",
+        "forfeiter",
+    }
 )
+
+#: The keys under which a view lists players (a list of bools per player is no such list).
+_PLAYER_LIST_KEYS = frozenset({"to_act", "seats", "winners", "forfeited", "forfeiters"})
+
+
+def renamed(view: Any, names: Sequence[int]) -> Any:
+    """``view`` with every player it names (under a key of :data:`_PLAYER_KEYS`, or in a list
+    under a key of :data:`_PLAYER_LIST_KEYS`) renamed from ``i`` to ``names[i]``; lists of one
+    entry per player keep their order."""
+
+    def named(key: str, item: Any) -> Any:
+        if key in _PLAYER_KEYS and _place(item):
+            return names[item]
+        if key in _PLAYER_LIST_KEYS and isinstance(item, list) and all(map(_place, item)):
+            return [names[i] for i in item]
+        return renamed(item, names)
+
+    if isinstance(view, Mapping):
+        return {key: named(key, item) for key, item in view.items()}
+    if isinstance(view, list):
+        return [renamed(item, names) for item in view]
+    return view
 
 
 def seated_view(view: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]:
@@ -75,19 +107,9 @@ def seated_view(view: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]
     outcome's ``winner`` and ``knocker``, a meld's ``melded_by``, a lay-off's ``seat``) as
     its match seat, ``seats[place]``: one numbering in every match view (11.6.5). Its lists
     of one entry per player (``card_counts``, ``hands``, ``laid_down``...) keep the hand's
-    order, which ``seats``, added to the view, states."""
-
-    def seated(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {
-                key: seats[item] if key in _PLAYER_KEYS and _place(item) else seated(item)
-                for key, item in value.items()
-            }
-        if isinstance(value, list):
-            return [seated(item) for item in value]
-        return value
-
-    return {**seated(view), "seats": list(seats)}
+    order, which ``seats``, added to the view, states. A ``rummy_per_hand`` hand's match
+    view is renamed once more, from match seat to table seat, by :func:`renamed`."""
+    return {**renamed(view, seats), "seats": list(seats)}
 
 
 def _place(value: Any) -> bool:

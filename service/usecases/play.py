@@ -32,7 +32,7 @@ from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.ids import new_id
-from service.match_view import match_view
+from service.match_view import match_view, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
@@ -710,6 +710,11 @@ def hand_history(
         raise NotFound(f"No hand {number} in match {match_id!r}.")
     if hand_row.ended_at is None or hand_row.history is None:
         raise NotFound(f"Hand {number} has not ended yet.")
+    seats, history = hand_row.seats or [0, 1], hand_row.history
+    table = table_seats(ctx.row.seats)
+    if table is not None:  # a rummy_per_hand hand: its players by table seat, as in its view
+        seats = [table[s] for s in seats]
+        history = {**history, "seats": seats} if "seats" in history else history
     return {
         "id": hand_row.id,
         "object": "hand",
@@ -725,8 +730,8 @@ def hand_history(
             "client_seed_2": hand_row.client_seed_2,
             "client_seeds": hand_row.client_seeds
             or [hand_row.client_seed_1, hand_row.client_seed_2],
-            "seats": hand_row.seats or [0, 1],
+            "seats": seats,
             "nonce": hand_row.nonce,
         },
-        "history": hand_row.history,
+        "history": history,
     }

@@ -50,15 +50,17 @@ def _play_hand(
     app: Any, clients: dict[str, ApiClient], match_id: str, rng: random.Random
 ) -> dict[str, Any]:
     """Play the hand ``match_id`` to its end with bot clients (the players seated in it),
-    checking every answer for cards its reader may not see; the last view."""
+    checking every answer for cards its reader may not see; the last view. The view names
+    the players by table seat; the i-th of its ``seats`` is the hand's match seat i."""
     spectator = next(iter(clients.values()))
     first = spectator.get(f"/v1/matches/{match_id}").get_json()
     dealt = {s["player_id"]: s["seat"] for s in first["seats"]}
     by_seat = {seat: clients[player] for player, seat in dealt.items()}
+    in_match = {s["seat"]: i for i, s in enumerate(first["seats"])}
     public: dict[int, set[str]] = {}
     for _step in range(5_000):
         views = {seat: c.get(f"/v1/matches/{match_id}").get_json() for seat, c in by_seat.items()}
-        view = views[0]
+        view = next(iter(views.values()))
         if view["status"] != "playing":
             return view
         for seat, seen in views.items():
@@ -68,14 +70,15 @@ def _play_hand(
                     codes - _hidden(app, match_id, None).get(number, set())
                 )
         for seat, seen in views.items():
-            assert not _leaks(seen, _hidden(app, match_id, seat), public), seat
+            assert not _leaks(seen, _hidden(app, match_id, in_match[seat]), public), seat
         actor = view["play"]["to_act"][0]
         play = views[actor]["play"]
         choice = random_multi(play, rng) if rng.random() < 0.15 else decide_multi(play)
         body = action_body(action_text(choice)) | {"expected_version": views[actor]["version"]}
         response = by_seat[actor].post(f"/v1/matches/{match_id}/actions", body)
         assert response.status_code == 200, (body, response.get_json())
-        assert not _leaks(response.get_json(), _hidden(app, match_id, actor), public)
+        hidden = _hidden(app, match_id, in_match[actor])
+        assert not _leaks(response.get_json(), hidden, public)
     raise AssertionError("the hand did not end")
 
 

@@ -3,8 +3,8 @@ player a view names, inside a hand's own view too (``to_act``, ``dealer``, ``fir
 the reader's ``seat``, a log entry's ``seat``, a winner, a meld's ``melded_by``), is a seat of
 the match, ``seats[].seat``, which at a table of fixed seats is the table's seat; the reader's
 place in a hand is ``position`` and says so. The player ``play.to_act`` names is the one whose
-token is given legal actions. At a ``rummy_per_hand`` table every hand's ``seats`` carry the
-players' ``table_seat``."""
+token is given legal actions. At a ``rummy_per_hand`` table, where each hand is a match of the
+players dealt in, the hand's view names them by their table seats too."""
 
 from __future__ import annotations
 
@@ -140,7 +140,11 @@ def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
 
 
 def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, app: Any) -> None:
-    table, clients = _seated(api, 3, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS)
+    """Four seated; the first hand is dealt to seats 0 and 1, seat 1 resigns it and sits
+    out, so the next hand's match seats (its players dealt in, 0 up) are the table's seats
+    0, 2 and 3: its view names them 0, 2 and 3 (``to_act``, ``dealer``, log entries...), and
+    the player whose table seat is to act is the one given legal actions."""
+    table, clients = _seated(api, 4, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS)
     first = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
     view = clients[1].get(f"/v1/matches/{first}").get_json()
     assert [(s["seat"], s["table_seat"]) for s in view["seats"]] == [(0, 0), (1, 1)]
@@ -157,9 +161,45 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
         s["player_id"]: s["seat"] for s in api.get(f"/v1/tables/{table['id']}").get_json()["seats"]
     }
     second = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
-    view = clients[2].get(f"/v1/matches/{second}").get_json()
-    assert [(s["seat"], s["table_seat"]) for s in view["seats"]] == [(0, 0), (1, 2)]
-    for entry in view["seats"]:
-        assert seats[entry["player_id"]] == entry["table_seat"]
-    assert view["you"] == 1
-    _check_one_numbering(view)
+    by_seat = {seats[c.player_id]: c for c in clients if c.player_id in seats}  # type: ignore[attr-defined]
+    spectator = api.get(f"/v1/matches/{second}").get_json()
+    assert [(s["seat"], s["table_seat"]) for s in spectator["seats"]] == [(0, 0), (2, 2), (3, 3)]
+    assert spectator["play"]["hand"]["seats"] == [0, 2, 3] and spectator["you"] is None
+    named: set[int] = set()
+    for _step in range(12):
+        views = {seat: by_seat[seat].get(f"/v1/matches/{second}").get_json() for seat in (0, 2, 3)}
+        if views[0]["status"] != "playing":
+            break
+        play = views[0]["play"]
+        for seat, seen in views.items():
+            assert seen["you"] == seat and seen["play"]["you"] == seat
+            _check_one_numbering(seen)
+            hand = seen["play"]["hand"]
+            assert hand["hand"]["seats"] == [0, 2, 3]
+            assert hand["seats"][hand["position"]] == seat
+            assert {hand["dealer"], hand["hand"]["dealer"]} <= {0, 2, 3}
+            for entry in hand["hand"]["log"]:
+                if "seat" in entry:
+                    assert entry["seat"] in (0, 2, 3), entry
+                    named.add(entry["seat"])
+            assert bool(seen["play"].get("legal_actions")) == (seat in play["to_act"])
+        (actor,) = play["to_act"]
+        assert actor in (0, 2, 3) and play["hand"]["to_act"] == actor
+        body = action_body(action_text(decide_multi(views[actor]["play"]))) | {
+            "expected_version": views[actor]["version"]
+        }
+        response = by_seat[actor].post(f"/v1/matches/{second}/actions", body)
+        assert response.status_code == 200, (body, response.get_json())
+    assert named & {2, 3}, "a log entry names a player by table seat 2 or 3"
+    for seat in (2, 3):  # two resign: the hand ends, and its history names table seats
+        version = by_seat[seat].get(f"/v1/matches/{second}").get_json()["version"]
+        resigned = by_seat[seat].post(
+            f"/v1/matches/{second}/actions", {"action": "RESIGN", "expected_version": version}
+        )
+        assert resigned.status_code == 200, resigned.get_json()
+    ended = by_seat[0].get(f"/v1/matches/{second}").get_json()
+    assert ended["status"] == "finished" and ended["result"]["forfeiters"] == [2, 3], ended
+    assert ended["result"]["winner"] == 0 and ended["play"]["hands"][-1]["seats"] == [0, 2, 3]
+    number = ended["play"]["hands"][-1]["number"]
+    record = by_seat[3].get(f"/v1/matches/{second}/hands/{number}").get_json()
+    assert record["fairness"]["seats"] == record["history"]["seats"] == [0, 2, 3], record
