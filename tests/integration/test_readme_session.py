@@ -6,25 +6,20 @@ demo key in view (the worker's routine ticks at DEBUG, the key's file named)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.cli import DEMO_SCRIPT
-from tests.integration.workers import free_port, wait_until
+from tests.integration.workers import Served, wait_until
+from tests.integration.workers import make_run as start_make_run
 from tests.ops.servers import HttpClient
 
 ROOT = Path(__file__).resolve().parents[2]
-GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
 SECTION = "## A first session, by hand"
 
 #: A line of the text log: "2026-12-03 06:44:26,741 INFO celery.beat message".
@@ -57,68 +52,11 @@ def test_the_banner_prints_the_readme_walk_through() -> None:
     assert commands(DEMO_SCRIPT) == commands("\n".join(readme_blocks()))
 
 
-@dataclass
-class Served:
-    base: str
-    folder: Path  # the working directory of `gin-service run`, where var/ is
-    log: Path  # its stdout and stderr, as `make run` shows them in a terminal
-
-    def lines(self) -> list[str]:
-        return self.log.read_text(encoding="utf-8", errors="replace").splitlines()
-
-
-def _ready(base: str, server: subprocess.Popen[bytes]) -> bool:
-    assert server.poll() is None, "gin-service run exited early"
-    try:
-        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``gin-service run`` as ``make run`` starts it: the embedded default, no GIN_VAR_DIR
-    (so ``var/`` in its working directory), the default log level and format."""
-    folder = tmp_path_factory.mktemp("make-run")
-    port = free_port()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key
-        not in (
-            "DATABASE_URL",
-            "CELERY_BROKER_URL",
-            "GIN_VAR_DIR",
-            "GIN_BIND",
-            "LOG_LEVEL",
-            "LOG_FORMAT",
-        )
-    }
-    log = folder / "run.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"],
-            cwd=folder,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _ready(base, server), 90, "gin-service run to be ready")
-        served = Served(base, folder, log)
-        # the banner comes once the worker is ready too
-        wait_until(lambda: "-" * 78 in served.lines(), 60, "the banner")
+    """``gin-service run`` as ``make run`` starts it (:func:`workers.make_run`)."""
+    with start_make_run(tmp_path_factory.mktemp("make-run")) as served:
         yield served
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
 
 
 def test_the_readme_walk_through_plays_a_match_to_its_audited_settlement(

@@ -11,8 +11,10 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +249,84 @@ def settled_once(app: Any, match_ids: list[str]) -> bool:
         session.close()
     assert all(n == 1 for _ref, n in captures), captures  # never twice, at any moment
     return settlements == len(match_ids) and len(captures) == len(match_ids)
+
+
+# --- ``make run``: gin-service run on the embedded default, from a folder of its own --------
+
+GIN_SERVICE = Path(sys.executable).with_name("gin-service")  # the console script
+RULE = "-" * 78  # the banner's first and last line
+
+
+@dataclass
+class Served:
+    base: str
+    folder: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+    idle: list[str] | None = None  # what it printed after its banner while idle
+
+    def lines(self) -> list[str]:
+        return self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def after_banner(self) -> list[str]:
+        """The lines printed after the banner's last rule."""
+        lines = self.lines()
+        last = max(i for i, line in enumerate(lines) if line == RULE)
+        return lines[last + 1 :]
+
+    def api_key(self) -> str:
+        demo = json.loads((self.folder / "var" / "demo-operator.json").read_text())
+        return str(demo["api_key"])
+
+
+def _run_answers(base: str, process: subprocess.Popen[bytes]) -> bool:
+    assert process.poll() is None, "gin-service run exited early"
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@contextmanager
+def make_run(folder: Path) -> Iterator[Served]:
+    """``gin-service run`` as ``make run`` starts it (the embedded default, the default log
+    level and format, ``var/`` in its working directory ``folder``), in a session of its own
+    as a terminal would start it; yielded once the API answers and the banner is printed."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in (
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "GIN_VAR_DIR",
+            "GIN_BIND",
+            "LOG_LEVEL",
+            "LOG_FORMAT",
+        )
+    }
+    port = free_port()
+    log = folder / "run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"],
+            cwd=folder,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    served = Served(f"http://127.0.0.1:{port}", folder, log, process)
+    try:
+        wait_until(lambda: _run_answers(served.base, process), 60, "the API to answer")
+        wait_until(lambda: served.lines().count(RULE) >= 3, 60, "the banner")
+        yield served
+    finally:
+        if process.poll() is None:  # a test that did not stop it: as Ctrl-C would
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
