@@ -54,7 +54,13 @@ def main() -> int:
     from service.clock import utcnow
     from service.db.match_models import Settlement
     from tests.conftest import make_test_app, throwaway_postgres
-    from tests.integration.workers import Broker, finished_matches, kill, private_redis
+    from tests.integration.workers import (
+        Broker,
+        finished_matches,
+        kill,
+        private_redis,
+        worker_command,
+    )
 
     base = (
         os.environ.get("BENCH_DATABASE_URL")
@@ -68,26 +74,7 @@ def main() -> int:
         env.pop("CELERY_VISIBILITY_TIMEOUT")  # production's: a killed worker's tasks stay taken
         log = open(Path(var) / "worker.log", "ab")  # noqa: SIM115 - the child keeps it
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "worker.celery_app",
-                "worker",
-                "--beat",
-                "--concurrency",
-                "2",
-                "--queues",
-                broker.queue,
-                "--loglevel",
-                "WARNING",
-                "--schedule",
-                str(Path(var) / "celerybeat-schedule"),
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            worker_command(broker.queue, beat_schedule=Path(var) / "celerybeat-schedule"),
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -93,6 +93,34 @@ class Broker:
             Queue(self.queue).bind(connection.default_channel).delete()
 
 
+def worker_command(
+    queue: str, concurrency: int = 2, beat_schedule: Path | None = None
+) -> list[str]:
+    """A Celery worker of the service on ``queue`` (with beat embedded when ``beat_schedule``
+    names its file), logging warnings only, without the chatter between workers."""
+    beat = ["--beat", "--schedule", str(beat_schedule)] if beat_schedule is not None else []
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "worker.celery_app",
+        "worker",
+        *beat,
+        "--concurrency",
+        str(concurrency),
+        "--pool",
+        "prefork",
+        "--queues",
+        queue,
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
 @contextmanager
 def worker(
     database_url: str, broker: Broker, concurrency: int = 2
@@ -100,25 +128,7 @@ def worker(
     env = dict(os.environ, DATABASE_URL=database_url, **broker.env)
     output = _log()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "worker.celery_app",
-            "worker",
-            "--concurrency",
-            str(concurrency),
-            "--pool",
-            "prefork",
-            "--queues",
-            broker.queue,
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
+        worker_command(broker.queue, concurrency),
         cwd=ROOT,
         env=env,
         stdout=output,
