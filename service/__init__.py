@@ -20,6 +20,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     from service.db import make_engine, make_sessionmaker
     from service.db.match_states import keep_decoded_states
     from service.observability import metrics, ratelimit, tasks
+    from service.pages import init_pages
 
     app = Flask(__name__)
     app.json = FastJSONProvider(app)
@@ -37,6 +38,7 @@ def create_app(config: dict[str, Any] | None = None):  # type: ignore[no-untyped
     # the API's (the timer starts and the limit is checked before authentication).
     observability.init_app(app)
     api = init_api(app)
+    init_pages(app)
     ratelimit.document(api)
     tasks.connect(logging_setup=False)  # requests' ids travel into the tasks they publish
     return app

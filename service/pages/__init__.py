@@ -1,0 +1,53 @@
+"""Pages for people: the operator console (``/console``), hand replay and verification
+(``/verify``) and the practice table (``/play``), served by the same Flask app as the API.
+
+Every page is a server-rendered template with small JavaScript modules from ``static/``
+(served at ``/assets/``; no CDN, no build step). Each page answers with a
+Content-Security-Policy that forbids inline script and any other origin, so a page can only
+run this package's own files. Pages call the public API like any client does.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, Response, render_template
+
+# The policy of every page: its own scripts, styles, images and API calls, nothing inline,
+# never framed. WebCrypto needs no permission; fetch() stays on this origin.
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    )
+)
+
+blp = Blueprint(
+    "pages",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/assets",
+)
+
+
+@blp.after_request
+def _page_headers(response: Response) -> Response:
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@blp.get("/")
+def home() -> str:
+    """The service's front page: where each page for people is."""
+    return render_template("pages/home.html")
+
+
+def init_pages(app: Flask) -> None:
+    app.register_blueprint(blp)

@@ -1,0 +1,83 @@
+"""Browser tests: the pages driven in Debian's Chromium by Playwright for Python.
+
+One ``gin-service run`` (the embedded default, as ``make run`` starts it, with its demo
+operator) serves every test of a pytest process; each test gets a fresh browser context.
+Chromium is ``/usr/bin/chromium`` (``.ci/run`` installs Debian's package when it is missing);
+nothing here downloads a browser. The launch flags keep Chromium off the network: this
+machine's network is closed, and a page may only talk to the service that served it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.workers import Served, make_run
+
+CHROMIUM = Path(os.environ.get("GIN_TEST_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1366, "height": 768}
+PHONE = {"width": 390, "height": 844}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/browser/" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``gin-service run`` on the embedded default in a folder of its own."""
+    with make_run(tmp_path_factory.mktemp("browser-run")) as run:
+        yield run
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: Served) -> Iterator[Any]:
+    """A fresh browser context on the served run, failing the test on any script error or
+    Content-Security-Policy violation the page reports."""
+    context = browser.new_context(base_url=served.base, viewport=DESKTOP)
+    errors: list[str] = []
+    opened = context.new_page()
+    opened.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    opened.on(
+        "console",
+        lambda message: (
+            errors.append(f"console {message.type}: {message.text}")
+            if message.type == "error"
+            else None
+        ),
+    )
+    try:
+        yield opened
+        assert not errors, errors
+    finally:
+        context.close()
