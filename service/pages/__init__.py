@@ -35,12 +35,15 @@ blp = Blueprint(
 )
 
 
-@blp.after_request
-def _page_headers(response: Response) -> Response:
+def page_headers(response: Response) -> Response:
+    """The headers of every page (each page blueprint applies it with ``after_request``)."""
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
+
+
+blp.after_request(page_headers)
 
 
 @blp.get("/")
@@ -50,4 +53,6 @@ def home() -> str:
 
 
 def init_pages(app: Flask) -> None:
+    """Register every page's blueprint (each page lives in a module of this package, its
+    templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
