@@ -121,6 +121,7 @@ OPERATIONS: dict[str, Operation] = {
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),
     "POST /v1/matches/{match_id}/actions": Operation("playAction", PLAYER, OPTIONAL),
     "GET /v1/matches/{match_id}/hands/{number}": Operation("getHandHistory", EITHER),
+    "GET /v1/hands/{hand_id}": Operation("getHand", EITHER),
     "GET /v1/matches/{match_id}/settlement": Operation("getSettlement", EITHER),
     "GET /v1/settlements": Operation("listSettlements"),
     "GET /v1/audit/settlements/{match_id}": Operation("auditSettlement"),

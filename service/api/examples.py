@@ -882,3 +882,5 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         ],
     },
 }
+# A hand read by its own id is the same history.
+RESPONSE_EXAMPLES["getHand"] = RESPONSE_EXAMPLES["getHandHistory"]

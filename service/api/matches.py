@@ -186,3 +186,13 @@ def hand_history(match_id: str, number: int) -> Response:
     """A finished hand's full history: the revealed seed and the fairness inputs, the deck,
     every action with actor and time, the showdown and the score."""
     return jsonify(play.hand_history(db_session(), principal(), match_id, number))
+
+
+@blp.route("/hands/<hand_id>")
+@blp.response(200, HandHistoryOut)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound)
+@unit
+def hand_history_by_id(hand_id: str) -> Response:
+    """The same history by the hand's own ``id``, for links to one hand (the page
+    ``/verify?hand=<id>`` replays and verifies it in the browser)."""
+    return jsonify(play.hand_history_by_id(db_session(), principal(), hand_id))

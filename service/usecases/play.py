@@ -735,3 +735,17 @@ def hand_history(
         },
         "history": history,
     }
+
+
+def hand_history_by_id(session: Session, principal: Principal, hand_id: str) -> dict[str, Any]:
+    """:func:`hand_history` of the hand whose ``id`` is ``hand_id``, for whoever may read its
+    match: a link to one hand (the verify page's ``/verify?hand=<id>``) needs nothing else."""
+    found = session.execute(
+        select(HandRow.match_id, HandRow.number).where(HandRow.id == hand_id)
+    ).one_or_none()
+    if found is not None:
+        try:
+            return hand_history(session, principal, found.match_id, found.number)
+        except NotFound:  # another tenant's hand, or not ended: say no more than its id
+            pass
+    raise NotFound(f"No ended hand {hand_id!r}.")

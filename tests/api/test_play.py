@@ -470,6 +470,21 @@ def test_match_views_and_histories_match_their_documented_schemas(api: ApiClient
     assert HandHistoryOut().validate(history) == {}
 
 
+def test_a_hand_is_read_by_its_own_id_by_those_who_may_read_its_match(
+    api: ApiClient, other_api: ApiClient
+) -> None:
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    play_match(clients, match_id)
+    history = clients[0].get(f"/v1/matches/{match_id}/hands/1").get_json()
+    for reader in [*clients, api]:
+        by_id = reader.get(f"/v1/hands/{history['id']}")
+        assert by_id.status_code == 200 and by_id.get_json() == history
+    for missing in (other_api.get(f"/v1/hands/{history['id']}"), api.get("/v1/hands/hnd_nope")):
+        assert missing.status_code == 404
+        assert match_id not in missing.get_json()["detail"]  # another tenant's match unnamed
+
+
 @pytest.mark.timing
 def test_long_poll_wakes_when_the_opponent_acts(api: ApiClient) -> None:
     import threading
