@@ -9,6 +9,8 @@ run this package's own files. Pages call the public API like any client does.
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from flask import Blueprint, Flask, Response, render_template
 
 # The policy of every page: its own scripts, styles, images and API calls, nothing inline,
@@ -56,3 +58,4 @@ def init_pages(app: Flask) -> None:
     """Register every page's blueprint (each page lives in a module of this package, its
     templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
+    app.register_blueprint(import_module("service.pages.verify").blp)
