@@ -18,8 +18,12 @@ import pytest
 from service.bots import decide
 from service.bots.multi import action_text, decide_multi
 from service.client.api import ApiProblem, GinClient
-from service.rules import fair
+from service.rules import Ruleset, fair
 from service.rules.cards import DECK
+from service.rules.hand import Hand
+from service.rules.rummy import RummyHand, RummyRules
+from service.rules.rummy.fair import fair_shuffle
+from service.rules.rummy.playout import choose as choose_rummy
 from tests.api.play_clients import CODE
 from tests.integration.workers import Served
 
@@ -130,9 +134,13 @@ def _verdict(page: Any, history: dict[str, Any] | str) -> str:
     text = history if isinstance(history, str) else json.dumps(history)
     page.get_by_label("Hand history", exact=True).fill(text)
     page.get_by_role("button", name="Verify", exact=True).click()
-    status = page.get_by_role("status")
-    status.locator(".verdict.ok, .verdict.bad").wait_for()
-    return str(status.locator(".verdict").inner_text())
+    return str(_done(page).locator(".verdict").inner_text())
+
+
+def _done(page: Any) -> Any:
+    """The verdict region once the page has finished loading and checking."""
+    page.locator("#verdict:not([data-pending])").wait_for()
+    return page.get_by_role("status")
 
 
 def _flip(text: str, at: int) -> str:
@@ -150,7 +158,9 @@ def _tampered(history: dict[str, Any]) -> dict[str, dict[str, Any]]:
     action = copy.deepcopy(history)
     entry = next(a for a in action["history"]["actions"][3:] if "card" in a)
     entry["card"] = _flip(entry["card"], 0)
-    return {"seed": seed, "deck": deck, "action": action}
+    score = copy.deepcopy(history)
+    score["history"]["outcome"]["points"] = [1, 2] if history["history"].get("game") else 1
+    return {"seed": seed, "deck": deck, "action": action, "score": score}
 
 
 def test_the_browser_shuffle_is_fair_py_byte_for_byte(verify_page: Any) -> None:
@@ -178,15 +188,102 @@ def test_the_browser_shuffle_is_fair_py_byte_for_byte(verify_page: Any) -> None:
         assert got[2] == {"order": [str(c) for c in restock], "counter": after}
 
 
+def _answer(history: dict[str, Any], seed: str, seeds: list[str], nonce: int) -> dict[str, Any]:
+    """An engine's hand history wrapped as GET /v1/hands/{id} answers it."""
+    fairness = {
+        "algorithm": fair.ALGORITHM,
+        "commitment": fair.commitment(seed),
+        "server_seed": seed,
+        "client_seed_1": seeds[0],
+        "client_seed_2": seeds[1],
+        "client_seeds": seeds,
+        "seats": list(range(len(seeds))),
+        "nonce": nonce,
+    }
+    return {"id": "hnd_engine", "number": nonce, "fairness": fairness, "history": history}
+
+
+def _seeds(rng: random.Random, players: int) -> tuple[str, list[str]]:
+    return rng.randbytes(32).hex(), [rng.randbytes(8).hex() for _ in range(players)]
+
+
+def _engine_gin(rules: dict[str, Any], seed_no: int) -> dict[str, Any]:
+    """A two-player Gin hand from the fair deck, played by the practice bot (now and then a
+    random legal action instead)."""
+    rng = random.Random(seed_no)
+    seed, seeds = _seeds(rng, 2)
+    hand = Hand.deal(fair.shuffle(seed, seeds, 3)[0], seed_no % 2, Ruleset.from_dict(rules))
+    while not hand.ended:
+        legal = hand.legal_actions()
+        action = decide(hand.view(hand.to_act)) if rng.random() < 0.8 else rng.choice(legal)
+        hand.apply(hand.to_act, action)
+    return _answer(hand.history(), seed, seeds, 3)
+
+
+def _engine_rummy(
+    rules: dict[str, Any], seed_no: int, meld_rate: float = 0.0, forfeit: bool = False
+) -> dict[str, Any]:
+    """A three-player Rummy hand played at random; with no melds it runs the stock out and
+    restocks until its restock limit voids it."""
+    rng = random.Random(seed_no)
+    seed, seeds = _seeds(rng, 3)
+    shuffle = fair_shuffle(seed, seeds, 2)
+    hand = RummyHand.deal(3, 1, shuffle.deck, RummyRules.from_dict(rules), shuffle)
+    while hand.to_act is not None:
+        if forfeit and len(hand.log) == 9:
+            hand = hand.forfeit(0, "resign")
+            continue
+        hand = hand.apply(hand.to_act, choose_rummy(rng, hand.legal_actions(), meld_rate))
+    return _answer({**hand.history(), "seats": [0, 1, 2]}, seed, seeds, 2)
+
+
+FIFTIETH = {"dead_hand_rule": "FIFTIETH_CARD"}
+ENGINE_HANDS = {  # the seeds give the outcome named
+    "gin-gin": lambda: _engine_gin({}, 0),
+    "gin-knock": lambda: _engine_gin({}, 1),
+    "gin-undercut": lambda: _engine_gin({}, 17),
+    "gin-dead": lambda: _engine_gin({}, 25),
+    "gin-immediate-dead": lambda: _engine_gin({"dead_hand_rule": "IMMEDIATE"}, 25),
+    "gin-fiftieth-card-take-and-knock": lambda: _engine_gin(FIFTIETH, 273),
+    "gin-big-gin-free-first-draw": lambda: _engine_gin(
+        {"opening": "FREE_FIRST_DRAW", "big_gin_enabled": True}, 100
+    ),
+    "gin-oklahoma": lambda: _engine_gin({"oklahoma": True}, 1),
+    "rummy-goes-out-ace-high": lambda: _engine_rummy({"ace_mode": "HIGH_OR_LOW"}, 5, 0.8),
+    "rummy-shuffle-restocks": lambda: _engine_rummy({"restock": "SHUFFLE"}, 6),
+    "rummy-turn-over": lambda: _engine_rummy({"restock": "TURN_OVER"}, 7),
+    "rummy-forfeit-penalty": lambda: _engine_rummy({"scoring": "PENALTY"}, 8, forfeit=True),
+}
+
+
+def test_hands_of_every_rule_variant_verify(verify_page: Any) -> None:
+    """Engine-played hands under other options (dead-hand rules, free first draw, Oklahoma,
+    Rummy's two restocks, a forfeit) verify too; a SHUFFLE restock's order is checked
+    against the stream continued after the deal."""
+    for name, make in ENGINE_HANDS.items():
+        history = make()
+        assert _verdict(verify_page, history) == "Verified", name
+    shuffled = ENGINE_HANDS["rummy-shuffle-restocks"]()
+    restocks = [a for a in shuffled["history"]["actions"] if a.get("restock") == "SHUFFLE"]
+    assert len(restocks) == 3
+    assert _verdict(verify_page, shuffled) == "Verified"
+    assert verify_page.get_by_role("list", name="Checks").inner_text().count("Restock") == 3
+    order = restocks[-1]["order"]
+    order[-1], order[-2] = order[-2], order[-1]  # never drawn: only the stream can tell
+    assert _verdict(verify_page, shuffled) == "Not verified"
+    assert "restock" in verify_page.get_by_role("status").inner_text()
+
+
 def test_a_two_player_gin_hand_verifies_and_any_tampering_does_not(
     verify_page: Any, gin: Played
 ) -> None:
     assert _verdict(verify_page, gin.history) == "Verified"
     checks = verify_page.get_by_role("list", name="Checks").inner_text()
     assert "Commitment" in checks and "Deck" in checks and "Actions" in checks
+    why = {"seed": "commitment", "deck": "deck", "action": "is not", "score": "score"}
     for what, history in _tampered(gin.history).items():
         assert _verdict(verify_page, history) == "Not verified", what
-        assert "Why:" in verify_page.get_by_role("status").inner_text(), what
+        assert why[what] in verify_page.get_by_role("status").inner_text(), what
     assert _verdict(verify_page, "{not json") == "Not verified"
 
 
@@ -204,8 +301,10 @@ def test_stepping_shows_each_seat_the_hand_the_server_showed_it(
 ) -> None:
     assert _verdict(verify_page, gin.history) == "Verified"
     steps = len(gin.history["history"]["actions"])
-    buttons = {name: verify_page.get_by_role("button", name=name, exact=True) for name in
-               ("First", "Previous", "Next", "Last")}
+    buttons = {
+        name: verify_page.get_by_role("button", name=name, exact=True)
+        for name in ("First", "Previous", "Next", "Last")
+    }
     assert _step(verify_page) == 0 and buttons["First"].is_disabled()
     buttons["Last"].click()
     assert _step(verify_page) == steps and buttons["Next"].is_disabled()
@@ -273,15 +372,11 @@ def test_a_hand_fetched_by_id_with_a_credential_shows_its_settlement(
     verify_page.wait_for_selector("body[data-ready=true]")
     assert verify_page.get_by_label("Hand id").input_value() == hand_id
     verify_page.get_by_label("API key or player token").fill(gin.operator_key)
+    _settled(gin)  # the worker settles the match; the page shows the statement then
     verify_page.get_by_role("button", name="Fetch").click()
-    verify_page.get_by_role("status").locator(".verdict.ok").wait_for()
+    assert _done(verify_page).inner_text().startswith("Verified")
     assert verify_page.get_by_label("Hand history", exact=True).input_value().count(hand_id) == 1
-    # The worker settles the match; once it has, a fetch shows the statement too.
-    _settled(gin)
-    verify_page.get_by_role("button", name="Fetch").click()
-    verify_page.get_by_role("status").locator(".verdict.ok").wait_for()
-    verify_page.locator("#settlement-lines li").first.wait_for()
-    lines = verify_page.locator("#settlement-lines").inner_text()
+    lines = verify_page.locator("#score").inner_text()
     assert "docs/engine.md 6.2" in lines and "docs/engine.md 6.1" in lines
     assert "docs/engine.md 2.9" in verify_page.locator("#score-lines").inner_text()
 

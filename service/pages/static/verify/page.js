@@ -22,6 +22,10 @@ function cards(list) {
   return list.length ? list.join(" ") : "none";
 }
 
+function count(n) {
+  return n === 1 ? "1 card" : `${n} cards`;
+}
+
 // --- verifying ------------------------------------------------------------------------
 
 /** Every check of a history; returns { hand, steps, reasons, checks }. */
@@ -140,10 +144,10 @@ function render() {
   const what = step.entry ? said(hand, step.entry, viewer) : "the deal";
   $("step").textContent = `Step ${index} of ${last}: ${what}.`;
   $("to-act").textContent = step.ended ? "Nobody: the hand has ended" : seatName(hand, step.toAct);
-  $("stock").textContent = `${step.stock.length} cards`;
+  $("stock").textContent = count(step.stock.length);
   const top = step.discard[step.discard.length - 1];
   $("discard").textContent = top
-    ? `${top} on top; ${step.discard.length} cards, bottom first: ${cards(step.discard)}`
+    ? `${top} on top; ${count(step.discard.length)}, bottom first: ${cards(step.discard)}`
     : "empty";
   $("melds").textContent = hand.game === "rummy"
     ? (step.table.length
@@ -154,7 +158,7 @@ function render() {
     const seat = hand.seats[i];
     const text = i === viewer
       ? `Seat ${seat} (you): ${cards(inDisplayOrder(held))}`
-      : `Seat ${seat}: ${held.length} cards`;
+      : `Seat ${seat}: ${count(held.length)}`;
     return item(text, { "data-seat": String(seat) });
   }));
   $("first").disabled = $("previous").disabled = index === 0;
@@ -256,6 +260,16 @@ async function showScore(hand, credential) {
 
 // --- wiring ---------------------------------------------------------------------------
 
+// While a hand is being loaded or checked, the verdict region carries data-pending.
+async function pending(work) {
+  $("verdict").dataset.pending = "true";
+  try {
+    await work();
+  } finally {
+    delete $("verdict").dataset.pending;
+  }
+}
+
 async function verifyText(credential = null) {
   $("verdict-text").textContent = "Checking…";
   $("verdict-text").className = "verdict";
@@ -266,8 +280,7 @@ async function verifyText(credential = null) {
   else $("score").hidden = true;
 }
 
-async function fetchHand(event) {
-  event.preventDefault();
+async function fetchHand() {
   const id = $("hand-id").value.trim();
   const credential = $("credential").value.trim();
   if (!id || !credential) {
@@ -287,7 +300,7 @@ async function fetchHand(event) {
   await verifyText(credential);
 }
 
-async function upload() {
+async function openFile() {
   const file = $("upload").files[0];
   if (!file) return;
   $("history").value = await file.text();
@@ -306,9 +319,12 @@ function keys(event) {
 }
 
 function start() {
-  $("verify").addEventListener("click", () => verifyText($("credential").value.trim() || null));
-  $("fetch-form").addEventListener("submit", fetchHand);
-  $("upload").addEventListener("change", upload);
+  $("verify").addEventListener("click", () => pending(() => verifyText($("credential").value.trim() || null)));
+  $("fetch-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    pending(fetchHand);
+  });
+  $("upload").addEventListener("change", () => pending(openFile));
   $("first").addEventListener("click", () => go(0));
   $("previous").addEventListener("click", () => go(current.index - 1));
   $("next").addEventListener("click", () => go(current.index + 1));
