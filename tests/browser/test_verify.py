@@ -18,7 +18,7 @@ import pytest
 from service.bots import decide
 from service.bots.multi import action_text, decide_multi
 from service.client.api import ApiProblem, GinClient
-from service.rules import Ruleset, fair
+from service.rules import Ruleset, arrange, fair
 from service.rules.cards import DECK
 from service.rules.hand import Hand
 from service.rules.rummy import RummyHand, RummyRules
@@ -186,6 +186,28 @@ def test_the_browser_shuffle_is_fair_py_byte_for_byte(verify_page: Any) -> None:
         assert got[0] == fair.commitment(seed)
         assert got[1] == {"order": [str(c) for c in deck], "counter": counter}
         assert got[2] == {"order": [str(c) for c in restock], "counter": after}
+
+
+def test_the_browser_deadwood_is_the_engines(verify_page: Any) -> None:
+    """The page's least-deadwood search (used to check a showdown) agrees with the engine's
+    arrange() on docs/engine.md 1.9's examples and on random hands."""
+    rng = random.Random(9)
+    hands = [
+        "5H 6H 7H 8H 7C 7D",
+        "7C 7D 7H 7S 8S 9S",
+        "3D 4D 5D 6D 7D 5C 5H 5S 9C 9H",
+        "AC 2C 3C 4C 5C 6C 4D 4H KS QS",
+        *(" ".join(rng.sample([str(c) for c in DECK], rng.choice((10, 11)))) for _ in range(30)),
+    ]
+    got = verify_page.evaluate(
+        """async (hands) => {
+            const replay = await import("/assets/verify/replay.js");
+            return hands.map((hand) => replay.leastDeadwood(hand.split(" ")));
+        }""",
+        hands,
+    )
+    assert got[:4] == [14, 0, 18, 28]
+    assert got == [arrange(hand).deadwood for hand in hands]
 
 
 def _answer(history: dict[str, Any], seed: str, seeds: list[str], nonce: int) -> dict[str, Any]:
@@ -377,8 +399,32 @@ def test_a_hand_fetched_by_id_with_a_credential_shows_its_settlement(
     assert _done(verify_page).inner_text().startswith("Verified")
     assert verify_page.get_by_label("Hand history", exact=True).input_value().count(hand_id) == 1
     lines = verify_page.locator("#score").inner_text()
+    by_number = f"/verify?match={gin.history['match_id']}&number=1"
+    verify_page.goto(by_number)
+    verify_page.wait_for_selector("body[data-ready=true]")
+    verify_page.get_by_label("API key or player token").fill(gin.operator_key)
+    verify_page.get_by_role("button", name="Fetch").click()
+    assert _done(verify_page).inner_text().startswith("Verified")
+    assert verify_page.get_by_label("Hand history", exact=True).input_value().count(hand_id) == 1
     assert "docs/engine.md 6.2" in lines and "docs/engine.md 6.1" in lines
     assert "docs/engine.md 2.9" in verify_page.locator("#score-lines").inner_text()
+
+
+def test_a_refused_credential_is_said_and_nothing_is_verified(
+    browser: Any, served: Served, gin: Played
+) -> None:
+    # Not the page fixture: Chromium logs the refused fetch's 401 as a console error.
+    context = browser.new_context(base_url=served.base)
+    try:
+        page = context.new_page()
+        page.goto(f"/verify?hand={gin.history['id']}")
+        page.wait_for_selector("body[data-ready=true]")
+        page.get_by_label("API key or player token").fill("not-a-key")
+        page.get_by_role("button", name="Fetch").click()
+        assert _done(page).inner_text().startswith("Could not fetch the hand")
+        assert page.get_by_label("Hand history", exact=True).input_value() == ""
+    finally:
+        context.close()
 
 
 def test_the_front_page_links_the_verify_page(page: Any) -> None:

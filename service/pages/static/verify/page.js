@@ -287,7 +287,12 @@ async function fetchHand() {
     $("verdict-text").textContent = "Type the hand id and an API key or player token.";
     return;
   }
-  const response = await fetch(`/v1/hands/${encodeURIComponent(id)}`, {
+  // A hand id, or a match id and the hand's number ("mch_.../2").
+  const [match, number] = id.split("/");
+  const path = number === undefined
+    ? `/v1/hands/${encodeURIComponent(id)}`
+    : `/v1/matches/${encodeURIComponent(match)}/hands/${encodeURIComponent(number)}`;
+  const response = await fetch(path, {
     headers: { Authorization: `Bearer ${credential}` },
   });
   const body = await response.json().catch(() => ({}));
@@ -334,7 +339,8 @@ function start() {
     render();
   });
   document.addEventListener("keydown", keys);
-  const id = new URLSearchParams(window.location.search).get("hand");
+  const query = new URLSearchParams(window.location.search);
+  const id = query.get("hand") ?? (query.get("match") && `${query.get("match")}/${query.get("number") ?? 1}`);
   if (id) {
     $("hand-id").value = id;
     $("verdict-text").textContent = "Type an API key or player token that may read this hand, then Fetch.";

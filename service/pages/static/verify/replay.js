@@ -42,6 +42,28 @@ export function isMeld(cards, aceHigh = false) {
   return aceHigh && consecutive(low.map((r) => (r === 1 ? 14 : r)).sort((a, b) => a - b));
 }
 
+/** The least deadwood of a Gin hand (1.9): every arrangement of disjoint melds tried. */
+export function leastDeadwood(cards) {
+  const n = cards.length;
+  const melds = [];
+  for (let mask = 1; mask < 1 << n; mask += 1) {
+    const chosen = cards.filter((_, i) => mask & (1 << i));
+    if (chosen.length >= 3 && isMeld(chosen)) melds.push(mask);
+  }
+  const points = cards.map((code) => cardPoints(code));
+  const best = new Map();
+  const least = (free) => {
+    if (best.has(free)) return best.get(free);
+    let result = points.reduce((sum, p, i) => (free & (1 << i) ? sum + p : sum), 0);
+    for (const meld of melds) {
+      if ((meld & free) === meld) result = Math.min(result, least(free & ~meld));
+    }
+    best.set(free, result);
+    return result;
+  };
+  return least((1 << n) - 1);
+}
+
 class Mismatch extends Error {}
 
 function fail(message) {
@@ -214,6 +236,9 @@ function checkGinOutcome(s, history) {
   const k = count(knocker.unmatched ?? []);
   const d = count(defender.unmatched ?? []);
   if (k !== score.knocker_deadwood || d !== score.defender_deadwood) fail("the deadwood counts do not add up");
+  if (k !== leastDeadwood(s.hands[s.knocker])) fail("the knocker's arrangement does not leave its least deadwood");
+  const own = leastDeadwood(s.hands[1 - s.knocker]);
+  if (k === 0 ? d !== own : d > own) fail("the defender's deadwood is not what its cards leave");
   const m = history.multiplier ?? 1;
   let kind;
   let points;
