@@ -151,7 +151,10 @@ function render() {
     : "empty";
   $("melds").textContent = hand.game === "rummy"
     ? (step.table.length
-      ? step.table.map((m, i) => `${i}: ${cards(m.cards)} (melded by ${seatName(hand, m.melded_by)})`).join("; ")
+      ? step.table.map((m, i) => {
+        const laid = m.layoffs.map((l) => `; ${seatName(hand, l.seat)} laid off ${cards(l.cards)}`).join("");
+        return `${i}: ${cards(m.cards)} (melded by ${seatName(hand, m.melded_by)}${laid})`;
+      }).join("; ")
       : "none")
     : "none (Gin melds stay in the hand until the showdown)";
   $("holdings").replaceChildren(...step.hands.map((held, i) => {
