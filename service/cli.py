@@ -391,7 +391,7 @@ def _parser() -> Parser:
     run.add_argument(
         "--seamless-demo",
         action="store_true",
-        help="also run the reference operator wallet (python -m service.refwallet) on "
+        help="also run the reference operator wallet (python -m refwallet) on "
         f"127.0.0.1:{SEAMLESS_DEMO_PORT} and a demo operator whose EUR is in seamless mode "
         "against it (development only: lets the service call loopback addresses)",
     )
@@ -773,7 +773,7 @@ def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "service.refwallet",
+            "refwallet",
             "serve",
             "--port",
             str(SEAMLESS_DEMO_PORT),
@@ -968,9 +968,9 @@ def _add_wallet_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
 def _wallet(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from service.outbound.wallet_protocol import Line, reconcile
     from service.usecases import seamless, unit_of_work
     from service.usecases.operators import get_operator
-    from service.wallet_protocol import Line, reconcile
 
     session = _session()
     try:

@@ -3,7 +3,7 @@
 An operator picks, per currency, ``transfer`` (money is deposited into our ledger first) or
 ``seamless``. In seamless mode a seat's stake, a buy-in or a top-up is a **debit** of the
 operator's wallet, and a payout, a release or a refund is a **credit** to it
-(:mod:`service.wallet_protocol` states the contract). Our ledger still records every
+(:mod:`service.outbound.wallet_protocol` states the contract). Our ledger still records every
 movement, the operator's side being the player's clearing sub-account: a debit enters the
 player's available funds and is held at once; a credit leaves them. So the audit, the
 settlement statements and the hash chain work as in transfer mode.
@@ -18,7 +18,7 @@ The rules, each kept here:
    free (:func:`debit`), else by the sweep. A rollback is retried until the operator
    answers it definitely.
 3. A credit is retried with the same id, with backoff, until acknowledged; it is never rolled
-   back. Past :data:`~service.wallet_protocol.ESCALATE_AFTER` tries it is raised to
+   back. Past :data:`~service.outbound.wallet_protocol.ESCALATE_AFTER` tries it is raised to
    operations (metric, log, the API's list) and still retried.
 4. A credit is sent only when every debit of its round is settled (booked, failed or rolled
    back), so no rollback ever follows a credit on its round. A refund is a new credit.
@@ -65,11 +65,9 @@ from service.ledger import store
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.ledger.postings import AccountKind
 from service.observability.metrics import WALLET_CALLS, WALLET_ESCALATIONS
-from service.usecases import idempotency, unit_of_work, wallets
-from service.usecases.auth import Principal, require_operator
-from service.usecases.pages import Page, page_of
-from service.usecases.webhooks import check_url
-from service.wallet_protocol import (
+from service.outbound.signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.outbound.transport import Post
+from service.outbound.wallet_protocol import (
     ESCALATE_AFTER,
     Line,
     Outcome,
@@ -78,8 +76,10 @@ from service.wallet_protocol import (
     classify,
     request_body,
 )
-from service.webhook_http import Post
-from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.usecases import idempotency, unit_of_work, wallets
+from service.usecases.auth import Principal, require_operator
+from service.usecases.pages import Page, page_of
+from service.usecases.webhooks import check_url
 
 log = logging.getLogger(__name__)
 

@@ -35,12 +35,12 @@ from service.db.match_models import OutboxEvent
 from service.db.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from service.errors import FieldError, NotFound, ValidationFailed, WebhookEndpointDisabled
 from service.ids import new_id, ulid
+from service.outbound.signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.outbound.targets import PrivateTarget, check
+from service.outbound.transport import TIMEOUT_SECONDS, Post, Response
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
-from service.webhook_http import TIMEOUT_SECONDS, Post, Response
-from service.webhook_targets import PrivateTarget, check
-from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ _URL = re.compile(URL_PATTERN)
 def check_url(url: str, *, allow_private: bool = False) -> str:
     """``url`` if it matches :data:`URL_PATTERN` (an absolute http(s) URL without
     credentials or fragment) and its host is not known to be private
-    (:mod:`service.webhook_targets`; a host name is checked again, resolved, at every
+    (:mod:`service.outbound.targets`; a host name is checked again, resolved, at every
     delivery), unless ``allow_private``.
 
     :raises ValidationFailed: naming the field ``url``.
@@ -625,7 +625,7 @@ def record(session: Session, taken: Claim, response: Response, now: datetime) ->
 
 def deliver(session: Session, delivery_id: str, now: datetime, post: Post) -> Outcome:
     """Make the delivery's next attempt if it is due: claim, POST (``post``, the transport:
-    :func:`service.webhook_http.http_sender` in production), record, the claim and the
+    :func:`service.outbound.transport.http_sender` in production), record, the claim and the
     record each a unit of work and the POST outside both. Running it again (a duplicate
     task), or while another attempt is in flight, sends nothing."""
     taken = unit_of_work.run(session, lambda: claim(session, delivery_id, now))

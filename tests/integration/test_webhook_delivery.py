@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from service import webhook_http
 from service.clock import utcnow
 from service.db.match_models import OutboxEvent
 from service.db.webhook_models import WebhookAttempt, WebhookDelivery
 from service.ids import new_id
+from service.outbound import transport as webhook_http
+from service.outbound.signing import verify_signature
 from service.usecases import webhooks
 from service.usecases.auth import Principal
-from service.webhooks_signing import verify_signature
 from tests.conftest import ApiClient, in_unit, new_operator
 
 WAIT = 10  # seconds: the longest any test waits for an event that should come at once

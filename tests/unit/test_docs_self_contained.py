@@ -36,7 +36,7 @@ def documents() -> list[Path]:
 def sources() -> list[Path]:
     return [
         path
-        for folder in ("service", "worker")
+        for folder in ("service", "worker", "refwallet")
         for path in sorted((ROOT / folder).rglob("*"))
         if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts
     ]

@@ -5,7 +5,7 @@ Every call that reads or writes money takes one process-wide lock and runs insid
 transaction (``BEGIN IMMEDIATE``), so a transaction id is applied at most once and a balance
 can never be read by two debits at the same time. The rules of the seamless-wallet contract
 (``docs/seamless-wallet.md``) live here; HTTP, signatures and faults live in
-:mod:`service.refwallet.app`.
+:mod:`refwallet.app`.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class Player:
 @dataclass(frozen=True)
 class Outcome:
     """The wallet's definite answer to one request (the HTTP layer may still garble it on
-    purpose, see the faults in :mod:`service.refwallet.app`)."""
+    purpose, see the faults in :mod:`refwallet.app`)."""
 
     status: str
     balance: int | None = None

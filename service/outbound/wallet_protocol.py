@@ -1,9 +1,9 @@
 """The seamless wallet contract: what we send an operator's wallet, and what its answer means.
 
 Pure: no database, no HTTP. :mod:`service.usecases.seamless` writes the intent, sends the
-bytes this module builds (signed like our webhooks, :mod:`service.webhooks_signing`) and acts
+bytes this module builds (signed like our webhooks, :mod:`service.outbound.signing`) and acts
 on :func:`classify`'s verdict. ``docs/seamless-wallet.md`` states the contract for operators;
-``service/refwallet`` implements it.
+``refwallet`` implements it.
 
 An answer is exactly one of three things:
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from service.webhook_http import Response
+from service.outbound.transport import Response
 
 SUCCESSES = frozenset({"ok", "already_processed"})
 #: The refusals an operator may answer with; nothing was applied.
