@@ -24,7 +24,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from refwallet.store import (
     BalanceQuery,
-    Outcome,
+    Decision,
     Player,
     Transaction,
     WalletStore,
@@ -312,7 +312,7 @@ class Answer:
     linger: float = 0.0
 
     @classmethod
-    def of(cls, outcome: Outcome) -> Answer:
+    def of(cls, outcome: Decision) -> Answer:
         body = _json_bytes(outcome.body())
         return cls(outcome.http_status, body, outcome.status, outcome.status, None, outcome.applied)
 

@@ -459,7 +459,7 @@ def _once(
     sent it), in one unit of work with the key's claim and stored answer
     (:func:`unit_of_work.run_once`)."""
     body = g.get("json_body", ma.missing)  # read by _read_body when the operation takes one
-    claim = unit_of_work.Claim(
+    claim = unit_of_work.IdempotencyClaim(
         operator_id,
         player_id,
         key,

@@ -48,7 +48,7 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallOutcome:
     """What one call's answer means: the verdict, the operator's status word and the
     balance it reported (if any), and for the log what went wrong."""
 
@@ -58,24 +58,24 @@ class Outcome:
     error: str | None = None
 
 
-def classify(response: Response) -> Outcome:
+def classify(response: Response) -> CallOutcome:
     """The verdict on one HTTP exchange with an operator's wallet."""
     if response.error is not None or response.status_code is None:
-        return Outcome(Verdict.AMBIGUOUS, error=response.error or "no answer")
+        return CallOutcome(Verdict.AMBIGUOUS, error=response.error or "no answer")
     code = response.status_code
     try:
         body = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
-        return Outcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with a body that is not JSON")
+        return CallOutcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with a body that is not JSON")
     status = body.get("status") if isinstance(body, dict) else None
     balance = body.get("balance") if isinstance(body, dict) else None
     if not isinstance(balance, int) or isinstance(balance, bool):
         balance = None
     if code == 200 and status in SUCCESSES:
-        return Outcome(Verdict.OK, status, balance)
+        return CallOutcome(Verdict.OK, status, balance)
     if 400 <= code < 500 and status in DECLINES:
-        return Outcome(Verdict.DECLINED, status, balance, f"HTTP {code} {status}")
-    return Outcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with status {status!r}")
+        return CallOutcome(Verdict.DECLINED, status, balance, f"HTTP {code} {status}")
+    return CallOutcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with status {status!r}")
 
 
 def request_body(fields: dict[str, Any]) -> bytes:

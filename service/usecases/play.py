@@ -55,7 +55,7 @@ _MATCHES = table_of(MatchRow)
 
 
 @dataclass
-class MatchRecord:
+class MatchRowData:
     """A ``matches`` row read with a Core statement: the hot paths (a player's view, an
     action) skip the ORM's identity map and unit of work and write it back with one UPDATE."""
 
@@ -78,7 +78,7 @@ class MatchRecord:
     game: str = "gin"
 
 
-AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Core one
+AnyMatchRow = MatchRow | MatchRowData  # the ORM row (starting, timeouts) or a Core one
 
 _SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
 _SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
@@ -137,11 +137,11 @@ _SAVE_AND_LOG = _save_and_log(_SAVE_MATCH)
 _SAVE_AND_LOG_IF_CURRENT = _save_and_log(_SAVE_MATCH_IF_CURRENT)
 
 
-def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
+def _load(session: Session, match_id: str, *, lock: bool) -> MatchRowData | None:
     found = session.execute(
         _SELECT_MATCH_FOR_UPDATE if lock else _SELECT_MATCH, {"match_id": match_id}
     ).first()
-    return None if found is None else MatchRecord(**found._mapping)
+    return None if found is None else MatchRowData(**found._mapping)
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def _record(
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
     logged = _logged(row, before.hand_number, actor, seat, action, now)
-    if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
+    if not isinstance(row, MatchRowData):  # an ORM row, written by the flush above
         session.execute(_LOG_ACTION, logged)
         return
     if not is_postgres(session):
@@ -293,7 +293,7 @@ def _advance(row: AnyMatchRow, match: AnyMatch, now: datetime) -> None:
     row.updated_at = now
 
 
-def _saved(row: MatchRecord) -> dict[str, Any]:
+def _saved(row: MatchRowData) -> dict[str, Any]:
     return {
         "match_id": row.id,
         "new_status": row.status,
@@ -375,7 +375,7 @@ def start_match(
 
 @dataclass
 class MatchContext:
-    row: MatchRecord
+    row: MatchRowData
     seat: int | None  # the caller's seat, or None for the operator / a spectator
     decoded: AnyMatch | None = None  # the row's state, decoded (shared: never changed)
     states: DecodedStates | None = None  # where a state decoded here is kept
@@ -407,7 +407,7 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
             "known_version": -1 if known is None else known[0],
         },
     )
-    row = None if found is None else MatchRecord(**found._mapping)
+    row = None if found is None else MatchRowData(**found._mapping)
     ctx = _authorised(session, row, principal, match_id)
     # Inside a unit of work the row may yet be rolled back: nothing read there is kept.
     ctx.states = None if session.in_transaction() else states
@@ -420,7 +420,7 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
 
 
 def _authorised(
-    session: Session, row: MatchRecord | None, principal: Principal, match_id: str
+    session: Session, row: MatchRowData | None, principal: Principal, match_id: str
 ) -> MatchContext:
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")

@@ -69,8 +69,8 @@ from service.outbound.signing import SIGNATURE_HEADER, new_secret, signature_hea
 from service.outbound.transport import Post
 from service.outbound.wallet_protocol import (
     ESCALATE_AFTER,
+    CallOutcome,
     Line,
-    Outcome,
     Verdict,
     backoff_seconds,
     classify,
@@ -392,7 +392,7 @@ def _debiting(key: str) -> IdempotencyKeyInUse:
 
 
 def _debit_answered(
-    session: Session, call_id: str, outcome: Outcome, now: datetime
+    session: Session, call_id: str, outcome: CallOutcome, now: datetime
 ) -> tuple[str, str | None]:
     """Record a debit's answer: its state after (and the operator's refusal, if any)."""
     call = _locked(session, call_id)
@@ -633,7 +633,7 @@ def _prepare(
     return _signed(wallet, what, request_body(_fields(session, call, what, now)), now)
 
 
-def _send(call_id: str, what: str, request: Request, post: Post) -> Outcome:
+def _send(call_id: str, what: str, request: Request, post: Post) -> CallOutcome:
     """Send one prepared call, outside any transaction; its verdict."""
     outcome = classify(post(*request))
     WALLET_CALLS.labels(what, outcome.verdict.value).inc()
@@ -642,7 +642,7 @@ def _send(call_id: str, what: str, request: Request, post: Post) -> Outcome:
     return outcome
 
 
-def _tried(call: WalletCall, outcome: Outcome, now: datetime) -> None:
+def _tried(call: WalletCall, outcome: CallOutcome, now: datetime) -> None:
     call.attempts += 1
     call.updated_at = now
     call.last_error = outcome.error
@@ -711,7 +711,7 @@ def _in_round(session: Session, call: WalletCall, kind: str, condition: Any) -> 
     return found is not None
 
 
-def _record(session: Session, call_id: str, what: str, outcome: Outcome, now: datetime) -> str:
+def _record(session: Session, call_id: str, what: str, outcome: CallOutcome, now: datetime) -> str:
     call = _locked(session, call_id)
     _tried(call, outcome, now)
     call.locked_until = None

@@ -180,7 +180,7 @@ class World:
         finally:
             session.close()
 
-    def deliver(self, delivery_id: str, now: datetime) -> webhooks.Outcome:
+    def deliver(self, delivery_id: str, now: datetime) -> webhooks.DeliveryOutcome:
         session = self.session()
         try:
             return webhooks.deliver(session, delivery_id, now, LOCAL)
@@ -354,7 +354,7 @@ def test_duplicate_and_concurrent_tasks_deliver_once(world: World, receiver: Rec
     (delivery_id,) = world.fan_out(world.event(now), now)
     # A second task while the first one's request is in flight sends nothing.
     receiver.hold = threading.Event()
-    first: list[webhooks.Outcome] = []
+    first: list[webhooks.DeliveryOutcome] = []
     worker = threading.Thread(target=lambda: first.append(world.deliver(delivery_id, now)))
     worker.start()
     assert receiver.arrived.wait(WAIT)
@@ -379,7 +379,7 @@ def test_a_claim_left_by_a_crashed_worker_expires(world: World, receiver: Receiv
     session = world.session()
     try:
         taken = in_unit(session, webhooks.claim, delivery_id, now)  # ... and the worker dies
-        assert isinstance(taken, webhooks.Claim)
+        assert isinstance(taken, webhooks.DeliveryClaim)
         assert delivery_id not in in_unit(
             session, webhooks.due_deliveries, now + timedelta(seconds=59)
         )
