@@ -808,9 +808,10 @@ def _base_url(bind: str) -> str:
     return f"http://{host}:{port}"
 
 
-#: The walk-through of README.md's "A first session, by hand", after its ``GIN=`` and ``KEY=``
-#: lines (which :func:`demo_script` fills in); a test keeps the two the same.
-DEMO_SCRIPT = r"""# README.md's "A first session, by hand"; j prints one field of a JSON answer
+#: The walk-through of docs/walkthrough.md (where README.md's first match leads), after its
+#: ``GIN=`` and ``KEY=`` lines (which :func:`demo_script` fills in); a test keeps the two the
+#: same.
+DEMO_SCRIPT = r"""# docs/walkthrough.md's first match; j prints one field of a JSON answer
 AUTH="Authorization: Bearer $KEY"; JSON="Content-Type: application/json"
 j() { python3 -c 'import json, sys
 doc = value = json.load(sys.stdin)
