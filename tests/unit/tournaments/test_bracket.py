@@ -105,3 +105,22 @@ def test_every_knockout_played_out_places_every_entrant_once(
         )
     sizes = [len(group) for group in bracket.standings()]
     assert sizes == [1, 1, *(2**r for r in range(1, bracket.round_count))]
+
+
+def test_a_knockout_cancelled_mid_round_pays_the_places_by_current_standing() -> None:
+    """docs/tournaments.md's worked example: 16 entrants, a pool of 16,000 under
+    5000/3000/2000, cancelled while four quarter-finals are still being played."""
+    bracket = Knockout.start(list(range(1, 17)))
+    for match, winner in enumerate((1, 3, 5, 7, 9, 11, 13, 15), 1):
+        bracket = bracket.record(1, match, winner)
+    bracket = bracket.record(2, 1, 1).record(2, 2, 5)
+    paid = {p.seat: p.amount for p in award(16_000, (5000, 3000, 2000), bracket.standings())}
+    assert {seat: amount for seat, amount in paid.items() if amount} == {
+        1: 6400,
+        5: 6400,
+        9: 800,
+        11: 800,
+        13: 800,
+        15: 800,
+    }
+    assert sum(paid.values()) == 16_000
