@@ -779,7 +779,8 @@ class FairnessOut(Schema):
         metadata={
             "description": "The seats dealt in, ascending: the table's seats (a "
             "`rummy_per_hand` hand's too); `history.seats`, where the history has them, "
-            "are the same, and a seat's index there is its place in the hand."
+            "are the same, and a seat's index there is its place in the hand (the order "
+            "of the history's lists of one entry per player)."
         },
     )
     nonce = fields.Integer(required=True)
@@ -795,7 +796,13 @@ class HandHistoryOut(Schema):
     fairness = fields.Nested(FairnessOut, required=True)
     history = fields.Dict(
         required=True,
-        metadata={"description": "Deck, every action with actor and time, showdown, score."},
+        metadata={
+            "description": "Deck, every action with actor and time, showdown, score. Every "
+            "player it names (`dealer`, each action's `seat`, the outcome's `winner` and "
+            "`knocker`, a meld's `melded_by`, a lay-off's `seat`) is a table seat, as in the "
+            "hand's view (a `rummy_per_hand` hand's too); at more than two seats its `seats` "
+            "are `fairness.seats`, whose order its lists of one entry per player follow."
+        },
     )
 
 

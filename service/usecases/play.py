@@ -31,6 +31,7 @@ from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, Stale
 from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
+from service.formats.multi_common import renamed, seated_history
 from service.ids import new_id
 from service.match_view import match_view, table_seats
 from service.rules import RulesError, fair
@@ -147,21 +148,37 @@ def _load(session: Session, match_id: str, *, lock: bool) -> MatchRowData | None
 # --- writing ---------------------------------------------------------------------------
 
 
+def match_event(row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime) -> OutboxEvent:
+    """The outbox event ``kind`` about match ``row`` (every event of a match is made here):
+    ``data`` after the match's and table's ids and ``seats``, the table seats of the match's
+    players, in match seat order, which its lists of one entry per player (``players``,
+    ``escrow``, ``payouts``, ``net``, a Rummy record's ``counts``...) follow. At a
+    ``rummy_per_hand`` table, whose match seats are the players dealt in, 0 up, every player
+    ``data`` names is renamed to its table seat: one numbering, the table's
+    (docs/webhooks.md)."""
+    table = table_seats(row.seats)
+    seats = [s["seat"] for s in row.seats or []] if table is None else table
+    return OutboxEvent(
+        id=new_id("evt"),
+        operator_id=row.operator_id,
+        type=kind,
+        subject_id=row.id,
+        data={
+            "match_id": row.id,
+            "table_id": row.table_id,
+            "seats": seats,
+            **(data if table is None else renamed(data, table)),
+        },
+        created_at=now,
+        published_at=None,
+        attempts=0,
+    )
+
+
 def _event(
     session: Session, row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime
 ) -> None:
-    session.add(
-        OutboxEvent(
-            id=new_id("evt"),
-            operator_id=row.operator_id,
-            type=kind,
-            subject_id=row.id,
-            data={"match_id": row.id, "table_id": row.table_id, **data},
-            created_at=now,
-            published_at=None,
-            attempts=0,
-        )
-    )
+    session.add(match_event(row, kind, data, now))
 
 
 def _seats(session: Session, table_id: str) -> list[Seat]:
@@ -714,7 +731,8 @@ def hand_history(
     table = table_seats(ctx.row.seats)
     if table is not None:  # a rummy_per_hand hand: its players by table seat, as in its view
         seats = [table[s] for s in seats]
-        history = {**history, "seats": seats} if "seats" in history else history
+    if "seats" in history:  # a hand of more than two seats: its places by seat, as in its view
+        history = seated_history(history, seats)
     return {
         "id": hand_row.id,
         "object": "hand",
