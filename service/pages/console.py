@@ -206,7 +206,7 @@ def _service_error(error: ServiceError) -> tuple[str, int]:
 
 
 @blp.route("/sign-in", methods=["GET", "POST"])
-def sign_in() -> BaseResponse | tuple[str, int] | str:
+def sign_in() -> BaseResponse | str:
     """The sign-in form (GET) and its submission (POST): an API key in, a session cookie out."""
     if request.method == "GET":
         token = secrets.token_urlsafe(32)
@@ -228,8 +228,8 @@ def sign_in() -> BaseResponse | tuple[str, int] | str:
         message = "That API key is unknown or revoked. Check it and try again."
         if not key:
             message = "Enter an operator API key."
-        page = render_template("pages/console/sign_in.html", sign_in_token=sent, error=message)
-        return page, 401
+        # The form again, with the reason (200: a browser logs any 4xx page as an error).
+        return render_template("pages/console/sign_in.html", sign_in_token=sent, error=message)
     value = _serializer().dumps({"k": key_hash, "c": secrets.token_urlsafe(32)})
     signed_in = redirect(url_for("console.dashboard"))
     signed_in.set_cookie(COOKIE, value, max_age=SESSION_HOURS * 3600, **_cookie_args())

@@ -38,8 +38,9 @@ def test_a_wrong_key_is_refused_with_a_clear_message(app: Any) -> None:
     client = app.test_client()
     [token] = TOKEN.findall(client.get("/console/sign-in").text)
     response = client.post("/console/sign-in", data={"csrf_token": token, "api_key": "sk_nope"})
-    assert response.status_code == 401
+    assert response.status_code == 200  # the form again, with the reason
     assert "That API key is unknown or revoked" in response.text
+    assert "gin_console=" not in str(response.headers.getlist("Set-Cookie"))
     assert client.get("/console/").status_code == 302  # still signed out
 
 
