@@ -4,6 +4,7 @@ request, and an operator sees only its own players."""
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -143,3 +144,117 @@ def test_every_console_page_answers_for_a_new_operator(app: Any, api: ApiClient)
     csv = client.get("/console/settlements/export.csv")
     assert csv.status_code == 200
     assert csv.text.startswith("settlement_id,match_id,created_at,currency,seat,player_id")
+
+
+# --- the pages, with data made through the API ----------------------------------------------
+
+
+def test_a_settlement_its_audit_and_its_exports_are_the_operators_own(
+    app: Any, api: ApiClient, other_api: ApiClient
+) -> None:
+    from tests.api.test_audit import finished_and_settled
+
+    _, match_id = finished_and_settled(api, app, resign=True)
+    statement = api.get(f"/v1/matches/{match_id}/settlement").get_json()
+    client = signed_in(app, str(api.token))
+    page = client.get(f"/console/settlements/{match_id}")
+    assert page.status_code == 200
+    assert 'id="audit-verdict">Verified' in page.text
+    assert "House fee: <strong>" in page.text
+
+    listed = client.get("/console/settlements")
+    assert f"Statement of {match_id}" in listed.text
+    exported = client.get("/console/settlements/export.json")
+    assert exported.headers["Content-Disposition"].startswith("attachment; filename=")
+    [mine] = [s for s in exported.get_json()["data"] if s["match_id"] == match_id]
+    assert mine == statement  # the API's form of it
+    rows = client.get("/console/settlements/export.csv").text.splitlines()
+    ours = [r for r in rows if f",{match_id}," in r]
+    assert len(ours) == len(statement["players"])
+
+    hands = client.get(f"/console/matches/{match_id}").text
+    assert 'href="/verify?hand=hnd_' in hands
+
+    stranger = signed_in(app, str(other_api.token))
+    assert stranger.get(f"/console/settlements/{match_id}").status_code == 404
+    assert stranger.get(f"/console/matches/{match_id}").status_code == 404
+    assert match_id not in stranger.get("/console/settlements/export.csv").text
+    assert client.get("/console/settlements?since=2026-12-06&until=2026-12-01").status_code == 422
+
+
+def test_a_live_match_is_watched_as_a_spectator_without_any_hand(app: Any, api: ApiClient) -> None:
+    from tests.api.play_clients import seated_match
+
+    clients, table = seated_match(api)
+    match_id = table["match_id"]
+    seen = clients[0].get(f"/v1/matches/{match_id}").get_json()
+    cards = seen["hand"]["hand"]
+    assert cards
+    client = signed_in(app, str(api.token))
+    page = client.get(f"/console/matches/{match_id}")
+    assert page.status_code == 200
+    assert "Live, as a spectator sees it" in page.text
+    assert '<meta http-equiv="refresh" content="5">' in page.text
+    for card in cards:
+        assert not re.search(rf"\b{card}\b", page.text), card
+    assert match_id in client.get("/console/matches?status=playing").text
+
+
+def test_opening_a_table_from_the_console(app: Any, api: ApiClient) -> None:
+    client = signed_in(app, str(api.token))
+    token = csrf_of(client.get("/console/tables"))
+    form = {"csrf_token": token, "name": "From the console", "format": "match_play"}
+    refused = client.post("/console/tables", data={**form, "currency": "EUR", "stake": "1.5"})
+    assert refused.status_code == 422
+    assert "whole number" in refused.text
+    opened = client.post("/console/tables", data={**form, "currency": "EUR", "stake": "700"})
+    assert opened.status_code == 302
+    [table] = api.get("/v1/tables").get_json()["data"]
+    assert (table["name"], table["stake"]["amount"]) == ("From the console", 700)
+    assert "From the console" in client.get(opened.headers["Location"]).text
+
+
+def test_a_test_event_and_a_redelivery_from_the_console(app: Any, api: ApiClient) -> None:
+    endpoint = api.post("/v1/webhook-endpoints", {"url": "https://ops.example/hook"}).get_json()
+    client = signed_in(app, str(api.token))
+    page = client.get(f"/console/webhooks/{endpoint['id']}")
+    sent = client.post(
+        f"/console/webhooks/{endpoint['id']}/test", data={"csrf_token": csrf_of(page)}
+    )
+    assert sent.status_code == 302
+    [delivery] = api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries").get_json()["data"]
+    assert delivery["event_type"] == "webhook.test"
+    page = client.get(sent.headers["Location"])
+    assert "A test event is on its way." in page.text and delivery["id"] in page.text
+    again = client.post(
+        f"/console/webhook-deliveries/{delivery['id']}/redeliver",
+        data={"csrf_token": csrf_of(page)},
+    )
+    assert again.status_code == 302
+    assert "redelivered" in again.headers["Location"]
+
+
+def test_the_wallet_report_is_compared_with_an_uploaded_export(app: Any, api: ApiClient) -> None:
+    client = signed_in(app, str(api.token))
+    page = client.get("/console/money?date=2026-11-30")
+    assert "No wallet call on 2026-11-30" in page.text
+    theirs = b'[{"transaction_id": "wtx_1", "kind": "debit", "round_id": "r1", "amount": 5, '
+    theirs += b'"currency": "EUR", "state": "applied"}]'
+    compared = client.post(
+        "/console/money",
+        data={
+            "csrf_token": csrf_of(page),
+            "date": "2026-11-30",
+            "export": (io.BytesIO(theirs), "export.json"),
+        },
+        content_type="multipart/form-data",
+    )
+    assert compared.status_code == 200
+    assert "wtx_1" in compared.text and "unknown_to_us" in compared.text
+    unreadable = client.post(
+        "/console/money",
+        data={"csrf_token": csrf_of(page), "export": (io.BytesIO(b"{"), "export.json")},
+        content_type="multipart/form-data",
+    )
+    assert unreadable.status_code == 422
+    assert "The export could not be read" in unreadable.text

@@ -35,10 +35,12 @@ def _play_to_the_end(players: list[GinClient], match_id: str) -> None:
         views = [p.match(match_id) for p in players]
         if views[0]["status"] != "playing":
             return
-        to_act = views[0]["hand"]["to_act"]
-        mover = next(i for i, v in enumerate(views) if v["you"] == to_act)
-        view = views[mover]
-        players[mover].act(match_id, decide(view["hand"]), view["version"])
+        hands = [v["hand"] for v in views]
+        assert hands[0] is not None
+        mover = next(i for i, v in enumerate(views) if v["you"] == hands[0]["to_act"])
+        hand = hands[mover]
+        assert hand is not None
+        players[mover].act(match_id, decide(hand), views[mover]["version"])
     raise AssertionError(f"match {match_id} did not end")
 
 
