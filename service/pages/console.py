@@ -86,6 +86,14 @@ CSRF_FIELD = "csrf_token"
 blp = Blueprint("console", __name__, url_prefix="/console")
 blp.after_request(page_headers)
 
+
+@blp.after_request
+def _not_stored(response: Response) -> Response:
+    """An operator's own data: kept in no cache, the browser's included."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 #: What a page says after a redirect (``?notice=...``): the codes are ours, never free text.
 NOTICES = {
     "signed_out": "You are signed out.",

@@ -141,6 +141,7 @@ def test_every_console_page_answers_for_a_new_operator(app: Any, api: ApiClient)
         response = client.get(path)
         assert response.status_code == 200, path
         assert "unsafe-inline" not in response.headers["Content-Security-Policy"]
+        assert response.headers["Cache-Control"] == "no-store"
     csv = client.get("/console/settlements/export.csv")
     assert csv.status_code == 200
     assert csv.text.startswith("settlement_id,match_id,created_at,currency,seat,player_id")
@@ -258,3 +259,17 @@ def test_the_wallet_report_is_compared_with_an_uploaded_export(app: Any, api: Ap
     )
     assert unreadable.status_code == 422
     assert "The export could not be read" in unreadable.text
+
+
+def test_an_export_over_the_body_limit_is_refused_with_a_page(app: Any, api: ApiClient) -> None:
+    client = signed_in(app, str(api.token))
+    page = client.get("/console/money")
+    big = io.BytesIO(b" " * (app.config["MAX_CONTENT_LENGTH"] + 1))
+    refused = client.post(
+        "/console/money",
+        data={"csrf_token": csrf_of(page), "export": (big, "export.json")},
+        content_type="multipart/form-data",
+    )
+    assert refused.status_code == 413
+    assert refused.mimetype == "text/html"
+    assert "MAX_CONTENT_LENGTH" in refused.text

@@ -129,3 +129,25 @@ def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
     assert page.get_by_role("status").inner_text() == "You are signed out."
     page.goto("/console/players")
     assert page.get_by_role("button", name="Sign in").is_visible()
+
+
+def test_every_console_page_loads_under_the_policy_with_named_controls(
+    page: Any, served: Served, settled: Settled
+) -> None:
+    """Each page in the navigation, with no script error or policy violation (the ``page``
+    fixture fails on either), column headers on its tables and a name on every control."""
+    sign_in(page, served.api_key())
+    for name in ("Tables", "Matches", "Money", "Webhooks", "API keys", "Dashboard"):
+        page.get_by_role("navigation").get_by_role("link", name=name, exact=True).click()
+        assert page.get_by_role("heading", level=1).first.is_visible(), name
+        for table in page.get_by_role("table").all():
+            assert table.locator("th[scope=col]").count() > 0, name
+        unnamed = page.evaluate(
+            """() => [...document.querySelectorAll('input:not([type=hidden]), select, button')]
+                .filter(c => !(c.labels && c.labels.length) && !c.getAttribute('aria-label')
+                             && !c.textContent.trim())
+                .map(c => c.outerHTML)"""
+        )
+        assert unnamed == [], (name, unnamed)
+    page.get_by_role("link", name="Matches", exact=True).click()
+    assert page.get_by_role("link", name=settled.match_id).is_visible()
