@@ -56,7 +56,9 @@ def settled(served: Served) -> Iterator[Settled]:
             operator.deposit(player["id"], 10_000, "EUR")
             made.append(dict(player))
             clients.append(operator.as_(operator.player_token(player["id"])["token"]))
-        table = operator.create_table("first_to_knock", "EUR", stake=500, name=f"Console {tag}")
+        table = operator.create_table(
+            "first_to_knock", "EUR", stake=500, fee={"bps": 500}, name=f"Console {tag}"
+        )
         for client in clients:
             client.join(table["id"])
         match_id = table["match_id"]
@@ -123,7 +125,7 @@ def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
     ours = [r for r in rows if r["match_id"] == settled.match_id]
     assert [r["player_id"] for r in ours] == [p for p in settled.settlement["players"]]
     assert [int(r["net"]) for r in ours] == [n["amount"] for n in settled.settlement["net"]]
-    assert {int(r["fee"]) for r in ours} == {fee}
+    assert {int(r["fee"]) for r in ours} == {fee} and fee > 0
 
     page.get_by_role("button", name="Sign out").click()
     assert page.get_by_role("status").inner_text() == "You are signed out."
