@@ -273,3 +273,38 @@ def test_an_export_over_the_body_limit_is_refused_with_a_page(app: Any, api: Api
     assert refused.status_code == 413
     assert refused.mimetype == "text/html"
     assert "MAX_CONTENT_LENGTH" in refused.text
+
+
+def test_the_dashboard_counts_the_operators_day(app: Any, api: ApiClient) -> None:
+    from sqlalchemy import update
+
+    from service.db.webhook_models import WebhookDelivery
+    from tests.api.play_clients import open_table
+    from tests.api.test_audit import finished_and_settled
+
+    _, match_id = finished_and_settled(
+        api, app, format="first_to_knock", stake=1000, fee={"bps": 1000}
+    )
+    fee = api.get(f"/v1/matches/{match_id}/settlement").get_json()["fee"]["amount"]
+    assert fee > 0
+    hands = api.get(f"/v1/matches/{match_id}").get_json()["scores"]["hands_played"]
+    open_table(api)
+    endpoint = api.post("/v1/webhook-endpoints", {"url": "https://ops.example/hook"}).get_json()
+    delivery = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test").get_json()
+    engine = app.extensions["gin"]["engine"]
+    with engine.begin() as connection:  # as the worker leaves it after its last failed attempt
+        connection.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery["id"])
+            .values(status="failed", attempts=3, last_status_code=503, last_error="HTTP 503")
+        )
+    client = signed_in(app, str(api.token))
+    page = client.get("/console/").text
+    today = re.search(r"Today \((\d{4}-\d\d-\d\d), UTC\)", page)
+    assert today is not None
+    cells = re.findall(r"<td>([^<]*)</td>", page)
+    assert cells[:4] == ["1", "0", "1", str(hands)]  # a table open, none playing, a match
+    amount = f"{fee // 100}.{fee % 100:02d} EUR"
+    assert cells[4:8] == [today.group(1), "EUR", "1", amount]
+    assert f'href="/console/webhooks/{endpoint["id"]}"' in page and "HTTP 503" in page
+    assert 'id="audit-verdict">\nPassed' in page
