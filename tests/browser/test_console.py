@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from service.bots import decide
 from service.client import GinClient
@@ -85,14 +86,14 @@ def test_a_wrong_key_is_refused_with_a_clear_message(page: Any) -> None:
     sign_in(page, "sk_not-a-key-of-anyone")
     assert page.get_by_role("alert").inner_text().startswith("That API key is unknown or revoked")
     page.goto("/console/players")
-    assert page.get_by_role("button", name="Sign in").is_visible()  # still signed out
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()  # still signed out
 
 
 def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
     page: Any, served: Served, settled: Settled, tmp_path: Path
 ) -> None:
     sign_in(page, served.api_key())
-    assert page.get_by_role("heading", name="Dashboard", exact=True).is_visible()
+    expect(page.get_by_role("heading", name="Dashboard", exact=True)).to_be_visible()
     assert "Passed" in page.locator("#audit-verdict").inner_text()
 
     ada = settled.players[0]
@@ -100,15 +101,15 @@ def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
     page.get_by_role("searchbox").fill(ada["external_id"][:-3])  # a prefix of it
     page.get_by_role("button", name="Search").click()
     page.get_by_role("link", name=ada["id"]).click()
-    assert page.get_by_role("heading", name="Player Ada").is_visible()
-    assert page.get_by_role("columnheader", name="Available").is_visible()
-    assert page.get_by_role("link", name=settled.match_id).first.is_visible()
+    expect(page.get_by_role("heading", name="Player Ada")).to_be_visible()
+    expect(page.get_by_role("columnheader", name="Available")).to_be_visible()
+    expect(page.get_by_role("link", name=settled.match_id).first).to_be_visible()
 
     page.get_by_role("link", name="Settlements", exact=True).click()
     page.get_by_role("link", name=f"Statement of {settled.match_id}").click()
     assert page.locator("#audit-verdict").inner_text().startswith("Verified")
     fee = settled.settlement["fee"]["amount"]
-    assert page.get_by_text(f"House fee: {fee // 100}.{fee % 100:02d} EUR").is_visible()
+    expect(page.get_by_text(f"House fee: {fee // 100}.{fee % 100:02d} EUR")).to_be_visible()
 
     page.get_by_role("link", name="The match and its hands").click()
     verify = page.get_by_role("link", name="Verify hand 1")
@@ -128,9 +129,9 @@ def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
     assert {int(r["fee"]) for r in ours} == {fee} and fee > 0
 
     page.get_by_role("button", name="Sign out").click()
-    assert page.get_by_role("status").inner_text() == "You are signed out."
+    expect(page.get_by_role("status")).to_have_text("You are signed out.")
     page.goto("/console/players")
-    assert page.get_by_role("button", name="Sign in").is_visible()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
 
 
 def test_every_console_page_loads_under_the_policy_with_named_controls(
@@ -139,9 +140,17 @@ def test_every_console_page_loads_under_the_policy_with_named_controls(
     """Each page in the navigation, with no script error or policy violation (the ``page``
     fixture fails on either), column headers on its tables and a name on every control."""
     sign_in(page, served.api_key())
-    for name in ("Tables", "Matches", "Money", "Webhooks", "API keys", "Dashboard"):
+    pages = {
+        "Tables": "Tables",
+        "Matches": "Matches",
+        "Money": "Money",
+        "Webhooks": "Webhook endpoints",
+        "API keys": "API keys",
+        "Dashboard": "Dashboard",
+    }
+    for name, heading in pages.items():
         page.get_by_role("navigation").get_by_role("link", name=name, exact=True).click()
-        assert page.get_by_role("heading", level=1).first.is_visible(), name
+        expect(page.get_by_role("heading", level=1, name=heading, exact=True)).to_be_visible()
         for table in page.get_by_role("table").all():
             assert table.locator("th[scope=col]").count() > 0, name
         unnamed = page.evaluate(
@@ -152,4 +161,4 @@ def test_every_console_page_loads_under_the_policy_with_named_controls(
         )
         assert unnamed == [], (name, unnamed)
     page.get_by_role("link", name="Matches", exact=True).click()
-    assert page.get_by_role("link", name=settled.match_id).is_visible()
+    expect(page.get_by_role("link", name=settled.match_id)).to_be_visible()
