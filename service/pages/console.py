@@ -47,6 +47,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from service.api import render
 from service.api.context import db_session
+from service.api.webhooks import queue_delivery
 from service.clock import rfc3339, utcnow
 from service.errors import (
     FieldError,
@@ -570,12 +571,6 @@ def redeliver(delivery_id: str) -> BaseResponse:
     queue_delivery(view.delivery.id)
     target = url_for("console.webhook_page", endpoint_id=view.delivery.endpoint_id)
     return redirect(f"{target}?{urlencode({'notice': 'redelivered'})}")
-
-
-def queue_delivery(delivery_id: str) -> None:
-    from service.api.webhooks import queue_delivery as queue
-
-    queue(delivery_id)
 
 
 # --- API keys ----------------------------------------------------------------------------
