@@ -969,7 +969,7 @@ def _add_wallet_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
 def _wallet(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from service.outbound.wallet_protocol import Line, reconcile
+    from service.outbound.wallet_protocol import export_lines, reconcile
     from service.usecases import seamless, unit_of_work
     from service.usecases.operators import get_operator
 
@@ -989,20 +989,8 @@ def _wallet(args: argparse.Namespace) -> int:
         return 0
     try:
         raw = sys.stdin.read() if args.export == "-" else Path(args.export).read_text()
-        exported = json.loads(raw)
-        rows = exported["transactions"] if isinstance(exported, dict) else exported
-        theirs = [
-            Line(
-                str(r["transaction_id"]),
-                str(r["kind"]),
-                str(r["round_id"]),
-                int(r["amount"]),
-                str(r["currency"]),
-                str(r["state"]),
-            )
-            for r in rows
-        ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        theirs = export_lines(raw)
+    except (OSError, ValueError) as exc:
         raise Refused(f"cannot read the export {args.export}: {exc}") from None
     found = reconcile(ours, theirs)
     summary = {

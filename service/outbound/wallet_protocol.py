@@ -160,3 +160,32 @@ def reconcile(ours: list[Line], theirs: list[Line]) -> list[Discrepancy]:
         if line.transaction_id not in known:
             found.append(Discrepancy(line.transaction_id, "unknown_to_us", None, line))
     return found
+
+
+def export_lines(raw: str) -> list[Line]:
+    """The lines of an operator's export (JSON: a list, or an object with ``transactions``,
+    of ``{transaction_id, kind, round_id, amount, currency, state}``), as :func:`reconcile`
+    compares them.
+
+    :raises ValueError: when ``raw`` is not such a document (the message says where).
+    """
+    try:
+        exported = json.loads(raw)
+        rows = exported["transactions"] if isinstance(exported, dict) else exported
+        if not isinstance(rows, list):
+            raise TypeError("the transactions are not a list")
+        return [
+            Line(
+                str(r["transaction_id"]),
+                str(r["kind"]),
+                str(r["round_id"]),
+                int(r["amount"]),
+                str(r["currency"]),
+                str(r["state"]),
+            )
+            for r in rows
+        ]
+    except KeyError as exc:
+        raise ValueError(f"a transaction has no {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
