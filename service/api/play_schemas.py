@@ -744,7 +744,15 @@ class MatchOut(Schema):
     status = fields.String(
         required=True, metadata={"enum": ["waiting", "playing", "finished", "void", "cancelled"]}
     )
-    version = fields.Integer(required=True)
+    version = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Grows with every change. A spectator of a table with a "
+            "`spectator_delay` is shown an earlier version, and the whole view is that "
+            "version's (docs/games.md, Spectator delay); `wait_for_version` waits for the "
+            "version it may see."
+        },
+    )
     game = fields.String(
         metadata={
             "description": "Left out for two-player Gin.",
