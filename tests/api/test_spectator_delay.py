@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from service.bots.multi import action_text, decide_multi
+from service.client.api import action_body as client_body
 from service.clock import utcnow
 from service.usecases import play
 from service.usecases.auth import Principal
-from tests.api.play_clients import action_body, open_table, player_client, seated_match
+from tests.api.play_clients import action_body, join, open_table, player_client, seated_match
+from tests.api.test_continuous_rummy import TABLE, _table
 from tests.api.test_forfeit import never_knocks
 from tests.conftest import ApiClient, assert_problem
 
@@ -227,3 +230,25 @@ def test_a_bad_delay_is_refused_naming_its_field(
 def test_a_private_table_without_a_delay_opens(api: ApiClient) -> None:
     table = open_table(api, private=True, spectator_delay=None)
     assert (table["private"], table["spectator_delay"]) == (True, None)
+
+
+def test_at_a_per_hand_table_a_player_sitting_a_hand_out_is_no_spectator(api: ApiClient) -> None:
+    """Seated at the table though not dealt into this hand: it sees the hand live, as its
+    players do; the operator and a player with no seat there see it one move late."""
+    table = open_table(api, currency="EUR", **TABLE, spectator_delay={"moves": 1})
+    clients = [player_client(api, deposit=1_000) for _ in range(3)]
+    for client in clients:
+        assert join(client, table["id"], buyin=200).status_code == 201
+    path = f"/v1/matches/{_table(api, table['id'])['match_id']}"
+    views = [c.get(path).get_json() for c in clients]
+    out = next(i for i, v in enumerate(views) if v["you"] is None)  # the third, sitting out
+    actor = next(v for v in views if v["you"] == v["play"]["to_act"][0])
+    body = client_body(action_text(decide_multi(actor["play"]))) | {
+        "expected_version": actor["version"]
+    }
+    mover = clients[views.index(actor)]
+    after = mover.post(f"{path}/actions", body).get_json()
+    assert after["version"] == actor["version"] + 1
+    assert clients[out].get(path).get_json()["version"] == after["version"]
+    for spectator in (api, player_client(api, deposit=0)):
+        assert spectator.get(path).get_json()["version"] == actor["version"]
