@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body as client_body
@@ -50,9 +51,10 @@ def public(view: dict[str, Any]) -> dict[str, Any]:
 
 
 class Table:
-    """A delayed two-player table with its seated players by seat and two spectators."""
+    """A two-player table (``delay``: its spectator delay) with its seated players by seat
+    and two spectators."""
 
-    def __init__(self, api: ApiClient, delay: dict[str, int]) -> None:
+    def __init__(self, api: ApiClient, delay: dict[str, int] | None) -> None:
         clients, table = seated_match(
             api, format="money_play", stake_per_point=5, min_buyin=2000, max_buyin=5000,
             target=50, spectator_delay=delay,
@@ -252,3 +254,15 @@ def test_at_a_per_hand_table_a_player_sitting_a_hand_out_is_no_spectator(api: Ap
     assert clients[out].get(path).get_json()["version"] == after["version"]
     for spectator in (api, player_client(api, deposit=0)):
         assert spectator.get(path).get_json()["version"] == actor["version"]
+
+
+def test_only_a_delayed_match_keeps_states_in_its_log(api: ApiClient, app: Any) -> None:
+    live, delayed = Table(api, None), Table(api, {"moves": 1})
+    live.play()
+    delayed.play()
+    count = text(
+        "SELECT count(*), count(state), count(commitment) FROM match_actions WHERE match_id = :m"
+    )
+    with app.extensions["gin"]["engine"].connect() as connection:
+        assert connection.execute(count, {"m": live.match_id}).one() == (2, 0, 0)  # SQL NULLs
+        assert connection.execute(count, {"m": delayed.match_id}).one() == (2, 2, 2)
