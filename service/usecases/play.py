@@ -15,14 +15,14 @@ and a timeout racing for the same turn cannot both apply.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, case, insert, null, select, type_coerce, update
+from sqlalchemy import Engine, bindparam, case, func, insert, null, select, type_coerce, update
 from sqlalchemy.orm import Session
 
-from service.clock import rfc3339
+from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
@@ -77,6 +77,7 @@ class MatchRowData:
     updated_at: datetime
     settled_at: datetime | None = None  # written by the settlement alone, never by play
     game: str = "gin"
+    spectator_delay: dict[str, int] | None = None
 
 
 AnyMatchRow = MatchRow | MatchRowData  # the ORM row (starting, timeouts) or a Core one
@@ -84,6 +85,9 @@ AnyMatchRow = MatchRow | MatchRowData  # the ORM row (starting, timeouts) or a C
 _SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
 _SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
 _SELECT_VERSION = select(_MATCHES.c.version).where(_MATCHES.c.id == bindparam("match_id"))
+_SELECT_PEEK = select(_MATCHES.c.version, _MATCHES.c.spectator_delay).where(
+    _MATCHES.c.id == bindparam("match_id")
+)
 # The row, its state left out (NULL) while the row is at ``known_version``.
 _SELECT_MATCH_UNLESS_KNOWN = select(
     *(c for c in _MATCHES.c if c.name != "state"),
@@ -116,7 +120,17 @@ def _save_match(*, if_version: bool) -> Any:
 
 
 _LOG_ACTION = insert(table_of(MatchAction))
-_LOG_COLUMNS = ("match_id", "version", "hand_number", "actor", "seat", "action", "at")
+_LOG_COLUMNS = (
+    "match_id",
+    "version",
+    "hand_number",
+    "actor",
+    "seat",
+    "action",
+    "at",
+    "state",
+    "commitment",
+)
 
 
 def _save_and_log(save: Any) -> Any:
@@ -331,7 +345,9 @@ def _logged(
     action: str,
     now: datetime,
 ) -> dict[str, Any]:
-    """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt)."""
+    """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt);
+    with a spectator delay, the match's state and commitment after it too."""
+    delayed = row.spectator_delay is not None
     return {
         "match_id": row.id,
         "version": row.version,
@@ -340,6 +356,8 @@ def _logged(
         "seat": seat,
         "action": action,
         "at": now,
+        "state": row.state if delayed else None,
+        "commitment": row.commitment if delayed else None,
     }
 
 
@@ -365,6 +383,7 @@ def start_match(
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
     }
     row.format, row.currency, row.private = table.format, table.currency, table.private
+    row.spectator_delay = table.spectator_delay
     row.seats = [
         {
             "seat": i,  # a full table's seat number, or the hand's own seat
@@ -460,22 +479,114 @@ def _seated_at(session: Session, table_id: str, player_id: str) -> bool:
     return found is not None
 
 
-def current_version(session: Session, principal: Principal, match_id: str) -> int:
-    return _read_context(session, principal, match_id).row.version
+def current_version(
+    session: Session, principal: Principal, match_id: str, now: datetime | None = None
+) -> int:
+    """The version the caller sees at ``now`` (a spectator of a delayed match: an earlier
+    one, :func:`get_view`)."""
+    ctx = _read_context(session, principal, match_id)
+    shown = _delayed_version(session, ctx, principal, utcnow() if now is None else now)
+    return ctx.row.version if shown is None else shown
 
 
-def peek_version(engine: Engine, match_id: str) -> int:
+def peek_version(
+    engine: Engine, match_id: str, principal: Principal | None = None, now: datetime | None = None
+) -> int:
     """The match's version on a short-lived connection (long-polling, after authorisation):
-    one autocommit round trip per poll on PostgreSQL, like every single-row read."""
+    one autocommit round trip per poll on PostgreSQL, like every single-row read. With the
+    ``principal`` waiting, the version it sees at ``now`` (:func:`current_version`): at a
+    table with a spectator delay a spectator waits for the delayed version, never learning
+    of a newer one before it may see it."""
     with Session(engine) as session:
-        found = first_alone(session, _SELECT_VERSION, {"match_id": match_id})
-    return int(found.version)
+        found = first_alone(session, _SELECT_PEEK, {"match_id": match_id})
+        if principal is None or found.spectator_delay is None:
+            return int(found.version)
+        return current_version(session, principal, match_id, now)
 
 
-def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
-    """The caller's view: a seated player's own hand and legal actions, otherwise only
-    public information."""
-    return _view(_read_context(session, principal, match_id))
+def get_view(
+    session: Session, principal: Principal, match_id: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """The caller's view at ``now`` (default: the clock's): a seated player's own hand and
+    legal actions, otherwise only public information; at a table with a spectator delay, a
+    spectator sees the match as it was that delay ago (:func:`_delayed_version`)."""
+    ctx = _read_context(session, principal, match_id)
+    shown = _delayed_version(session, ctx, principal, utcnow() if now is None else now)
+    return _view(ctx) if shown is None else _view(_as_of(session, ctx, shown))
+
+
+# --- spectator delay -------------------------------------------------------------------
+
+#: The first version a delayed spectator may be shown: the match started and its first hand
+#: dealt (a deal is nobody's move).
+FIRST_VERSION = 1
+#: The longest spectator delays a table may set (docs/games.md, Spectator delay).
+MAX_DELAY_MOVES = 100
+MAX_DELAY_SECONDS = 3600
+
+_ACTIONS = table_of(MatchAction)
+#: The newest version logged by ``cutoff``.
+_SELECT_VERSION_BY = select(func.max(_ACTIONS.c.version).label("version")).where(
+    (_ACTIONS.c.match_id == bindparam("match_id"))
+    & (_ACTIONS.c.at <= bindparam("cutoff", type_=_ACTIONS.c.at.type))
+)
+#: The newest state kept at or before a version.
+_SELECT_KEPT_STATE = (
+    select(_ACTIONS.c.version, _ACTIONS.c.state, _ACTIONS.c.commitment, _ACTIONS.c.at)
+    .where(
+        (_ACTIONS.c.match_id == bindparam("match_id"))
+        & (_ACTIONS.c.version <= bindparam("version"))
+    )
+    .order_by(_ACTIONS.c.version.desc())
+    .limit(1)
+)
+
+
+def _delayed_version(
+    session: Session, ctx: MatchContext, principal: Principal, now: datetime
+) -> int | None:
+    """The version a spectator of a delayed match may see at ``now`` when it is older than
+    the row's; ``None``: the caller sees the row as it is.
+
+    A spectator is the operator or a player not seated at the table (a player sitting a
+    per-hand table's hand out is seated there). A delay of ``moves`` shows the version that
+    many changes back; one of ``seconds``, the last version logged at least that long ago;
+    neither goes back before :data:`FIRST_VERSION`. A match no longer being played is shown
+    as it is: nothing in it is left to hold back, and a delay in moves would never reach its
+    end."""
+    row, delay = ctx.row, ctx.row.spectator_delay
+    if delay is None or ctx.seat is not None or row.status != "playing":
+        return None
+    if principal.player_id is not None and _seated_at(session, row.table_id, principal.player_id):
+        return None
+    if "moves" in delay:
+        shown = row.version - int(delay["moves"])
+    else:
+        cutoff = now - timedelta(seconds=int(delay["seconds"]))
+        found = first_alone(session, _SELECT_VERSION_BY, {"match_id": row.id, "cutoff": cutoff})
+        shown = FIRST_VERSION if found is None or found.version is None else int(found.version)
+    shown = max(shown, FIRST_VERSION)
+    return shown if shown < row.version else None
+
+
+def _as_of(session: Session, ctx: MatchContext, version: int) -> MatchContext:
+    """The caller's context with the match as it was at ``version``, from the state its log
+    entry kept (a delayed match keeps one with every change)."""
+    row = ctx.row
+    kept = first_alone(session, _SELECT_KEPT_STATE, {"match_id": row.id, "version": version})
+    if kept is None or kept.state is None:
+        raise InvalidState(f"match {row.id} kept no state at version {version}")
+    match = games.from_state(kept.state)
+    deadline = match.deadline_ms()
+    earlier = replace(
+        row,
+        version=kept.version,
+        state=kept.state,
+        commitment=kept.commitment,
+        deadline_at=None if deadline is None else from_epoch_ms(deadline),
+        updated_at=kept.at,
+    )
+    return MatchContext(earlier, ctx.seat, decoded=match)
 
 
 def _view(ctx: MatchContext, match: AnyMatch | None = None) -> dict[str, Any]:
