@@ -1,5 +1,5 @@
 """Seamless wallets beside transfer mode, through gunicorn, PostgreSQL, a real Celery worker and
-the reference operator wallet (``python -m service.refwallet serve``) as its own process.
+the reference operator wallet (``python -m refwallet serve``) as its own process.
 
 Two operators share the run: one in ``transfer`` mode for EUR (its players funded by deposits,
 not timed), one in ``seamless`` mode for EUR (``PUT /v1/wallet-settings/EUR`` over HTTP; its
@@ -88,11 +88,11 @@ WARM_MATCHES = 2
 
 
 class RefWallet:
-    """``python -m service.refwallet serve`` on ``port`` (chosen before the operator's wallet
+    """``python -m refwallet serve`` on ``port`` (chosen before the operator's wallet
     settings name it), its SQLite file in ``folder``; its admin API over HTTP."""
 
     def __init__(self, folder: str, port: int, secret: str) -> None:
-        command = [sys.executable, "-m", "service.refwallet", "serve", "--port", str(port)]
+        command = [sys.executable, "-m", "refwallet", "serve", "--port", str(port)]
         command += ["--db", str(Path(folder) / "refwallet.sqlite")]
         env = {**os.environ, "REFWALLET_SECRET": secret}  # never on a command line
         self.port = port

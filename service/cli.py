@@ -391,7 +391,7 @@ def _parser() -> Parser:
     run.add_argument(
         "--seamless-demo",
         action="store_true",
-        help="also run the reference operator wallet (python -m service.refwallet) on "
+        help="also run the reference operator wallet (python -m refwallet) on "
         f"127.0.0.1:{SEAMLESS_DEMO_PORT} and a demo operator whose EUR is in seamless mode "
         "against it (development only: lets the service call loopback addresses)",
     )
@@ -773,7 +773,7 @@ def _start_reference_wallet(secret: str) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "service.refwallet",
+            "refwallet",
             "serve",
             "--port",
             str(SEAMLESS_DEMO_PORT),
@@ -808,9 +808,10 @@ def _base_url(bind: str) -> str:
     return f"http://{host}:{port}"
 
 
-#: The walk-through of README.md's "A first session, by hand", after its ``GIN=`` and ``KEY=``
-#: lines (which :func:`demo_script` fills in); a test keeps the two the same.
-DEMO_SCRIPT = r"""# README.md's "A first session, by hand"; j prints one field of a JSON answer
+#: The walk-through of docs/walkthrough.md (where README.md's first match leads), after its
+#: ``GIN=`` and ``KEY=`` lines (which :func:`demo_script` fills in); a test keeps the two the
+#: same.
+DEMO_SCRIPT = r"""# docs/walkthrough.md's first match; j prints one field of a JSON answer
 AUTH="Authorization: Bearer $KEY"; JSON="Content-Type: application/json"
 j() { python3 -c 'import json, sys
 doc = value = json.load(sys.stdin)
@@ -968,9 +969,9 @@ def _add_wallet_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
 def _wallet(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from service.outbound.wallet_protocol import export_lines, reconcile
     from service.usecases import seamless, unit_of_work
     from service.usecases.operators import get_operator
-    from service.wallet_protocol import Line, reconcile
 
     session = _session()
     try:
@@ -988,20 +989,8 @@ def _wallet(args: argparse.Namespace) -> int:
         return 0
     try:
         raw = sys.stdin.read() if args.export == "-" else Path(args.export).read_text()
-        exported = json.loads(raw)
-        rows = exported["transactions"] if isinstance(exported, dict) else exported
-        theirs = [
-            Line(
-                str(r["transaction_id"]),
-                str(r["kind"]),
-                str(r["round_id"]),
-                int(r["amount"]),
-                str(r["currency"]),
-                str(r["state"]),
-            )
-            for r in rows
-        ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        theirs = export_lines(raw)
+    except (OSError, ValueError) as exc:
         raise Refused(f"cannot read the export {args.export}: {exc}") from None
     found = reconcile(ours, theirs)
     summary = {

@@ -102,7 +102,7 @@ class Settings:
     ratelimit_key_prefix: str = "gin"
     # Request bodies: a longer one is refused (413), unread by its Content-Length.
     max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH
-    # Webhooks may reach loopback and private addresses (service.webhook_targets): for
+    # Webhooks may reach loopback and private addresses (service.outbound.targets): for
     # development only, in production that is server-side request forgery.
     webhook_allow_private_networks: bool = False
     # Workers and beat: how often beat sweeps for finished matches left unsettled.

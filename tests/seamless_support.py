@@ -1,4 +1,4 @@
-"""The reference operator wallet (``service.refwallet``) as a real process, for the seamless
+"""The reference operator wallet (``refwallet``) as a real process, for the seamless
 wallet tests: started on a port chosen beforehand (the operator's wallet settings name its
 URL before the signing secret exists), driven through its admin API over HTTP."""
 
@@ -87,9 +87,9 @@ def wallet_port() -> int:
 
 @contextmanager
 def reference_wallet(folder: Path, port: int, *secrets: str) -> Iterator[RefWallet]:
-    """``python -m service.refwallet serve`` on ``port`` with its own database in ``folder``,
+    """``python -m refwallet serve`` on ``port`` with its own database in ``folder``,
     accepting calls signed with any of ``secrets``; stopped (SIGTERM) afterwards."""
-    command = [sys.executable, "-m", "service.refwallet", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "refwallet", "serve", "--port", str(port)]
     command += ["--db", str(folder / f"refwallet-{port}.sqlite")]
     env = {**os.environ, "REFWALLET_SECRET": ",".join(secrets)}  # never on a command line
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)

@@ -16,9 +16,9 @@ from service.clock import utcnow
 from service.config import Settings
 from service.db import make_engine, make_sessionmaker
 from service.errors import MatchNotLive, NotFound
+from service.outbound.transport import Post, http_sender
 from service.usecases import play, seamless, settlement, tables, unit_of_work
 from service.usecases.idempotency import purge_expired
-from service.webhook_http import Post, http_sender
 from worker.celery_app import app
 from worker.relay import BATCH as RELAY_BATCH
 from worker.relay import relay_events
@@ -49,7 +49,7 @@ def _in_unit(work: Callable[[Session], T]) -> T:
 
 def operator_sender() -> Post:
     """How tasks reach operators' endpoints (webhooks, seamless wallets): public addresses
-    only, unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.webhook_targets`)."""
+    only, unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.outbound.targets`)."""
     return http_sender(allow_private=Settings.from_env().webhook_allow_private_networks)
 
 

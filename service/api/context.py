@@ -31,9 +31,9 @@ from service.errors import (
     UriTooLong,
     ValidationFailed,
 )
+from service.outbound.transport import Post, http_sender
 from service.usecases import idempotency, unit_of_work
 from service.usecases.auth import Principal, authenticate, require_operator
-from service.webhook_http import Post, http_sender
 
 PUBLIC_PREFIX = "/v1/"
 
@@ -411,7 +411,7 @@ def wallet_debit() -> str | None:
 
 def operator_sender() -> Post:
     """How requests reach operators' endpoints (seamless wallets): public addresses only,
-    unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.webhook_targets`)."""
+    unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (the rule is :mod:`service.outbound.targets`)."""
     return http_sender(
         allow_private=bool(current_app.config.get("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False))
     )
@@ -459,7 +459,7 @@ def _once(
     sent it), in one unit of work with the key's claim and stored answer
     (:func:`unit_of_work.run_once`)."""
     body = g.get("json_body", ma.missing)  # read by _read_body when the operation takes one
-    claim = unit_of_work.Claim(
+    claim = unit_of_work.IdempotencyClaim(
         operator_id,
         player_id,
         key,

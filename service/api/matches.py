@@ -67,7 +67,7 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
         engine = current_app.extensions["gin"]["engine"]
         while version <= wanted and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL)
-            version = play.peek_version(engine, match_id)
+            version = play.peek_version(engine, match_id, principal())
     view = play.get_view(db_session(), principal(), match_id)
     return jsonify(_shown(view, query.get("display_currency")))
 

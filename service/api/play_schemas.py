@@ -35,7 +35,7 @@ from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
 from service.rules.rummy import RummyRules
 from service.rules.rummy.actions import RummyActionKind
-from service.usecases import tables
+from service.usecases import play, tables
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (docs/engine.md 0.2)."})
 
@@ -178,6 +178,30 @@ _BUYINS = {
 }
 
 
+class SpectatorDelayIn(Schema):
+    """How late spectators see a public table's match (docs/games.md, Spectator delay)."""
+
+    json_schema: ClassVar[dict[str, Any]] = {
+        "description": "Either `moves` or `seconds`, not both. The players see their match "
+        "at once; a spectator (the operator, or a player not seated at the table) sees it "
+        "as it was that many changes or seconds ago, never before its first deal, and as "
+        "it is once it has ended.",
+        "minProperties": 1,
+        "maxProperties": 1,
+    }
+
+    moves = StrictInteger(
+        minimum=1,
+        maximum=play.MAX_DELAY_MOVES,
+        metadata={"description": "Show the version this many changes back."},
+    )
+    seconds = StrictInteger(
+        minimum=1,
+        maximum=play.MAX_DELAY_SECONDS,
+        metadata={"description": "Show the last version committed at least this long ago."},
+    )
+
+
 class TableIn(Schema):
     """A new table. The rules between its fields (checked by
     :class:`~service.formats.MatchSettings` and the table use case) are stated for the
@@ -200,6 +224,7 @@ class TableIn(Schema):
         "a player sits out). `min_balance` is for `rummy_per_hand` tables only, and there the "
         "minimum balance (by default ten times `stake_per_point`) may not be above "
         f"`max_buyin`. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do. "
+        "`spectator_delay` is for public tables only. "
         "A refused body is answered once: a 422 whose `errors` name every field at fault as "
         "the body spells it, a nested one by its dotted path (`fee.base`).",
         "allOf": [
@@ -295,6 +320,18 @@ class TableIn(Schema):
                         "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
                     },
                     {"title": "Any other table: none", "properties": {"min_balance": {"const": 0}}},
+                ]
+            },
+            {
+                "anyOf": [
+                    {
+                        "title": "A public table: spectators may be shown its match late",
+                        "properties": {"private": {"const": False}},
+                    },
+                    {
+                        "title": "A private table: no spectator delay",
+                        "properties": {"spectator_delay": {"const": None}},
+                    },
                 ]
             },
             {
@@ -440,6 +477,30 @@ class TableIn(Schema):
     private = StrictBoolean(
         load_default=False, metadata={"description": "Joined by invite code only."}
     )
+    spectator_delay = fields.Nested(
+        SpectatorDelayIn,
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": 'Public tables: `{"moves": N}` or `{"seconds": S}` shows '
+            "spectators the match that late; null (the default): live."
+        },
+    )
+
+    @validates_schema(skip_on_field_errors=False, pass_original=True)
+    def _spectator_delay(self, data: dict[str, Any], original_data: Any, **_: Any) -> None:
+        """The delay's rules (:func:`~service.usecases.tables.spectator_delay_problems`), in
+        the same answer as the fields' own errors, unless the delay itself was refused."""
+        if not isinstance(original_data, Mapping) or data.get("spectator_delay") is None:
+            return
+        problems = tables.spectator_delay_problems(
+            data["spectator_delay"], private=data.get("private", False)
+        )
+        messages: dict[str, list[str]] = {}
+        for problem in problems:
+            messages.setdefault(problem.field, []).append(problem.message)
+        if messages:
+            raise ValidationError(messages)
 
 
 class SeatOut(Schema):
@@ -491,6 +552,16 @@ class TableOut(Schema):
     currency = fields.String(required=True)
     practice = fields.Boolean(required=True)
     private = fields.Boolean(required=True)
+    spectator_delay = fields.Dict(
+        keys=fields.String(),
+        values=fields.Integer(),
+        allow_none=True,
+        metadata={
+            "description": 'How late spectators see the match: `{"moves": N}` or '
+            '`{"seconds": S}`; null: live (docs/games.md, Spectator delay).',
+            "example": {"moves": 4},
+        },
+    )
     invite_code = fields.String(
         allow_none=True, metadata={"description": "Private tables, operator only."}
     )
@@ -673,7 +744,15 @@ class MatchOut(Schema):
     status = fields.String(
         required=True, metadata={"enum": ["waiting", "playing", "finished", "void", "cancelled"]}
     )
-    version = fields.Integer(required=True)
+    version = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Grows with every change. A spectator of a table with a "
+            "`spectator_delay` is shown an earlier version, and the whole view is that "
+            "version's (docs/games.md, Spectator delay); `wait_for_version` waits for the "
+            "version it may see."
+        },
+    )
     game = fields.String(
         metadata={
             "description": "Left out for two-player Gin.",
@@ -779,7 +858,8 @@ class FairnessOut(Schema):
         metadata={
             "description": "The seats dealt in, ascending: the table's seats (a "
             "`rummy_per_hand` hand's too); `history.seats`, where the history has them, "
-            "are the same, and a seat's index there is its place in the hand."
+            "are the same, and a seat's index there is its place in the hand (the order "
+            "of the history's lists of one entry per player)."
         },
     )
     nonce = fields.Integer(required=True)
@@ -795,7 +875,13 @@ class HandHistoryOut(Schema):
     fairness = fields.Nested(FairnessOut, required=True)
     history = fields.Dict(
         required=True,
-        metadata={"description": "Deck, every action with actor and time, showdown, score."},
+        metadata={
+            "description": "Deck, every action with actor and time, showdown, score. Every "
+            "player it names (`dealer`, each action's `seat`, the outcome's `winner` and "
+            "`knocker`, a meld's `melded_by`, a lay-off's `seat`) is a table seat, as in the "
+            "hand's view (a `rummy_per_hand` hand's too); at more than two seats its `seats` "
+            "are `fairness.seats`, whose order its lists of one entry per player follow."
+        },
     )
 
 

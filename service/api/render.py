@@ -138,6 +138,7 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
         "currency": t.currency,
         "practice": t.practice,
         "private": t.private,
+        "spectator_delay": t.spectator_delay,
         "invite_code": t.invite_code if view.show_invite else None,
         "status": t.status,
         "stake": None if buyins else money(t.stake, t.currency, rate),

@@ -76,7 +76,7 @@ WALLET_PROBLEMS = (InsufficientFunds, WalletDeclined, WalletUnavailable)
 @unit
 def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Open a table (operator only): format, currency, stake or buy-in range, target, house
-    fee, rule options, clock, practice or private."""
+    fee, rule options, clock, practice or private, and a public table's spectator delay."""
     settings = tables.settings_from(
         {key: body[key] for key in body.keys() & TableIn.SETTINGS},
         practice=body["practice"],
@@ -91,6 +91,7 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         practice=body["practice"],
         private=body["private"],
         now=utcnow(),
+        spectator_delay=body["spectator_delay"],
     )
     return _table(view), 201
 

@@ -101,7 +101,7 @@ def allow_private_networks() -> bool:
     return bool(current_app.config.get("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False))
 
 
-def _queue_delivery(delivery_id: str) -> None:
+def queue_delivery(delivery_id: str) -> None:
     """Ask a worker to attempt it now (best effort: beat's sweep queues it anyway)."""
     try:
         from worker.celery_app import app as celery_app
@@ -217,7 +217,7 @@ def send_test_event(endpoint_id: str) -> dict[str, Any]:
     attempts at once and which shows in the delivery log, is retried and can be redelivered
     like any other. A disabled endpoint is refused (409)."""
     view = webhooks.send_test_event(db_session(), principal(), endpoint_id, utcnow())
-    _queue_delivery(view.delivery.id)
+    queue_delivery(view.delivery.id)
     return delivery_out(view)
 
 
@@ -262,5 +262,5 @@ def redeliver(delivery_id: str) -> dict[str, Any]:
     """Send the event to the endpoint again, now (delivered, failed or still retrying). The
     attempt is made by a worker and appears in the log with ``manual: true``."""
     view = webhooks.redeliver(db_session(), principal(), delivery_id, utcnow())
-    _queue_delivery(view.delivery.id)
+    queue_delivery(view.delivery.id)
     return delivery_out(view)

@@ -312,6 +312,7 @@ class GinClient:
             "clock",
             "practice",
             "private",
+            "spectator_delay",
         ),
         returns=t.Table,
     )

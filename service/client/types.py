@@ -89,6 +89,7 @@ class Table(TypedDict):
     currency: str
     practice: bool
     private: bool
+    spectator_delay: dict[str, int] | None  # {"moves": N} or {"seconds": S}; None: live
     status: str
     seats: list[Seat]
     free_seats: int

@@ -65,6 +65,9 @@ class GameTable(Base):
     min_buyin: Mapped[int] = mapped_column(BigInteger)
     max_buyin: Mapped[int] = mapped_column(BigInteger)
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: How late spectators see a public table's match: ``{"moves": N}`` or
+    #: ``{"seconds": S}``; ``None``: live (docs/games.md, Spectator delay).
+    spectator_delay: Mapped[dict[str, int] | None] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(12))
     seats_taken: Mapped[int] = mapped_column(Integer, default=0)
     fill_deadline: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -118,11 +121,13 @@ class MatchRow(Base):
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Copied from the table and the seats when the match starts, so that reading or changing
-    # a match touches this one row: format, currency, privacy, and per seat the player id,
-    # display name, escrow and client seed; plus the current hand's fairness commitment.
+    # a match touches this one row: format, currency, privacy, spectator delay, and per seat
+    # the player id, display name, escrow and client seed; plus the current hand's fairness
+    # commitment.
     format: Mapped[str] = mapped_column(String(20))
     currency: Mapped[str] = mapped_column(String(3))
     private: Mapped[bool] = mapped_column(Boolean)
+    spectator_delay: Mapped[dict[str, int] | None] = mapped_column(JSON)
     seats: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     commitment: Mapped[str | None] = mapped_column(String(64))
     deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -162,7 +167,9 @@ class HandRow(Base):
 
 
 class MatchAction(Base):
-    """The append-only log of every change applied to a match (one row per version)."""
+    """The append-only log of every change applied to a match (one row per version). At a
+    table with a spectator delay, each entry also keeps the match's state and the hand's
+    commitment after the change: a spectator's view of that version is built from them."""
 
     __tablename__ = "match_actions"
     __table_args__ = (UniqueConstraint("match_id", "version"),)
@@ -175,6 +182,8 @@ class MatchAction(Base):
     seat: Mapped[int | None] = mapped_column(Integer)
     action: Mapped[str] = mapped_column(String(200))
     at: Mapped[datetime] = mapped_column(UTCDateTime())
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    commitment: Mapped[str | None] = mapped_column(String(64))
 
 
 class OutboxEvent(Base):

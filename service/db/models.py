@@ -244,7 +244,7 @@ class LedgerEntry(Base):
     hash: Mapped[str] = mapped_column(String(64))
 
 
-class IdempotencyRecord(Base):
+class IdempotencyRow(Base):
     """One ``Idempotency-Key`` of one operator: in flight, or complete with its response."""
 
     __tablename__ = "idempotency_keys"

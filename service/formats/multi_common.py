@@ -112,6 +112,18 @@ def seated_view(view: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]
     return {**renamed(view, seats), "seats": list(seats)}
 
 
+def seated_history(history: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]:
+    """An ended hand's history as stored (:meth:`~service.rules.Hand.history`,
+    :meth:`RummyHand.history`, with the ``seats`` dealt in beside it), whose players are the
+    hand's own places, with every player it names (the ``dealer``, each action's ``seat``,
+    the outcome's ``winner`` and ``knocker``, a meld's ``melded_by``, a lay-off's ``seat``)
+    as ``seats[place]``, and ``seats`` in its ``seats``: the names :func:`seated_view` gives
+    the same hand. Its lists of one entry per player (``final_hands``, an outcome's
+    ``counts``...) keep the hand's order, so a seat's index in ``seats`` is its place."""
+    places = {key: value for key, value in history.items() if key != "seats"}
+    return seated_view(places, seats)
+
+
 def _place(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -9,8 +9,6 @@ run this package's own files. Pages call the public API like any client does.
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from flask import Blueprint, Flask, Response, render_template
 
 # The policy of every page: its own scripts, styles, images and API calls, nothing inline,
@@ -58,4 +56,7 @@ def init_pages(app: Flask) -> None:
     """Register every page's blueprint (each page lives in a module of this package, its
     templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
-    app.register_blueprint(import_module("service.pages.verify").blp)
+    from service.pages import console, verify  # import page_headers from here: imported last
+
+    app.register_blueprint(console.blp)
+    app.register_blueprint(verify.blp)

@@ -27,12 +27,14 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterator, Sequence
+from typing import TypeVar
 
 from service.rules.cards import DECK, Card, parse_cards
 from service.rules.errors import FairnessError
 
 ALGORITHM = "hmac-sha256-fisher-yates-v1"
 SEED_BYTES = 32
+T = TypeVar("T")
 
 
 def new_server_seed() -> str:
@@ -116,7 +118,7 @@ def byte_stream(
     return ByteStream(server_seed, (client_seed_1, client_seed_2), nonce)
 
 
-def fisher_yates(cards: Sequence[Card], stream: Iterator[int]) -> tuple[Card, ...]:
+def fisher_yates(cards: Sequence[T], stream: Iterator[int]) -> tuple[T, ...]:
     """The unbiased Fisher-Yates shuffle of 10.2 of ``cards`` (in the order given), drawing
     single bytes from ``stream`` with rejection sampling."""
     order = list(cards)

@@ -68,8 +68,18 @@ def authenticate(
         raise Unauthenticated("Send Authorization: Bearer <API key or player token>.")
     if bearer.startswith(PLAYER_TOKEN_PREFIX):
         return verify_player_token(bearer, secret_key, now)
+    return authenticate_key_hash(session, hash_api_key(bearer))
+
+
+def authenticate_key_hash(session: Session, key_hash: str) -> Principal:
+    """The operator whose active API key has the digest ``key_hash`` (:func:`hash_api_key`):
+    how :func:`authenticate` checks a key, and how the console checks the key its session was
+    signed in with on every request.
+
+    :raises Unauthenticated: when no active key has that digest (unknown or revoked).
+    """
     # Looked up on every request (no cache), so a revoked key stops at once in every process.
-    found = first_alone(session, _KEY_LOOKUP, {"key_hash": hash_api_key(bearer)})
+    found = first_alone(session, _KEY_LOOKUP, {"key_hash": key_hash})
     if found is None:
         raise Unauthenticated("The API key is unknown or revoked.")
     return Principal(found.operator_id)

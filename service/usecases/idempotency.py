@@ -60,7 +60,7 @@ from sqlalchemy.orm import Session
 
 from service.db import is_postgres
 from service.db.driver import execute
-from service.db.models import IdempotencyRecord, table_of
+from service.db.models import IdempotencyRow, table_of
 from service.errors import (
     FieldError,
     IdempotencyKeyInUse,
@@ -70,7 +70,7 @@ from service.errors import (
 )
 
 MAX_KEY_LENGTH = 255
-_TABLE = table_of(IdempotencyRecord)
+_TABLE = table_of(IdempotencyRow)
 _LOOKUP = select(
     _TABLE.c.request_hash, _TABLE.c.response_status, _TABLE.c.response_body, _TABLE.c.expires_at
 ).where(_TABLE.c.operator_id == bindparam("operator_id"), _TABLE.c.key == bindparam("key"))
@@ -356,9 +356,7 @@ def record(
 
 def purge_expired(session: Session, now: datetime) -> int:
     """Delete keys past their retention; returns how many."""
-    result: Any = session.execute(
-        delete(IdempotencyRecord).where(IdempotencyRecord.expires_at <= now)
-    )
+    result: Any = session.execute(delete(IdempotencyRow).where(IdempotencyRow.expires_at <= now))
     deleted: int = result.rowcount
     return deleted
 

@@ -15,14 +15,14 @@ and a timeout racing for the same turn cannot both apply.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, case, insert, null, select, type_coerce, update
+from sqlalchemy import Engine, bindparam, case, func, insert, null, select, type_coerce, update
 from sqlalchemy.orm import Session
 
-from service.clock import rfc3339
+from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
@@ -31,6 +31,7 @@ from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, Stale
 from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
+from service.formats.multi_common import renamed, seated_history
 from service.ids import new_id
 from service.match_view import match_view, table_seats
 from service.rules import RulesError, fair
@@ -55,7 +56,7 @@ _MATCHES = table_of(MatchRow)
 
 
 @dataclass
-class MatchRecord:
+class MatchRowData:
     """A ``matches`` row read with a Core statement: the hot paths (a player's view, an
     action) skip the ORM's identity map and unit of work and write it back with one UPDATE."""
 
@@ -76,13 +77,17 @@ class MatchRecord:
     updated_at: datetime
     settled_at: datetime | None = None  # written by the settlement alone, never by play
     game: str = "gin"
+    spectator_delay: dict[str, int] | None = None
 
 
-AnyMatchRow = MatchRow | MatchRecord  # the ORM row (starting, timeouts) or a Core one
+AnyMatchRow = MatchRow | MatchRowData  # the ORM row (starting, timeouts) or a Core one
 
 _SELECT_MATCH = select(_MATCHES).where(_MATCHES.c.id == bindparam("match_id"))
 _SELECT_MATCH_FOR_UPDATE = _SELECT_MATCH.with_for_update()
 _SELECT_VERSION = select(_MATCHES.c.version).where(_MATCHES.c.id == bindparam("match_id"))
+_SELECT_PEEK = select(_MATCHES.c.version, _MATCHES.c.spectator_delay).where(
+    _MATCHES.c.id == bindparam("match_id")
+)
 # The row, its state left out (NULL) while the row is at ``known_version``.
 _SELECT_MATCH_UNLESS_KNOWN = select(
     *(c for c in _MATCHES.c if c.name != "state"),
@@ -115,7 +120,17 @@ def _save_match(*, if_version: bool) -> Any:
 
 
 _LOG_ACTION = insert(table_of(MatchAction))
-_LOG_COLUMNS = ("match_id", "version", "hand_number", "actor", "seat", "action", "at")
+_LOG_COLUMNS = (
+    "match_id",
+    "version",
+    "hand_number",
+    "actor",
+    "seat",
+    "action",
+    "at",
+    "state",
+    "commitment",
+)
 
 
 def _save_and_log(save: Any) -> Any:
@@ -137,31 +152,47 @@ _SAVE_AND_LOG = _save_and_log(_SAVE_MATCH)
 _SAVE_AND_LOG_IF_CURRENT = _save_and_log(_SAVE_MATCH_IF_CURRENT)
 
 
-def _load(session: Session, match_id: str, *, lock: bool) -> MatchRecord | None:
+def _load(session: Session, match_id: str, *, lock: bool) -> MatchRowData | None:
     found = session.execute(
         _SELECT_MATCH_FOR_UPDATE if lock else _SELECT_MATCH, {"match_id": match_id}
     ).first()
-    return None if found is None else MatchRecord(**found._mapping)
+    return None if found is None else MatchRowData(**found._mapping)
 
 
 # --- writing ---------------------------------------------------------------------------
 
 
+def match_event(row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime) -> OutboxEvent:
+    """The outbox event ``kind`` about match ``row`` (every event of a match is made here):
+    ``data`` after the match's and table's ids and ``seats``, the table seats of the match's
+    players, in match seat order, which its lists of one entry per player (``players``,
+    ``escrow``, ``payouts``, ``net``, a Rummy record's ``counts``...) follow. At a
+    ``rummy_per_hand`` table, whose match seats are the players dealt in, 0 up, every player
+    ``data`` names is renamed to its table seat: one numbering, the table's
+    (docs/webhooks.md)."""
+    table = table_seats(row.seats)
+    seats = [s["seat"] for s in row.seats or []] if table is None else table
+    return OutboxEvent(
+        id=new_id("evt"),
+        operator_id=row.operator_id,
+        type=kind,
+        subject_id=row.id,
+        data={
+            "match_id": row.id,
+            "table_id": row.table_id,
+            "seats": seats,
+            **(data if table is None else renamed(data, table)),
+        },
+        created_at=now,
+        published_at=None,
+        attempts=0,
+    )
+
+
 def _event(
     session: Session, row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime
 ) -> None:
-    session.add(
-        OutboxEvent(
-            id=new_id("evt"),
-            operator_id=row.operator_id,
-            type=kind,
-            subject_id=row.id,
-            data={"match_id": row.id, "table_id": row.table_id, **data},
-            created_at=now,
-            published_at=None,
-            attempts=0,
-        )
-    )
+    session.add(match_event(row, kind, data, now))
 
 
 def _seats(session: Session, table_id: str) -> list[Seat]:
@@ -256,7 +287,7 @@ def _record(
     _advance(row, match, now)
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
     logged = _logged(row, before.hand_number, actor, seat, action, now)
-    if not isinstance(row, MatchRecord):  # an ORM row, written by the flush above
+    if not isinstance(row, MatchRowData):  # an ORM row, written by the flush above
         session.execute(_LOG_ACTION, logged)
         return
     if not is_postgres(session):
@@ -293,7 +324,7 @@ def _advance(row: AnyMatchRow, match: AnyMatch, now: datetime) -> None:
     row.updated_at = now
 
 
-def _saved(row: MatchRecord) -> dict[str, Any]:
+def _saved(row: MatchRowData) -> dict[str, Any]:
     return {
         "match_id": row.id,
         "new_status": row.status,
@@ -314,7 +345,9 @@ def _logged(
     action: str,
     now: datetime,
 ) -> dict[str, Any]:
-    """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt)."""
+    """The log entry of a change applied in hand ``hand_number`` (a deal: the hand dealt);
+    with a spectator delay, the match's state and commitment after it too."""
+    delayed = row.spectator_delay is not None
     return {
         "match_id": row.id,
         "version": row.version,
@@ -323,6 +356,8 @@ def _logged(
         "seat": seat,
         "action": action,
         "at": now,
+        "state": row.state if delayed else None,
+        "commitment": row.commitment if delayed else None,
     }
 
 
@@ -348,6 +383,7 @@ def start_match(
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
     }
     row.format, row.currency, row.private = table.format, table.currency, table.private
+    row.spectator_delay = table.spectator_delay
     row.seats = [
         {
             "seat": i,  # a full table's seat number, or the hand's own seat
@@ -375,7 +411,7 @@ def start_match(
 
 @dataclass
 class MatchContext:
-    row: MatchRecord
+    row: MatchRowData
     seat: int | None  # the caller's seat, or None for the operator / a spectator
     decoded: AnyMatch | None = None  # the row's state, decoded (shared: never changed)
     states: DecodedStates | None = None  # where a state decoded here is kept
@@ -407,7 +443,7 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
             "known_version": -1 if known is None else known[0],
         },
     )
-    row = None if found is None else MatchRecord(**found._mapping)
+    row = None if found is None else MatchRowData(**found._mapping)
     ctx = _authorised(session, row, principal, match_id)
     # Inside a unit of work the row may yet be rolled back: nothing read there is kept.
     ctx.states = None if session.in_transaction() else states
@@ -420,7 +456,7 @@ def _read_context(session: Session, principal: Principal, match_id: str) -> Matc
 
 
 def _authorised(
-    session: Session, row: MatchRecord | None, principal: Principal, match_id: str
+    session: Session, row: MatchRowData | None, principal: Principal, match_id: str
 ) -> MatchContext:
     if row is None or row.operator_id != principal.operator_id:
         raise NotFound(f"No match {match_id!r}.")
@@ -443,22 +479,114 @@ def _seated_at(session: Session, table_id: str, player_id: str) -> bool:
     return found is not None
 
 
-def current_version(session: Session, principal: Principal, match_id: str) -> int:
-    return _read_context(session, principal, match_id).row.version
+def current_version(
+    session: Session, principal: Principal, match_id: str, now: datetime | None = None
+) -> int:
+    """The version the caller sees at ``now`` (a spectator of a delayed match: an earlier
+    one, :func:`get_view`)."""
+    ctx = _read_context(session, principal, match_id)
+    shown = _delayed_version(session, ctx, principal, utcnow() if now is None else now)
+    return ctx.row.version if shown is None else shown
 
 
-def peek_version(engine: Engine, match_id: str) -> int:
+def peek_version(
+    engine: Engine, match_id: str, principal: Principal | None = None, now: datetime | None = None
+) -> int:
     """The match's version on a short-lived connection (long-polling, after authorisation):
-    one autocommit round trip per poll on PostgreSQL, like every single-row read."""
+    one autocommit round trip per poll on PostgreSQL, like every single-row read. With the
+    ``principal`` waiting, the version it sees at ``now`` (:func:`current_version`): at a
+    table with a spectator delay a spectator waits for the delayed version, never learning
+    of a newer one before it may see it."""
     with Session(engine) as session:
-        found = first_alone(session, _SELECT_VERSION, {"match_id": match_id})
-    return int(found.version)
+        found = first_alone(session, _SELECT_PEEK, {"match_id": match_id})
+        if principal is None or found.spectator_delay is None:
+            return int(found.version)
+        return current_version(session, principal, match_id, now)
 
 
-def get_view(session: Session, principal: Principal, match_id: str) -> dict[str, Any]:
-    """The caller's view: a seated player's own hand and legal actions, otherwise only
-    public information."""
-    return _view(_read_context(session, principal, match_id))
+def get_view(
+    session: Session, principal: Principal, match_id: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """The caller's view at ``now`` (default: the clock's): a seated player's own hand and
+    legal actions, otherwise only public information; at a table with a spectator delay, a
+    spectator sees the match as it was that delay ago (:func:`_delayed_version`)."""
+    ctx = _read_context(session, principal, match_id)
+    shown = _delayed_version(session, ctx, principal, utcnow() if now is None else now)
+    return _view(ctx) if shown is None else _view(_as_of(session, ctx, shown))
+
+
+# --- spectator delay -------------------------------------------------------------------
+
+#: The first version a delayed spectator may be shown: the match started and its first hand
+#: dealt (a deal is nobody's move).
+FIRST_VERSION = 1
+#: The longest spectator delays a table may set (docs/games.md, Spectator delay).
+MAX_DELAY_MOVES = 100
+MAX_DELAY_SECONDS = 3600
+
+_ACTIONS = table_of(MatchAction)
+#: The newest version logged by ``cutoff``.
+_SELECT_VERSION_BY = select(func.max(_ACTIONS.c.version).label("version")).where(
+    (_ACTIONS.c.match_id == bindparam("match_id"))
+    & (_ACTIONS.c.at <= bindparam("cutoff", type_=_ACTIONS.c.at.type))
+)
+#: The newest state kept at or before a version.
+_SELECT_KEPT_STATE = (
+    select(_ACTIONS.c.version, _ACTIONS.c.state, _ACTIONS.c.commitment, _ACTIONS.c.at)
+    .where(
+        (_ACTIONS.c.match_id == bindparam("match_id"))
+        & (_ACTIONS.c.version <= bindparam("version"))
+    )
+    .order_by(_ACTIONS.c.version.desc())
+    .limit(1)
+)
+
+
+def _delayed_version(
+    session: Session, ctx: MatchContext, principal: Principal, now: datetime
+) -> int | None:
+    """The version a spectator of a delayed match may see at ``now`` when it is older than
+    the row's; ``None``: the caller sees the row as it is.
+
+    A spectator is the operator or a player not seated at the table (a player sitting a
+    per-hand table's hand out is seated there). A delay of ``moves`` shows the version that
+    many changes back; one of ``seconds``, the last version logged at least that long ago;
+    neither goes back before :data:`FIRST_VERSION`. A match no longer being played is shown
+    as it is: nothing in it is left to hold back, and a delay in moves would never reach its
+    end."""
+    row, delay = ctx.row, ctx.row.spectator_delay
+    if delay is None or ctx.seat is not None or row.status != "playing":
+        return None
+    if principal.player_id is not None and _seated_at(session, row.table_id, principal.player_id):
+        return None
+    if "moves" in delay:
+        shown = row.version - int(delay["moves"])
+    else:
+        cutoff = now - timedelta(seconds=int(delay["seconds"]))
+        found = first_alone(session, _SELECT_VERSION_BY, {"match_id": row.id, "cutoff": cutoff})
+        shown = FIRST_VERSION if found is None or found.version is None else int(found.version)
+    shown = max(shown, FIRST_VERSION)
+    return shown if shown < row.version else None
+
+
+def _as_of(session: Session, ctx: MatchContext, version: int) -> MatchContext:
+    """The caller's context with the match as it was at ``version``, from the state its log
+    entry kept (a delayed match keeps one with every change)."""
+    row = ctx.row
+    kept = first_alone(session, _SELECT_KEPT_STATE, {"match_id": row.id, "version": version})
+    if kept is None or kept.state is None:
+        raise InvalidState(f"match {row.id} kept no state at version {version}")
+    match = games.from_state(kept.state)
+    deadline = match.deadline_ms()
+    earlier = replace(
+        row,
+        version=kept.version,
+        state=kept.state,
+        commitment=kept.commitment,
+        deadline_at=None if deadline is None else from_epoch_ms(deadline),
+        updated_at=kept.at,
+    )
+    return MatchContext(earlier, ctx.seat, decoded=match)
 
 
 def _view(ctx: MatchContext, match: AnyMatch | None = None) -> dict[str, Any]:
@@ -714,7 +842,8 @@ def hand_history(
     table = table_seats(ctx.row.seats)
     if table is not None:  # a rummy_per_hand hand: its players by table seat, as in its view
         seats = [table[s] for s in seats]
-        history = {**history, "seats": seats} if "seats" in history else history
+    if "seats" in history:  # a hand of more than two seats: its places by seat, as in its view
+        history = seated_history(history, seats)
     return {
         "id": hand_row.id,
         "object": "hand",

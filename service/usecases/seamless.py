@@ -3,7 +3,7 @@
 An operator picks, per currency, ``transfer`` (money is deposited into our ledger first) or
 ``seamless``. In seamless mode a seat's stake, a buy-in or a top-up is a **debit** of the
 operator's wallet, and a payout, a release or a refund is a **credit** to it
-(:mod:`service.wallet_protocol` states the contract). Our ledger still records every
+(:mod:`service.outbound.wallet_protocol` states the contract). Our ledger still records every
 movement, the operator's side being the player's clearing sub-account: a debit enters the
 player's available funds and is held at once; a credit leaves them. So the audit, the
 settlement statements and the hash chain work as in transfer mode.
@@ -18,7 +18,7 @@ The rules, each kept here:
    free (:func:`debit`), else by the sweep. A rollback is retried until the operator
    answers it definitely.
 3. A credit is retried with the same id, with backoff, until acknowledged; it is never rolled
-   back. Past :data:`~service.wallet_protocol.ESCALATE_AFTER` tries it is raised to
+   back. Past :data:`~service.outbound.wallet_protocol.ESCALATE_AFTER` tries it is raised to
    operations (metric, log, the API's list) and still retried.
 4. A credit is sent only when every debit of its round is settled (booked, failed or rolled
    back), so no rollback ever follows a credit on its round. A refund is a new credit.
@@ -65,21 +65,21 @@ from service.ledger import store
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.ledger.postings import AccountKind
 from service.observability.metrics import WALLET_CALLS, WALLET_ESCALATIONS
-from service.usecases import idempotency, unit_of_work, wallets
-from service.usecases.auth import Principal, require_operator
-from service.usecases.pages import Page, page_of
-from service.usecases.webhooks import check_url
-from service.wallet_protocol import (
+from service.outbound.signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.outbound.transport import Post
+from service.outbound.wallet_protocol import (
     ESCALATE_AFTER,
+    CallOutcome,
     Line,
-    Outcome,
     Verdict,
     backoff_seconds,
     classify,
     request_body,
 )
-from service.webhook_http import Post
-from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.usecases import idempotency, unit_of_work, wallets
+from service.usecases.auth import Principal, require_operator
+from service.usecases.pages import Page, page_of
+from service.usecases.webhooks import check_url
 
 log = logging.getLogger(__name__)
 
@@ -392,7 +392,7 @@ def _debiting(key: str) -> IdempotencyKeyInUse:
 
 
 def _debit_answered(
-    session: Session, call_id: str, outcome: Outcome, now: datetime
+    session: Session, call_id: str, outcome: CallOutcome, now: datetime
 ) -> tuple[str, str | None]:
     """Record a debit's answer: its state after (and the operator's refusal, if any)."""
     call = _locked(session, call_id)
@@ -633,7 +633,7 @@ def _prepare(
     return _signed(wallet, what, request_body(_fields(session, call, what, now)), now)
 
 
-def _send(call_id: str, what: str, request: Request, post: Post) -> Outcome:
+def _send(call_id: str, what: str, request: Request, post: Post) -> CallOutcome:
     """Send one prepared call, outside any transaction; its verdict."""
     outcome = classify(post(*request))
     WALLET_CALLS.labels(what, outcome.verdict.value).inc()
@@ -642,7 +642,7 @@ def _send(call_id: str, what: str, request: Request, post: Post) -> Outcome:
     return outcome
 
 
-def _tried(call: WalletCall, outcome: Outcome, now: datetime) -> None:
+def _tried(call: WalletCall, outcome: CallOutcome, now: datetime) -> None:
     call.attempts += 1
     call.updated_at = now
     call.last_error = outcome.error
@@ -711,7 +711,7 @@ def _in_round(session: Session, call: WalletCall, kind: str, condition: Any) -> 
     return found is not None
 
 
-def _record(session: Session, call_id: str, what: str, outcome: Outcome, now: datetime) -> str:
+def _record(session: Session, call_id: str, what: str, outcome: CallOutcome, now: datetime) -> str:
     call = _locked(session, call_id)
     _tried(call, outcome, now)
     call.locked_until = None

@@ -18,11 +18,11 @@ from datetime import datetime
 from sqlalchemy import Integer, and_, bindparam, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
+from service.db.match_models import GameTable, MatchRow, Settlement
 from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
-from service.usecases import seamless, tables, wallets
+from service.usecases import play, seamless, tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
 from service.usecases.rates import Rate
@@ -129,14 +129,10 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
     )
     session.add(settlement)
     session.add(
-        OutboxEvent(
-            id=new_id("evt"),
-            operator_id=row.operator_id,
-            type="settlement.completed",
-            subject_id=row.id,
-            data={
-                "match_id": row.id,
-                "table_id": row.table_id,
+        play.match_event(
+            row,
+            "settlement.completed",
+            {
                 "settlement_id": settlement.id,
                 "payouts": data["payouts"],
                 "net": data["net"],
@@ -145,9 +141,7 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
                 "players": players,
                 "ledger_transaction_id": txn.id,
             },
-            created_at=now,
-            published_at=None,
-            attempts=0,
+            now,
         )
     )
     session.flush()

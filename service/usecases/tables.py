@@ -10,7 +10,7 @@ second seat fills, the match starts in that same transaction.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -111,6 +111,30 @@ def settings_from(
     return settings
 
 
+def spectator_delay_problems(delay: Mapping[str, Any] | None, *, private: bool) -> list[FieldError]:
+    """Every problem with a table's spectator delay (docs/games.md, Spectator delay): either
+    ``moves`` or ``seconds``, within their bounds, and only at a public table (a private one
+    is watched by its own players alone). ``None``: no delay, always fine."""
+    if delay is None:
+        return []
+    problems: list[FieldError] = []
+    if private:
+        message = "a private table has no spectators to delay: leave it out, or open a public one"
+        problems.append(FieldError("spectator_delay", message))
+    bounds = {"moves": play.MAX_DELAY_MOVES, "seconds": play.MAX_DELAY_SECONDS}
+    given = [key for key in delay if key in bounds]
+    if len(given) != 1:
+        message = "give one of moves or seconds" + (", not both" if given else "")
+        problems.append(FieldError("spectator_delay", message))
+    for key, value in delay.items():
+        if key not in bounds:
+            problems.append(FieldError(f"spectator_delay.{key}", "Unknown field."))
+        elif type(value) is not int or not 1 <= value <= bounds[key]:
+            message = f"must be a whole number from 1 to {bounds[key]}, not {value!r}"
+            problems.append(FieldError(f"spectator_delay.{key}", message))
+    return problems
+
+
 def _practice_problems(practice: bool, currency: str) -> list[FieldError]:
     """Practice tables play for play money (``PRACTICE_CURRENCY``) only, real tables never."""
     if practice == (currency == PRACTICE_CURRENCY):
@@ -133,12 +157,15 @@ def create_table(
     practice: bool,
     private: bool,
     now: datetime,
+    spectator_delay: Mapping[str, int] | None = None,
 ) -> TableView:
     """Open a table (operator only). Practice tables play for play money only
-    (``PRACTICE_CURRENCY``), real tables never do."""
+    (``PRACTICE_CURRENCY``), real tables never do; a public one may show spectators its
+    match late (``spectator_delay``: ``{"moves": N}`` or ``{"seconds": S}``)."""
     operator_id = require_operator(principal)
     exponent(currency)
     problems = _practice_problems(practice, currency)
+    problems += spectator_delay_problems(spectator_delay, private=private)
     if problems:
         raise ValidationFailed(problems[0].message, errors=problems)
     table = GameTable(
@@ -158,6 +185,7 @@ def create_table(
         min_buyin=settings.min_buyin if settings.uses_buyins else settings.stake,
         max_buyin=settings.max_buyin if settings.uses_buyins else settings.stake,
         settings=settings.to_dict(),
+        spectator_delay=None if spectator_delay is None else dict(spectator_delay),
         status="open",
         seats_taken=0,
         fill_deadline=now + timedelta(seconds=settings.clock.fill_timeout_seconds),
@@ -183,6 +211,7 @@ def _waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
         format=table.format,
         currency=table.currency,
         private=table.private,
+        spectator_delay=table.spectator_delay,
         seats=None,
         commitment=None,
         updated_at=now,

@@ -57,7 +57,7 @@ def run(session: Session, work: Callable[P, T], *args: P.args, **kwargs: P.kwarg
 
 
 @dataclass(frozen=True)
-class Claim:
+class IdempotencyClaim:
     """A request's ``Idempotency-Key``: whose it is (the operator's, or one of its players'),
     the request it was sent with (:func:`idempotency.request_hash`) and how long its answer
     is kept."""
@@ -88,7 +88,7 @@ class _Undo(Exception):
 
 def run_once(
     session: Session,
-    claim: Claim,
+    claim: IdempotencyClaim,
     work: Callable[[], Answer],
     refusal: Callable[[ServiceError], Answer],
     clock: Callable[[], datetime],

@@ -35,12 +35,12 @@ from service.db.match_models import OutboxEvent
 from service.db.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from service.errors import FieldError, NotFound, ValidationFailed, WebhookEndpointDisabled
 from service.ids import new_id, ulid
+from service.outbound.signing import SIGNATURE_HEADER, new_secret, signature_header
+from service.outbound.targets import PrivateTarget, check
+from service.outbound.transport import TIMEOUT_SECONDS, Post, Response
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
 from service.usecases.pages import Page, page_of
-from service.webhook_http import TIMEOUT_SECONDS, Post, Response
-from service.webhook_targets import PrivateTarget, check
-from service.webhooks_signing import SIGNATURE_HEADER, new_secret, signature_header
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ _URL = re.compile(URL_PATTERN)
 def check_url(url: str, *, allow_private: bool = False) -> str:
     """``url`` if it matches :data:`URL_PATTERN` (an absolute http(s) URL without
     credentials or fragment) and its host is not known to be private
-    (:mod:`service.webhook_targets`; a host name is checked again, resolved, at every
+    (:mod:`service.outbound.targets`; a host name is checked again, resolved, at every
     delivery), unless ``allow_private``.
 
     :raises ValidationFailed: naming the field ``url``.
@@ -498,7 +498,7 @@ def envelope(event: OutboxEvent) -> bytes:
 
 
 @dataclass(frozen=True)
-class Claim:
+class DeliveryClaim:
     """One attempt a worker may make: what to send, where, signed how."""
 
     delivery_id: str
@@ -511,7 +511,7 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class DeliveryOutcome:
     """What :func:`deliver` did: ``sent`` False when there was nothing to do (``reason``)."""
 
     delivery_id: str
@@ -530,15 +530,15 @@ def _cancel(delivery: WebhookDelivery, reason: str) -> None:
     delivery.last_error = reason
 
 
-def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
+def claim(session: Session, delivery_id: str, now: datetime) -> DeliveryClaim | DeliveryOutcome:
     """Take the next attempt of a delivery (under its row lock), or say why not."""
     delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
     if delivery is None:
-        return Outcome(delivery_id, False, "missing", "no such delivery")
+        return DeliveryOutcome(delivery_id, False, "missing", "no such delivery")
     if delivery.status != "pending":
-        return Outcome(delivery_id, False, delivery.status, f"already {delivery.status}")
+        return DeliveryOutcome(delivery_id, False, delivery.status, f"already {delivery.status}")
     if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
-        return Outcome(
+        return DeliveryOutcome(
             delivery_id,
             False,
             "pending",
@@ -546,7 +546,7 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
             next_attempt_at=delivery.next_attempt_at,
         )
     if delivery.locked_until is not None and delivery.locked_until > now:
-        return Outcome(delivery_id, False, "pending", "an attempt is in flight")
+        return DeliveryOutcome(delivery_id, False, "pending", "an attempt is in flight")
     endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
     event = session.get(OutboxEvent, delivery.event_id)
     assert endpoint is not None and event is not None  # foreign keys
@@ -555,7 +555,7 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
         _cancel(
             delivery, "endpoint disabled" if endpoint.deleted_at is None else "endpoint deleted"
         )
-        return Outcome(delivery_id, False, "cancelled", delivery.last_error or "")
+        return DeliveryOutcome(delivery_id, False, "cancelled", delivery.last_error or "")
     delivery.attempts += 1
     delivery.locked_until = now + LEASE
     delivery.queued_at = None  # its task is running; after the lease the sweep may queue
@@ -571,10 +571,14 @@ def claim(session: Session, delivery_id: str, now: datetime) -> Claim | Outcome:
         "Gin-Delivery-Id": delivery.id,
         "Gin-Delivery-Attempt": str(delivery.attempts),
     }
-    return Claim(delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body, headers)
+    return DeliveryClaim(
+        delivery.id, endpoint.id, delivery.attempts, manual, endpoint.url, body, headers
+    )
 
 
-def record(session: Session, taken: Claim, response: Response, now: datetime) -> Outcome:
+def record(
+    session: Session, taken: DeliveryClaim, response: Response, now: datetime
+) -> DeliveryOutcome:
     """Log the attempt and apply its outcome: delivered on a 2xx, else the next retry (or
     ``failed`` when the schedule is exhausted). A late answer for a claim that another
     worker has since superseded is logged, and only a success changes the delivery."""
@@ -613,7 +617,7 @@ def record(session: Session, taken: Claim, response: Response, now: datetime) ->
             next_attempt_at=delivery.next_attempt_at,
         )
     )
-    return Outcome(
+    return DeliveryOutcome(
         delivery.id,
         True,
         delivery.status,
@@ -623,13 +627,13 @@ def record(session: Session, taken: Claim, response: Response, now: datetime) ->
     )
 
 
-def deliver(session: Session, delivery_id: str, now: datetime, post: Post) -> Outcome:
+def deliver(session: Session, delivery_id: str, now: datetime, post: Post) -> DeliveryOutcome:
     """Make the delivery's next attempt if it is due: claim, POST (``post``, the transport:
-    :func:`service.webhook_http.http_sender` in production), record, the claim and the
+    :func:`service.outbound.transport.http_sender` in production), record, the claim and the
     record each a unit of work and the POST outside both. Running it again (a duplicate
     task), or while another attempt is in flight, sends nothing."""
     taken = unit_of_work.run(session, lambda: claim(session, delivery_id, now))
-    if isinstance(taken, Outcome):
+    if isinstance(taken, DeliveryOutcome):
         return taken
     response = post(taken.url, taken.body, taken.headers, TIMEOUT_SECONDS)
     outcome = unit_of_work.run(session, lambda: record(session, taken, response, now))

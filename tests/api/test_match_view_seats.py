@@ -12,10 +12,12 @@ import random
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body
 from service.clock import utcnow
+from service.db.match_models import OutboxEvent
 from service.usecases import settlement
 from tests.api.play_clients import join, open_table, player_client
 from tests.conftest import ApiClient, in_unit
@@ -61,6 +63,35 @@ def _check_one_numbering(view: dict[str, Any]) -> None:
         if inner.get("legal_actions"):
             assert part["to_act"] == you and you in play["to_act"]
     assert bool(play.get("legal_actions")) == (you in play["to_act"]), (you, play["to_act"])
+
+
+def _check_history(record: dict[str, Any], seats: list[int]) -> list[dict[str, Any]]:
+    """A hand's history (``GET /v1/matches/{id}/hands/{n}``) dealt to ``seats`` names every
+    player by its seat, as the hand's view does; its actions."""
+    history = record["history"]
+    assert record["fairness"]["seats"] == history["seats"] == seats, record["fairness"]
+    for key, seat in _named(history):
+        assert seat in seats, (key, seat, seats)
+    return list(history["actions"])
+
+
+def _acted(actions: list[dict[str, Any]]) -> list[int]:
+    """The seats an ended hand's actions name, in order (a hand cut short in nobody's name
+    names none)."""
+    return [entry["seat"] for entry in actions if "seat" in entry]
+
+
+def _events(app: Any, match_id: str) -> dict[str, dict[str, Any]]:
+    """The outbox events of a match, by type (one each), as webhooks deliver their data."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        found = session.scalars(select(OutboxEvent).where(OutboxEvent.subject_id == match_id))
+        events = [(event.type, dict(event.data)) for event in found]
+    finally:
+        session.close()
+    by_type = dict(events)
+    assert len(by_type) == len(events), [kind for kind, _ in events]
+    return by_type
 
 
 def _play_checking(
@@ -118,7 +149,8 @@ def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
     api: ApiClient,
 ) -> None:
     """After seat 1 forfeits it is dealt no more, so the next hand's places 0, 1, 2 are the
-    table's seats 0, 2 and 3 (hands of a few turns each, void at ``rummy.max_turns``)."""
+    table's seats 0, 2 and 3 (hands of a few turns each, void at ``rummy.max_turns``): its
+    view names them 0, 2 and 3, and so does its history once it has ended."""
     table, clients = _seated(
         api,
         4,
@@ -135,15 +167,20 @@ def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
         f"/v1/matches/{match_id}/actions", {"action": "RESIGN", "expected_version": version}
     )
     assert resigned.status_code == 200, resigned.get_json()
-    last = _play_checking(clients, match_id, 3000, until_hand=2)
-    assert last["hand_number"] >= 2 and last["play"]["hand"]["seats"] == [0, 2, 3], last["play"]
+    last = _play_checking(clients, match_id, 3000, until_hand=3)
+    assert last["hand_number"] >= 3 and last["play"]["hand"]["seats"] == [0, 2, 3], last["play"]
+    second = clients[0].get(f"/v1/matches/{match_id}/hands/2").get_json()
+    acted = _acted(_check_history(second, [0, 2, 3]))
+    assert set(acted) & {2, 3}, acted
 
 
 def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, app: Any) -> None:
     """Four seated; the first hand is dealt to seats 0 and 1, seat 1 resigns it and sits
     out, so the next hand's match seats (its players dealt in, 0 up) are the table's seats
     0, 2 and 3: its view names them 0, 2 and 3 (``to_act``, ``dealer``, log entries...), and
-    the player whose table seat is to act is the one given legal actions."""
+    the player whose table seat is to act is the one given legal actions. Seats 0 and 2
+    resign, so seat 3 (the hand's place 2) wins: the hand's history and its webhook events
+    name the table's seats too (docs/webhooks.md)."""
     table, clients = _seated(api, 4, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS)
     first = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
     view = clients[1].get(f"/v1/matches/{first}").get_json()
@@ -166,6 +203,7 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
     assert [(s["seat"], s["table_seat"]) for s in spectator["seats"]] == [(0, 0), (2, 2), (3, 3)]
     assert spectator["play"]["hand"]["seats"] == [0, 2, 3] and spectator["you"] is None
     named: set[int] = set()
+    actors: list[int] = []
     for _step in range(12):
         views = {seat: by_seat[seat].get(f"/v1/matches/{second}").get_json() for seat in (0, 2, 3)}
         if views[0]["status"] != "playing":
@@ -190,16 +228,90 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
         }
         response = by_seat[actor].post(f"/v1/matches/{second}/actions", body)
         assert response.status_code == 200, (body, response.get_json())
+        actors.append(actor)
     assert named & {2, 3}, "a log entry names a player by table seat 2 or 3"
-    for seat in (2, 3):  # two resign: the hand ends, and its history names table seats
+    for seat in (0, 2):  # two resign: the hand ends, won by seat 3
         version = by_seat[seat].get(f"/v1/matches/{second}").get_json()["version"]
         resigned = by_seat[seat].post(
             f"/v1/matches/{second}/actions", {"action": "RESIGN", "expected_version": version}
         )
         assert resigned.status_code == 200, resigned.get_json()
-    ended = by_seat[0].get(f"/v1/matches/{second}").get_json()
-    assert ended["status"] == "finished" and ended["result"]["forfeiters"] == [2, 3], ended
-    assert ended["result"]["winner"] == 0 and ended["play"]["hands"][-1]["seats"] == [0, 2, 3]
-    number = ended["play"]["hands"][-1]["number"]
-    record = by_seat[3].get(f"/v1/matches/{second}/hands/{number}").get_json()
-    assert record["fairness"]["seats"] == record["history"]["seats"] == [0, 2, 3], record
+    ended = by_seat[3].get(f"/v1/matches/{second}").get_json()
+    assert ended["status"] == "finished" and ended["result"]["forfeiters"] == [0, 2], ended
+    assert ended["result"]["winner"] == 3 and ended["play"]["hands"][-1]["seats"] == [0, 2, 3]
+    (hand,) = ended["play"]["hands"]
+    record = by_seat[3].get(f"/v1/matches/{second}/hands/{hand['number']}").get_json()
+    actions = _check_history(record, [0, 2, 3])
+    assert _acted(actions) == [*actors, 0, 2], actions
+    assert record["history"]["dealer"] == hand["dealer"]
+    assert record["history"]["outcome"]["winner"] == 3, record["history"]["outcome"]
+    _check_per_hand_events(app, second, seats, hand["dealer"])
+
+
+def _check_per_hand_events(app: Any, match_id: str, seats: dict[str, int], dealer: int) -> None:
+    """The webhook events of the hand above name its players by table seat: ``seats`` are
+    0, 2 and 3, the lists of one entry per player follow them, seat 3 won, 0 and 2 resigned."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        settled = in_unit(session, settlement.settle_match, match_id, utcnow()).statement["net"]
+    finally:
+        session.close()
+    events = _events(app, match_id)
+    assert set(events) == {"match.started", "hand.ended", "match.finished", "settlement.completed"}
+    record = events["hand.ended"]["hand"]
+    assert record["seats"] == [0, 2, 3] and record["dealer"] == dealer, record
+    assert record["winner"] == 3 and record["forfeited"] == [0, 2], record
+    assert record["points"][2] > 0 > record["points"][0], record  # in the order of seats
+    finished = events["match.finished"]
+    assert (finished["winner"], finished["winners"]) == (3, [3]), finished
+    assert finished["forfeiters"] == [0, 2] and finished["hands"] == [record], finished
+    for kind, data in events.items():
+        assert data["seats"] == [0, 2, 3], (kind, data)
+        if "players" in data:
+            assert [seats[p] for p in data["players"]] == data["seats"], (kind, data)
+    completed = events["settlement.completed"]
+    assert completed["net"] == settled and completed["net"][2] > 0, completed
+
+
+@pytest.mark.parametrize(
+    ("count", "settings"),
+    [
+        (3, {"game": "gin_three", "format": "match_play", "stake": 500}),
+        (4, {"game": "gin_partnership", "format": "classic", **BUYINS}),
+    ],
+    ids=["gin_three", "gin_partnership"],
+)
+def test_a_multi_player_gin_history_names_every_player_by_its_table_seat(
+    api: ApiClient, count: int, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last seat plays a few actions and resigns: the history of its hand names every
+    player by table seat (its actions' seats are those who acted, the dealer is the hand's),
+    where the hand's own places are 0 and 1. Three players: seat 0 sits the first hand out
+    (the draw is fixed), so that hand is seats 1 and 2's."""
+    monkeypatch.setattr("service.usecases.play.secrets.randbelow", lambda _n: 0)
+    table, clients = _seated(api, count, **settings)
+    monkeypatch.undo()
+    match_id, last = table["match_id"], count - 1
+    rng = random.Random(5)
+    actors: dict[int, list[int]] = {}
+    for _step in range(6):
+        views = [c.get(f"/v1/matches/{match_id}").get_json() for c in clients]
+        actor = rng.choice(views[0]["play"]["to_act"])
+        (part,) = (p for p in _hands(views[actor]["play"]) if p["to_act"] == actor)
+        body = action_body(action_text(decide_multi(views[actor]["play"]))) | {
+            "expected_version": views[actor]["version"]
+        }
+        assert clients[actor].post(f"/v1/matches/{match_id}/actions", body).status_code == 200
+        actors.setdefault(part["number"], []).append(actor)
+    view = clients[last].get(f"/v1/matches/{match_id}").get_json()
+    (mine,) = (p for p in _hands(view["play"]) if last in p["seats"])
+    assert mine["seats"][1] == last and (count == 4 or mine["seats"] == [1, 2]), mine
+    resigned = clients[last].post(
+        f"/v1/matches/{match_id}/actions",
+        {"action": "RESIGN", "expected_version": view["version"]},
+    )
+    assert resigned.status_code == 200, resigned.get_json()
+    record = api.get(f"/v1/matches/{match_id}/hands/{mine['number']}").get_json()
+    actions = _check_history(record, mine["seats"])
+    assert _acted(actions) == [*actors.get(mine["number"], []), last], actions
+    assert record["history"]["dealer"] == mine["dealer"], record["history"]["dealer"]

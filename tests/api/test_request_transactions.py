@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from service.db.models import IdempotencyRecord, LedgerAccount
+from service.db.models import IdempotencyRow, LedgerAccount
 from service.ledger.postings import AccountKind, AccountRef
 from service.usecases import wallets
 from tests.conftest import ApiClient
@@ -73,9 +73,7 @@ def test_a_server_error_leaves_no_trace_of_the_key(
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():
         stored = session.scalar(
-            select(func.count())
-            .select_from(IdempotencyRecord)
-            .where(IdempotencyRecord.key == "boom")
+            select(func.count()).select_from(IdempotencyRow).where(IdempotencyRow.key == "boom")
         )
     session.close()
     assert stored == 0

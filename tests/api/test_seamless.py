@@ -17,9 +17,9 @@ from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.wallet_models import WalletCall
+from service.outbound.transport import http_sender
 from service.usecases import idempotency, seamless, settlement, unit_of_work
 from service.usecases.audit import run_audit
-from service.webhook_http import http_sender
 from tests.api.play_clients import open_table, play_match
 from tests.conftest import ApiClient, assert_problem, in_unit, new_operator, serving
 from tests.seamless_support import RefWallet, clearing_balance, reference_wallet, wallet_port

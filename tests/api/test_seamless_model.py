@@ -26,14 +26,14 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
+from refwallet import create_app
 from service.clock import utcnow
 from service.db.models import LedgerAccount
 from service.db.wallet_models import WalletCall
 from service.ledger.postings import AccountRef
-from service.refwallet import create_app
+from service.outbound.transport import http_sender
 from service.usecases import seamless, settlement, unit_of_work
 from service.usecases.audit import run_audit
-from service.webhook_http import http_sender
 from tests.api.play_clients import open_table
 from tests.conftest import ApiClient, in_unit, new_operator, serving
 

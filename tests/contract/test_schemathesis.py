@@ -41,7 +41,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from service.api.contract import OPERATIONS, PLAYER, operation_key
-from service.webhook_targets import refusal
+from service.outbound.targets import refusal
 from tests.conftest import ApiClient, new_operator
 
 MAX_EXAMPLES = int(os.environ.get("CONTRACT_MAX_EXAMPLES", "25"))
@@ -263,7 +263,7 @@ def filter_case(context: Any, case: Any) -> bool:
     and the contract states in words: a buy-in range and a fee range the right way round (and
     a per-hand table's minimum balance within its buy-ins), a
     rate between two different currencies, and a webhook URL that is not private (judged by
-    the service's own rule, ``service.webhook_targets``)."""
+    the service's own rule, ``service.outbound.targets``)."""
     body = case.body if isinstance(case.body, dict) else {}
     if body.get("max_buyin", 0) < body.get("min_buyin", 0):
         return False

@@ -465,7 +465,7 @@ def test_the_seamless_demo_wallet_gets_its_secret_out_of_sight_and_verifies_with
     user), and the wallet still accepts what that secret signs and refuses anything else."""
     import service.cli
     import service.config
-    from service.webhooks_signing import SIGNATURE_HEADER, signature_header
+    from service.outbound.signing import SIGNATURE_HEADER, signature_header
 
     port = free_port()
     monkeypatch.setattr(service.cli, "SEAMLESS_DEMO_PORT", port)
@@ -485,7 +485,7 @@ def test_the_seamless_demo_wallet_gets_its_secret_out_of_sight_and_verifies_with
                 time.sleep(0.05)
         # read once it serves: right after exec the kernel may not have set it up yet
         command_line = Path(f"/proc/{wallet.pid}/cmdline").read_bytes()
-        assert b"service.refwallet" in command_line and secret.encode() not in command_line
+        assert b"refwallet" in command_line and secret.encode() not in command_line
 
         def balance(signed_with: str) -> int:
             query = {"player_id": "ply_x", "external_player_id": "ghost", "currency": "EUR"}

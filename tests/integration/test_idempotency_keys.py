@@ -119,13 +119,13 @@ def test_ledger_keeps_keys_even_after_http_expiry(app: Any, api: ApiClient) -> N
     """After the HTTP record is gone, the ledger still moves a key's money only once."""
     from sqlalchemy import delete
 
-    from service.db.models import IdempotencyRecord
+    from service.db.models import IdempotencyRow
 
     pid = api.new_player()["id"]
     first = api.deposit(pid, 100, key="long-ago")
     session = app.extensions["gin"]["sessionmaker"]()
     with session.begin():
-        session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.key == "long-ago"))
+        session.execute(delete(IdempotencyRow).where(IdempotencyRow.key == "long-ago"))
     session.close()
     again = api.deposit(pid, 100, key="long-ago")
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"

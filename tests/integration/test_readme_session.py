@@ -1,7 +1,8 @@
 """The integrator's first hour against what ``make run`` starts (``gin-service run`` on the
-embedded default, from a folder of its own): README.md's walk-through ("A first session, by
-hand") run as it is, the banner's walk-through the same commands, and a log that keeps the
-demo key in view (the worker's routine ticks at DEBUG, the key's file named)."""
+embedded default, from a folder of its own): README.md's first match and the walk-through it
+leads to (docs/walkthrough.md) run as they are, the banner's walk-through the same commands,
+and a log that keeps the demo key in view (the worker's routine ticks at DEBUG, the key's file
+named)."""
 
 from __future__ import annotations
 
@@ -20,20 +21,30 @@ from tests.integration.workers import make_run as start_make_run
 from tests.ops.servers import HttpClient
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## A first session, by hand"
+WALK_THROUGH = ROOT / "docs" / "walkthrough.md"
+FIRST_MATCH = "## A first match"
 
 #: A line of the text log: "2026-12-03 06:44:26,741 INFO celery.beat message".
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<level>[A-Z]+) (?P<logger>\S+) ")
 
 
-def readme_blocks() -> list[str]:
-    """The fenced ``sh`` blocks of README.md's walk-through section, in order."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert SECTION in text, f"README.md has no section {SECTION!r}"
-    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```sh\n(.*?)^```", section, re.S | re.M)
-    assert blocks, "the walk-through has no sh blocks"
+def sh_blocks(text: str) -> list[str]:
+    """The fenced ``sh`` blocks of ``text``, in order."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+    assert blocks, "no sh blocks"
     return blocks
+
+
+def readme_blocks() -> list[str]:
+    """The walk-through's fenced ``sh`` blocks (docs/walkthrough.md), in order."""
+    return sh_blocks(WALK_THROUGH.read_text(encoding="utf-8"))
+
+
+def first_match_blocks() -> list[str]:
+    """The fenced ``sh`` blocks of README.md's first match."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert FIRST_MATCH in text, f"README.md has no section {FIRST_MATCH!r}"
+    return sh_blocks(text.split(FIRST_MATCH, 1)[1].split("\n## ", 1)[0])
 
 
 def commands(script: str) -> list[str]:
@@ -48,7 +59,8 @@ def commands(script: str) -> list[str]:
 
 
 def test_the_banner_prints_the_readme_walk_through() -> None:
-    """One walk-through: what ``make run`` prints is README.md's, address and key filled in."""
+    """One walk-through: what ``make run`` prints is docs/walkthrough.md's, address and key
+    filled in."""
     assert commands(DEMO_SCRIPT) == commands("\n".join(readme_blocks()))
 
 
@@ -62,9 +74,9 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def test_the_readme_walk_through_plays_a_match_to_its_audited_settlement(
     make_run: Served,
 ) -> None:
-    """README.md's blocks pasted into bash in the folder `make run` runs in (only the address
-    changed): two players, deposits, a table, seats, an action from the view's legal actions,
-    a resignation, the settlement and the audit."""
+    """The walk-through's blocks pasted into bash in the folder `make run` runs in (only the
+    address changed): two players, deposits, a table, seats, an action from the view's legal
+    actions, a resignation, the settlement and the audit."""
     script = "\n".join(readme_blocks())
     script, replaced = re.subn(r"^GIN=.*$", f"GIN={make_run.base}", script, count=1, flags=re.M)
     assert replaced == 1, "the walk-through sets no GIN address"
@@ -94,6 +106,25 @@ def test_the_readme_walk_through_plays_a_match_to_its_audited_settlement(
     settlement = client.open(f"/v1/matches/{found.group(1)}/settlement", headers=auth)
     assert settlement.status_code == 200
     assert (settlement.get_json()["winner"], settlement.get_json()["forfeiter"]) == (1, 0)
+
+
+def test_the_readmes_first_match_starts_as_it_says(make_run: Served) -> None:
+    """README.md's first commands, pasted into bash where `make run` runs: a player is made
+    with the demo operator's key."""
+    script = "\n".join(first_match_blocks())
+    script, replaced = re.subn(r"^GIN=.*$", f"GIN={make_run.base}", script, count=1, flags=re.M)
+    assert replaced == 1, "the first match sets no GIN address"
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=make_run.folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    player = json.loads(done.stdout)
+    assert player["id"].startswith("ply_") and player["display_name"] == "Alice", player
 
 
 def _timed_out_match(base: str, key: str) -> str:

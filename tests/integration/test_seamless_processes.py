@@ -1,6 +1,6 @@
 """Seamless wallets with every part a real process: the API served by gunicorn, Celery workers
 (with beat: ``wallet.sweep`` every two seconds) on Redis, PostgreSQL, and the reference operator
-wallet (``python -m service.refwallet``) misbehaving on purpose.
+wallet (``python -m refwallet``) misbehaving on purpose.
 
 Faults on debits while players sit down, on credits while matches settle and while unfilled
 tables are refunded, a declined debit beside a good one, ten debits of one player at once, a

@@ -1,7 +1,7 @@
-"""The reference operator wallet (service.refwallet) against the seamless-wallet contract.
+"""The reference operator wallet (refwallet) against the seamless-wallet contract.
 
 Most tests drive the WSGI app in process (fast); the timeout faults, the concurrency checks and
-the process lifecycle talk to the real ``python -m service.refwallet serve`` over HTTP, because
+the process lifecycle talk to the real ``python -m refwallet serve`` over HTTP, because
 only a real socket can time out or race.
 """
 
@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from service.refwallet import create_app
-from service.refwallet.__main__ import SECRET_ENV
-from service.refwallet.__main__ import main as refwallet_main
-from service.webhooks_signing import SIGNATURE_HEADER, signature_header
+from refwallet import create_app
+from refwallet.__main__ import SECRET_ENV
+from refwallet.__main__ import main as refwallet_main
+from service.outbound.signing import SIGNATURE_HEADER, signature_header
 
 SECRET = "whsec_refwallet_test_current"
 OLD_SECRET = "whsec_refwallet_test_previous"
@@ -562,7 +562,7 @@ def test_fault_rules_are_validated_replaced_and_cleared(wallet: Wallet) -> None:
 
 
 class Live:
-    """A running ``python -m service.refwallet serve``, over HTTP with urllib."""
+    """A running ``python -m refwallet serve``, over HTTP with urllib."""
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
@@ -629,7 +629,7 @@ def serving(
     args = [
         sys.executable,
         "-m",
-        "service.refwallet",
+        "refwallet",
         "serve",
         "--host",
         "127.0.0.1",

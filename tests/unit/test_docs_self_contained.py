@@ -36,7 +36,7 @@ def documents() -> list[Path]:
 def sources() -> list[Path]:
     return [
         path
-        for folder in ("service", "worker")
+        for folder in ("service", "worker", "refwallet")
         for path in sorted((ROOT / folder).rglob("*"))
         if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts
     ]
@@ -96,3 +96,13 @@ def test_the_documents_named_exist() -> None:
 
 def test_the_docs_describe_no_deleted_request_path() -> None:
     assert lines_naming(documents(), DELETED) == []
+
+
+def test_the_readme_is_a_short_page_that_leads_to_every_docs_page() -> None:
+    """The README is a newcomer's page (under 150 lines); the design lives in docs/, and every
+    page there is reachable from it."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert len(readme.splitlines()) <= 150
+    linked = set(re.findall(r"`(docs/[\w./-]+\.md)`", readme))
+    pages = {str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md")}
+    assert sorted(pages - linked) == []

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from service.wallet_protocol import (
+from service.outbound.transport import Response
+from service.outbound.wallet_protocol import (
     DECLINES,
     ESCALATE_AFTER,
     Line,
@@ -17,7 +18,6 @@ from service.wallet_protocol import (
     reconcile,
     request_body,
 )
-from service.webhook_http import Response
 
 
 def _answer(code: int | None, body: object = None, error: str | None = None) -> Response:

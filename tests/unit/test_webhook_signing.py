@@ -1,4 +1,4 @@
-"""The webhook signature recipe (service.webhooks_signing): what receivers are told to do."""
+"""The webhook signature recipe (service.outbound.signing): what receivers are told to do."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hmac
 import subprocess
 import sys
 
-from service.webhooks_signing import (
+from service.outbound.signing import (
     compute_signature,
     new_secret,
     signature_header,
@@ -82,7 +82,7 @@ def test_secrets_are_random_and_prefixed() -> None:
 
 def test_signing_module_imports_no_framework() -> None:
     code = (
-        "import sys, service.webhooks_signing\n"
+        "import sys, service.outbound.signing\n"
         "print(sorted(m for m in ['flask', 'sqlalchemy', 'celery', 'marshmallow'] "
         "if m in sys.modules))"
     )

@@ -1,4 +1,4 @@
-"""The one rule of where webhooks may go (service.webhook_targets): public addresses only,
+"""The one rule of where webhooks may go (service.outbound.targets): public addresses only,
 however an address is spelt; names are vetted by the addresses they resolve to."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service import webhook_targets
-from service.webhook_targets import PrivateTarget, check, literal_address, refusal
+from service.outbound import targets as webhook_targets
+from service.outbound.targets import PrivateTarget, check, literal_address, refusal
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from pathlib import Path
 import service.bots
 import service.formats
 import service.rules
+import service.tournaments
 
 FORBIDDEN = {
     "flask",
@@ -27,7 +28,8 @@ FORBIDDEN = {
     "flask_smorest",
 }
 PURE_DIRS = [
-    Path(module.__file__ or "").parent for module in (service.rules, service.formats, service.bots)
+    Path(module.__file__ or "").parent
+    for module in (service.rules, service.formats, service.bots, service.tournaments)
 ]
 
 
@@ -58,6 +60,7 @@ def test_importing_the_engine_loads_no_framework() -> None:
         "import service.rules.rummy, service.rules.rummy.fair, service.rules.rummy.playout\n"
         "import service.formats, service.bots, service.formats.payout_multi\n"
         "import service.formats.three_player, service.formats.partnership\n"
+        "import service.tournaments.payouts, service.tournaments.bracket\n"
         f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(FORBIDDEN)!r}))\n"
         "print(','.join(bad))\n"
     )

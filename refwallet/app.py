@@ -3,7 +3,7 @@ and injected faults that imitate a misbehaving operator (timeouts, 5xx, garbled 
 outages, reordering) so a caller's retry and rollback logic can be tested against them.
 
 A wallet request goes: body read (64 KiB at most) → logged → outage? → signature → fault rule
-→ JSON and contract validation → :class:`~service.refwallet.store.WalletStore`. Deliberate
+→ JSON and contract validation → :class:`~refwallet.store.WalletStore`. Deliberate
 sleeps happen outside the store's lock, so a slow answer never holds other players back.
 """
 
@@ -22,14 +22,14 @@ from flask import Flask, Response, current_app, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from service.refwallet.store import (
+from refwallet.store import (
     BalanceQuery,
-    Outcome,
+    Decision,
     Player,
     Transaction,
     WalletStore,
 )
-from service.webhooks_signing import SIGNATURE_HEADER, verify_signature
+from service.outbound.signing import SIGNATURE_HEADER, verify_signature
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_AMOUNT = 2**53 - 1  # the largest integer every JSON parser reads exactly
@@ -312,7 +312,7 @@ class Answer:
     linger: float = 0.0
 
     @classmethod
-    def of(cls, outcome: Outcome) -> Answer:
+    def of(cls, outcome: Decision) -> Answer:
         body = _json_bytes(outcome.body())
         return cls(outcome.http_status, body, outcome.status, outcome.status, None, outcome.applied)
 
@@ -441,7 +441,7 @@ def create_app(
     accepting requests signed by any of ``secrets``."""
     if not secrets:
         raise ValueError("the wallet needs at least one signing secret")
-    app = Flask("service.refwallet")
+    app = Flask("refwallet")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     wallet = Wallet(WalletStore(db_path), list(secrets), FaultBook(), clock, sleep)
     app.extensions["refwallet"] = wallet

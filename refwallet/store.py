@@ -5,7 +5,7 @@ Every call that reads or writes money takes one process-wide lock and runs insid
 transaction (``BEGIN IMMEDIATE``), so a transaction id is applied at most once and a balance
 can never be read by two debits at the same time. The rules of the seamless-wallet contract
 (``docs/seamless-wallet.md``) live here; HTTP, signatures and faults live in
-:mod:`service.refwallet.app`.
+:mod:`refwallet.app`.
 """
 
 from __future__ import annotations
@@ -161,9 +161,9 @@ class Player:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Decision:
     """The wallet's definite answer to one request (the HTTP layer may still garble it on
-    purpose, see the faults in :mod:`service.refwallet.app`)."""
+    purpose, see the faults in :mod:`refwallet.app`)."""
 
     status: str
     balance: int | None = None
@@ -183,9 +183,9 @@ class Outcome:
         return body
 
 
-def refused(status: str) -> Outcome:
+def refused(status: str) -> Decision:
     """A definite failure: nothing was applied."""
-    return Outcome(status)
+    return Decision(status)
 
 
 class WalletStore:
@@ -217,7 +217,7 @@ class WalletStore:
 
     # --- the contract ----------------------------------------------------------------------
 
-    def apply(self, tx: Transaction, received_at: float, now: float) -> Outcome:
+    def apply(self, tx: Transaction, received_at: float, now: float) -> Decision:
         """Apply a debit, credit or rollback exactly once, or refuse it without a change."""
         with self._transaction() as db:
             existing = _transaction_row(db, tx.transaction_id)
@@ -235,7 +235,7 @@ class WalletStore:
                 return _credit(db, tx, player, stamps)
             return _rollback(db, tx, player, stamps)
 
-    def balance(self, query: BalanceQuery) -> Outcome:
+    def balance(self, query: BalanceQuery) -> Decision:
         """The player's balance in its wallet's currency."""
         with self._transaction() as db:
             player = _player(db, query.external_player_id)
@@ -243,7 +243,7 @@ class WalletStore:
             return refused("unknown_player")
         if player.currency != query.currency:
             return refused("wrong_currency")
-        return Outcome("ok", balance=player.balance, currency=player.currency)
+        return Decision("ok", balance=player.balance, currency=player.currency)
 
     # --- administration --------------------------------------------------------------------
 
@@ -338,7 +338,7 @@ class WalletStore:
 # --- the rules, each inside the caller's SQLite transaction ---------------------------------
 
 
-def _replay(db: sqlite3.Connection, tx: Transaction, existing: sqlite3.Row) -> Outcome:
+def _replay(db: sqlite3.Connection, tx: Transaction, existing: sqlite3.Row) -> Decision:
     """A transaction id seen before: the same payload is answered without a change."""
     if existing["state"] == "tombstone":
         # The debit was rolled back before it arrived: it must never be applied.
@@ -349,12 +349,12 @@ def _replay(db: sqlite3.Connection, tx: Transaction, existing: sqlite3.Row) -> O
         return refused("transaction_rolled_back")
     player = _player(db, tx.external_player_id)
     balance = player.balance if player is not None else None
-    return Outcome("already_processed", balance=balance)
+    return Decision("already_processed", balance=balance)
 
 
 def _debit(
     db: sqlite3.Connection, tx: Transaction, player: Player, stamps: tuple[str, str]
-) -> Outcome:
+) -> Decision:
     if player.disabled:
         return refused("player_disabled")
     round_row = _round(db, tx.external_player_id, tx.round_id)
@@ -367,12 +367,12 @@ def _debit(
     balance = _move(db, player, -tx.amount)
     _open_round(db, tx, stamps[1])
     _record(db, tx, "applied", stamps)
-    return Outcome("ok", balance=balance, applied=True)
+    return Decision("ok", balance=balance, applied=True)
 
 
 def _credit(
     db: sqlite3.Connection, tx: Transaction, player: Player, stamps: tuple[str, str]
-) -> Outcome:
+) -> Decision:
     """Always accepted, closed round or not (a refund is a new credit); never short of funds."""
     balance = _move(db, player, tx.amount)
     _open_round(db, tx, stamps[1])
@@ -382,23 +382,23 @@ def _credit(
         (int(tx.round_closed), tx.external_player_id, tx.round_id),
     )
     _record(db, tx, "applied", stamps)
-    return Outcome("ok", balance=balance, applied=True)
+    return Decision("ok", balance=balance, applied=True)
 
 
 def _rollback(
     db: sqlite3.Connection, tx: Transaction, player: Player, stamps: tuple[str, str]
-) -> Outcome:
+) -> Decision:
     debit_id = tx.references[0]
     debit = _transaction_row(db, debit_id)
     if debit is None:
         # Not arrived yet (or never will): remember the cancellation so a late debit is refused.
         _record_tombstone(db, tx, debit_id, stamps[0])
         _record(db, tx, "applied", stamps)
-        return Outcome("ok", balance=player.balance, applied=True)
+        return Decision("ok", balance=player.balance, applied=True)
     if debit["kind"] != "debit":
         return refused("bad_request")
     if debit["state"] == "tombstone":
-        return Outcome("already_processed", balance=player.balance)
+        return Decision("already_processed", balance=player.balance)
     if (debit["external_player_id"], debit["amount"], debit["round_id"]) != (
         tx.external_player_id,
         tx.amount,
@@ -406,7 +406,7 @@ def _rollback(
     ):
         return refused("bad_request")
     if debit["state"] == "rolled_back":
-        return Outcome("already_processed", balance=player.balance)
+        return Decision("already_processed", balance=player.balance)
     round_row = _round(db, debit["external_player_id"], debit["round_id"])
     if round_row is not None and round_row["credited"]:
         return refused("round_closed")
@@ -415,7 +415,7 @@ def _rollback(
         "UPDATE transactions SET state = 'rolled_back' WHERE transaction_id = ?", (debit_id,)
     )
     _record(db, tx, "applied", stamps)
-    return Outcome("ok", balance=balance, applied=True)
+    return Decision("ok", balance=balance, applied=True)
 
 
 # --- rows -----------------------------------------------------------------------------------

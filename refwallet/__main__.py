@@ -1,4 +1,4 @@
-"""``python -m service.refwallet serve``: the reference wallet as its own process.
+"""``python -m refwallet serve``: the reference wallet as its own process.
 
 It binds first, then prints one line, ``listening on http://HOST:PORT`` (the real port, so
 ``--port 0`` works for tests), and serves until SIGTERM or SIGINT, exiting 0. Exit status 2,
@@ -22,8 +22,8 @@ from types import FrameType
 
 from werkzeug.serving import make_server
 
+from refwallet.app import create_app
 from service.config import refwallet_secrets
-from service.refwallet.app import create_app
 
 DEFAULT_DB = "var/refwallet.sqlite"
 DEFAULT_PORT = 8070
@@ -56,7 +56,7 @@ class SecretOnCommandLine(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m service.refwallet",
+        prog="python -m refwallet",
         description="A reference operator wallet for the seamless-wallet contract.",
         formatter_class=HelpWithDefaults,
     )

@@ -4,7 +4,7 @@ apart from the delivery use case (:mod:`service.usecases.webhooks`), which is ha
 :data:`Post` and records what it answered; tests hand it a stub or a sender allowed to reach
 loopback.
 
-Hosts are resolved once and vetted (:mod:`service.webhook_targets`), and the connection goes
+Hosts are resolved once and vetted (:mod:`service.outbound.targets`), and the connection goes
 to the vetted address (no second DNS answer); redirects are not followed; the whole exchange
 has one time budget.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from service.webhook_targets import PrivateTarget, check
+from service.outbound.targets import PrivateTarget, check
 
 TIMEOUT_SECONDS = 10.0  # a 2xx must arrive within this budget (connect, send and answer)
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -53,7 +53,7 @@ def resolve(host: str, port: int, allow_private: bool) -> str:
     """The address to connect to for ``host``: the first it resolves to.
 
     :raises PrivateAddress: when ``allow_private`` is false and the host or any address it
-        resolves to is not public (:mod:`service.webhook_targets`: the service's own network,
+        resolves to is not public (:mod:`service.outbound.targets`: the service's own network,
         a cloud metadata endpoint; server-side request forgery).
     :raises OSError: when the host does not resolve.
     """

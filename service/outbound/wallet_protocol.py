@@ -1,9 +1,9 @@
 """The seamless wallet contract: what we send an operator's wallet, and what its answer means.
 
 Pure: no database, no HTTP. :mod:`service.usecases.seamless` writes the intent, sends the
-bytes this module builds (signed like our webhooks, :mod:`service.webhooks_signing`) and acts
+bytes this module builds (signed like our webhooks, :mod:`service.outbound.signing`) and acts
 on :func:`classify`'s verdict. ``docs/seamless-wallet.md`` states the contract for operators;
-``service/refwallet`` implements it.
+``refwallet`` implements it.
 
 An answer is exactly one of three things:
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from service.webhook_http import Response
+from service.outbound.transport import Response
 
 SUCCESSES = frozenset({"ok", "already_processed"})
 #: The refusals an operator may answer with; nothing was applied.
@@ -48,7 +48,7 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallOutcome:
     """What one call's answer means: the verdict, the operator's status word and the
     balance it reported (if any), and for the log what went wrong."""
 
@@ -58,24 +58,24 @@ class Outcome:
     error: str | None = None
 
 
-def classify(response: Response) -> Outcome:
+def classify(response: Response) -> CallOutcome:
     """The verdict on one HTTP exchange with an operator's wallet."""
     if response.error is not None or response.status_code is None:
-        return Outcome(Verdict.AMBIGUOUS, error=response.error or "no answer")
+        return CallOutcome(Verdict.AMBIGUOUS, error=response.error or "no answer")
     code = response.status_code
     try:
         body = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
-        return Outcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with a body that is not JSON")
+        return CallOutcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with a body that is not JSON")
     status = body.get("status") if isinstance(body, dict) else None
     balance = body.get("balance") if isinstance(body, dict) else None
     if not isinstance(balance, int) or isinstance(balance, bool):
         balance = None
     if code == 200 and status in SUCCESSES:
-        return Outcome(Verdict.OK, status, balance)
+        return CallOutcome(Verdict.OK, status, balance)
     if 400 <= code < 500 and status in DECLINES:
-        return Outcome(Verdict.DECLINED, status, balance, f"HTTP {code} {status}")
-    return Outcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with status {status!r}")
+        return CallOutcome(Verdict.DECLINED, status, balance, f"HTTP {code} {status}")
+    return CallOutcome(Verdict.AMBIGUOUS, error=f"HTTP {code} with status {status!r}")
 
 
 def request_body(fields: dict[str, Any]) -> bytes:
@@ -160,3 +160,32 @@ def reconcile(ours: list[Line], theirs: list[Line]) -> list[Discrepancy]:
         if line.transaction_id not in known:
             found.append(Discrepancy(line.transaction_id, "unknown_to_us", None, line))
     return found
+
+
+def export_lines(raw: str) -> list[Line]:
+    """The lines of an operator's export (JSON: a list, or an object with ``transactions``,
+    of ``{transaction_id, kind, round_id, amount, currency, state}``), as :func:`reconcile`
+    compares them.
+
+    :raises ValueError: when ``raw`` is not such a document (the message says where).
+    """
+    try:
+        exported = json.loads(raw)
+        rows = exported["transactions"] if isinstance(exported, dict) else exported
+        if not isinstance(rows, list):
+            raise TypeError("the transactions are not a list")
+        return [
+            Line(
+                str(r["transaction_id"]),
+                str(r["kind"]),
+                str(r["round_id"]),
+                int(r["amount"]),
+                str(r["currency"]),
+                str(r["state"]),
+            )
+            for r in rows
+        ]
+    except KeyError as exc:
+        raise ValueError(f"a transaction has no {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,11 @@
+"""Tournaments, the pure part: who plays whom, who finishes where, and who is paid what.
+
+* :mod:`~service.tournaments.payouts`: the payout table (shares of the prize pool per place,
+  by the number of entrants), prizes to the minor unit, ties sharing, and the refunds of a
+  cancelled tournament;
+* :mod:`~service.tournaments.bracket`: a knockout's draw from the tournament's fairness seed,
+  its rounds, who advances, and the places it gives.
+
+Nothing here imports a framework or touches a database; the money rules are written once here
+and used by the use cases, the audit and the statement alike (``docs/tournaments.md``).
+"""
