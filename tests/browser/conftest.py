@@ -1,7 +1,10 @@
 """Browser tests: the pages driven in Debian's Chromium by Playwright for Python.
 
 One ``gin-service run`` (the embedded default, as ``make run`` starts it, with its demo
-operator) serves every test of a pytest process; each test gets a fresh browser context.
+operator) serves every test of a pytest process; each test gets a fresh browser context. When
+TEST_DATABASE_URL and TEST_BROKER_URL are set (CI sets them), every test runs a second time
+against ``gin-service run`` on a PostgreSQL database and a Redis broker of the run's own, as
+production runs.
 Chromium is ``/usr/bin/chromium`` (``.ci/run`` installs Debian's package when it is missing);
 nothing here downloads a browser. The launch flags keep Chromium off the network: this
 machine's network is closed, and a page may only talk to the service that served it.
@@ -16,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.workers import Served, make_run
+from tests.conftest import throwaway_postgres
+from tests.integration.workers import Broker, Served, make_run
 
 CHROMIUM = Path(os.environ.get("GIN_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -39,10 +43,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``gin-service run`` on the embedded default in a folder of its own."""
-    with make_run(tmp_path_factory.mktemp("browser-run")) as run:
+PRODUCTION_URLS = (os.environ.get("TEST_DATABASE_URL"), os.environ.get("TEST_BROKER_URL"))
+BACKENDS = ["embedded", *(["postgres+redis"] if all(PRODUCTION_URLS) else [])]
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """``gin-service run`` in a folder of its own: on the embedded default, and on PostgreSQL
+    and Redis when the run has them."""
+    folder = tmp_path_factory.mktemp("browser-run")
+    if request.param == "embedded":
+        with make_run(folder) as run:
+            yield run
+        return
+    database, broker = PRODUCTION_URLS
+    assert database and broker
+    with (
+        throwaway_postgres(database) as url,
+        make_run(folder, {"DATABASE_URL": url, **Broker(broker).env}) as run,
+    ):
         yield run
 
 

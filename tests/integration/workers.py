@@ -299,10 +299,12 @@ def _run_answers(base: str, process: subprocess.Popen[bytes]) -> bool:
 
 
 @contextmanager
-def make_run(folder: Path) -> Iterator[Served]:
+def make_run(folder: Path, overrides: dict[str, str] | None = None) -> Iterator[Served]:
     """``gin-service run`` as ``make run`` starts it (the embedded default, the default log
     level and format, ``var/`` in its working directory ``folder``), in a session of its own
-    as a terminal would start it; yielded once the API answers and the banner is printed."""
+    as a terminal would start it; yielded once the API answers and the banner is printed.
+    ``overrides`` sets environment variables (a database and a broker of production's kind:
+    the demo operator is then asked for, as a configured database gets none by default)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -315,12 +317,18 @@ def make_run(folder: Path) -> Iterator[Served]:
             "LOG_LEVEL",
             "LOG_FORMAT",
         )
-    }
+    } | (overrides or {})
     port = free_port()
     log = folder / "run.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(GIN_SERVICE), "run", "--bind", f"127.0.0.1:{port}"],
+            [
+                str(GIN_SERVICE),
+                "run",
+                "--bind",
+                f"127.0.0.1:{port}",
+                *(["--demo"] if overrides else []),
+            ],
             cwd=folder,
             env=env,
             stdout=out,
