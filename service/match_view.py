@@ -130,6 +130,14 @@ def table_seats(seats: list[dict[str, Any]] | None) -> list[int] | None:
     return [s["table_seat"] for s in seats]
 
 
+def seat_numbers(seats: list[dict[str, Any]] | None) -> list[int]:
+    """The table seats of a match's players (its ``seats`` in a match row), in match seat
+    order: what an event's and a settlement's ``seats`` say, which their lists of one entry
+    per player follow."""
+    table = table_seats(seats)
+    return [s["seat"] for s in seats or []] if table is None else table
+
+
 def _dealt(play: dict[str, Any]) -> list[dict[str, Any]]:
     if play.get("tables"):
         return list(play["tables"])

@@ -405,6 +405,7 @@ _SETTLEMENT: dict[str, Any] = {
     "currency": "EUR",
     "ledger_transaction_id": "txn_01M8QKHEK8FQGZYSNDF96YJDAX",
     "created_at": "2026-12-01T01:29:36Z",
+    "seats": [0, 1],
     "winner": 0,
     "void": False,
     "forfeiter": None,

@@ -892,9 +892,24 @@ class SettlementOut(Schema):
     currency = fields.String(required=True)
     ledger_transaction_id = fields.String(required=True)
     created_at = Timestamp(required=True)
-    winner = fields.Integer(allow_none=True, required=True)
+    seats = fields.List(
+        fields.Integer(),
+        required=True,
+        metadata={
+            "description": "The table seats of the match's players (`seat` in "
+            "`GET /v1/tables/{id}`; a `rummy_per_hand` hand's: its players dealt in), whose "
+            "order `players`, `escrow`, `payouts`, `net` and the statement's lists by seat "
+            "follow. Every player the settlement names is one of them (docs/games.md, "
+            "Settlement and audit)."
+        },
+    )
+    winner = fields.Integer(
+        allow_none=True, required=True, metadata={"description": "A table seat, or null."}
+    )
     void = fields.Boolean(required=True)
-    forfeiter = fields.Integer(allow_none=True, required=True)
+    forfeiter = fields.Integer(
+        allow_none=True, required=True, metadata={"description": "A table seat, or null."}
+    )
     players = fields.List(fields.String(), required=True)
     escrow = fields.List(fields.Nested(MoneyOut), required=True)
     payouts = fields.List(
@@ -910,7 +925,10 @@ class SettlementOut(Schema):
             "description": "Every figure: hands, hand points, boxes, bonuses, final "
             "totals, margin, stake per point, raw amount, transfer, cap, "
             "fee base, payouts, nets, and each seat's net in a display currency (`display`, "
-            "null where none), at the rate of the moment of asking, with that rate and time."
+            "null where none), at the rate of the moment of asking, with that rate and time. "
+            "Every player it names is a table seat, as in `seats`: `winner`, `forfeiter`, "
+            "`winners`, `forfeiters`, `receivers`, the keys of its figures by seat (`raw_net`, "
+            "`fees`), each line's `payer` and `payee` and the line's `text`."
         },
     )
 

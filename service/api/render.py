@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.clock import rfc3339
-from service.db.match_models import Settlement
 from service.db.models import ApiKey, LedgerTransaction, Operator, Player
 from service.usecases.limits import LimitView
 from service.usecases.operators import IssuedKey
 from service.usecases.rates import Rate
+from service.usecases.settlement import SettlementView
 from service.usecases.tables import TableView
 from service.usecases.wallets import EntryView, WalletView
 
@@ -163,11 +163,13 @@ def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
     }
 
 
-def settlement(found: Settlement, rates: Sequence[Rate | None] = ()) -> dict[str, Any]:
-    """A settlement as JSON-ready data. ``rates``: each seat's display rate, looked up when
-    answering (docs/engine.md 6.5); the stored statement holds no display figure, and one a
-    row still holds from before is left out, not shown at its old rate."""
-    s = {key: value for key, value in found.statement.items() if key != "display"}
+def settlement(view: SettlementView) -> dict[str, Any]:
+    """A settlement as JSON-ready data: its players by table seat (``seats``, and the
+    statement as :class:`SettlementView` names them), each seat's figures at the display
+    rate looked up when answering (docs/engine.md 6.5); the stored statement holds no display
+    figure, and one a row still holds from before is left out, not shown at its old rate."""
+    found, rates = view.settlement, view.rates
+    s = {key: value for key, value in view.statement.items() if key != "display"}
     currency = found.currency
 
     def seat_money(amounts: Sequence[int]) -> list[dict[str, Any]]:
@@ -184,6 +186,7 @@ def settlement(found: Settlement, rates: Sequence[Rate | None] = ()) -> dict[str
         "currency": currency,
         "ledger_transaction_id": found.ledger_transaction_id,
         "created_at": rfc3339(found.created_at),
+        "seats": view.seats,
         "winner": s["winner"],
         "void": s["void"],
         "forfeiter": s["forfeiter"],

@@ -37,9 +37,8 @@ def get_settlement(query: dict[str, Any], match_id: str) -> Response:
     currency, at the rate of the moment of asking."""
     session = db_session()
     found = settlement.get_settlement(session, principal(), match_id)
-    requested = query.get("display_currency")
-    [rates] = settlement.display_rates(session, [found], requested)
-    return jsonify(render.settlement(found, rates))
+    [view] = settlement.settlement_views(session, [found], query.get("display_currency"))
+    return jsonify(render.settlement(view))
 
 
 @blp.route("/settlements")
@@ -57,6 +56,5 @@ def list_settlements(query: dict[str, Any]) -> Response:
         query.get("starting_after"),
         query.get("ending_before"),
     )
-    rates = settlement.display_rates(session, page.data)
-    shown = [render.settlement(s, seats) for s, seats in zip(page.data, rates, strict=True)]
+    shown = [render.settlement(view) for view in settlement.settlement_views(session, page.data)]
     return jsonify(render.page(shown, page.has_more, page.next_cursor))

@@ -162,6 +162,7 @@ class SettlementView(TypedDict):
     currency: str
     ledger_transaction_id: str
     created_at: str
+    seats: list[int]
     winner: int | None
     void: bool
     players: list[str]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.formats.match import RESIGN, Match, MatchStatus
+from service.formats.multi_common import renamed
 from service.formats.partnership import PartnershipMatch
 from service.formats.payout import settle_match
 from service.formats.payout_multi import (
@@ -35,7 +36,7 @@ from service.formats.payout_multi import (
     settle_three_player,
     three_player_match_play,
 )
-from service.formats.payout_multi.statement import MultiStatement
+from service.formats.payout_multi.statement import MultiStatement, renamed_statement
 from service.formats.rummy_match import RummyMatch, RummyMatchSettings
 from service.formats.settings import Format, GameKind, MatchSettings
 from service.formats.three_player import Seating, ThreePlayerMatch
@@ -372,6 +373,27 @@ def statement(match: AnyMatch, settings: MatchSettings, escrow: Sequence[int]) -
     data["escrow"], data["payouts"], data["net"] = list(escrow), list(payouts), list(net)
     data |= result(match) | {"void": match.status is MatchStatus.VOID}
     return Settled(payouts, net, multi.fee, data)
+
+
+def seated_statement(data: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]:
+    """The statement ``data`` (a :class:`Settled`'s, with its ``players`` beside it) of a
+    Rummy hand or a match of more than two seats whose match seat ``i`` is table seat
+    ``seats[i]``, with every player it names by table seat: the result's ``winner``,
+    ``forfeiter``, ``winners`` and ``forfeiters``, and the statement's own seats
+    (:func:`~service.formats.payout_multi.statement.renamed_statement`: the keys of its
+    figures by seat, ``receivers``, each line's ``payer`` and ``payee`` and its text). Its
+    lists by seat (``escrow``, ``payouts``, ``net``, ``players``) keep match seat order, which
+    ``seats`` states. What a ``rummy_per_hand`` hand's settlement shows: its match seats are
+    the players dealt in, 0 up, and the service names players by table seat only.
+
+    :raises SettlementError: when a line of ``data`` is not a statement line.
+    """
+    named: dict[str, Any] = renamed({k: data[k] for k in _RESULT_SEATS if k in data}, seats)
+    return renamed_statement(data, seats) | named
+
+
+#: The keys of :func:`result` that name players.
+_RESULT_SEATS = ("winner", "forfeiter", "winners", "forfeiters")
 
 
 def _multi_statement(match: MultiGin, escrow: dict[int, int]) -> MultiStatement:

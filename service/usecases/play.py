@@ -33,7 +33,7 @@ from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.formats.multi_common import renamed, seated_history
 from service.ids import new_id
-from service.match_view import match_view, table_seats
+from service.match_view import match_view, seat_numbers, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
@@ -171,7 +171,6 @@ def match_event(row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime
     ``data`` names is renamed to its table seat: one numbering, the table's
     (docs/webhooks.md)."""
     table = table_seats(row.seats)
-    seats = [s["seat"] for s in row.seats or []] if table is None else table
     return OutboxEvent(
         id=new_id("evt"),
         operator_id=row.operator_id,
@@ -180,7 +179,7 @@ def match_event(row: AnyMatchRow, kind: str, data: dict[str, Any], now: datetime
         data={
             "match_id": row.id,
             "table_id": row.table_id,
-            "seats": seats,
+            "seats": seat_numbers(row.seats),
             **(data if table is None else renamed(data, table)),
         },
         created_at=now,

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Integer, and_, bindparam, or_, select
 from sqlalchemy.orm import Session, aliased
@@ -22,6 +24,7 @@ from service.db.match_models import GameTable, MatchRow, Settlement
 from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
+from service.match_view import seat_numbers, table_seats
 from service.usecases import play, seamless, tables, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
@@ -149,6 +152,42 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         assert isinstance(match, RummyMatch)
         tables.after_hand(session, row, match, statement.net, now)
     return settlement
+
+
+@dataclass(frozen=True, slots=True)
+class SettlementView:
+    """A settlement as every reader of it is shown it: the row; ``seats``, the table seats of
+    the match's players in match seat order (the order of the statement's lists by seat);
+    the stored ``statement`` naming every player by those seats (one numbering, the
+    table's: a ``rummy_per_hand`` hand's is renamed from match seat, while the row keeps the
+    statement the audit recomputes); and each seat's display rate, looked up now."""
+
+    settlement: Settlement
+    seats: list[int]
+    statement: dict[str, Any]
+    rates: list[Rate | None]
+
+
+def settlement_views(
+    session: Session, settlements: Sequence[Settlement], requested: str | None = None
+) -> list[SettlementView]:
+    """How ``settlements`` (one operator's) are shown, in their order: the one path from a
+    stored settlement to what a reader sees (docs/games.md, Settlement and audit)."""
+    if not settlements:
+        return []
+    rates = display_rates(session, settlements, requested)
+    ids = sorted({s.match_id for s in settlements})
+    found = session.execute(select(MatchRow.id, MatchRow.seats).where(MatchRow.id.in_(ids)))
+    seats_of: dict[str, list[dict[str, Any]] | None] = {id_: seats for id_, seats in found}
+    views = []
+    for stored, seat_rates in zip(settlements, rates, strict=True):
+        match_seats = seats_of[stored.match_id]
+        table = table_seats(match_seats)
+        statement = dict(stored.statement)
+        if table is not None:  # a rummy_per_hand hand: its players by table seat
+            statement = games.seated_statement(statement, table)
+        views.append(SettlementView(stored, seat_numbers(match_seats), statement, seat_rates))
+    return views
 
 
 def display_rates(

@@ -82,11 +82,11 @@ def test_a_display_a_row_holds_from_before_is_not_shown() -> None:
         ledger_transaction_id="txn_1",
         created_at=utcnow(),
     )
-    shown = render.settlement(row)
+    shown = render.settlement(settlement.SettlementView(row, [0, 1], old, [None, None]))
     assert shown["statement"]["display"] == [None, None]
     assert all("display" not in net for net in shown["net"])
     now = Rate("EUR", "USD", Decimal("2"), utcnow())
-    shown = render.settlement(row, [now, None])
+    shown = render.settlement(settlement.SettlementView(row, [0, 1], old, [now, None]))
     assert shown["statement"]["display"][0]["amount"] == "10.00"
     assert shown["net"][0]["display"]["rate"] == "2"
 

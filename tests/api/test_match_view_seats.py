@@ -23,6 +23,7 @@ from tests.api.play_clients import join, open_table, player_client
 from tests.conftest import ApiClient, in_unit
 
 BUYINS = {"stake_per_point": 2, "min_buyin": 300, "max_buyin": 600}
+FEE = {"bps": 500, "base": "WINNINGS"}
 PLAYER_KEYS = {"to_act", "dealer", "first_player", "seat", "winner", "knocker", "melded_by"}
 
 
@@ -146,11 +147,13 @@ def test_a_multi_player_gin_view_names_every_player_by_its_table_seat(
 
 
 def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
-    api: ApiClient,
+    api: ApiClient, app: Any
 ) -> None:
     """After seat 1 forfeits it is dealt no more, so the next hand's places 0, 1, 2 are the
     table's seats 0, 2 and 3 (hands of a few turns each, void at ``rummy.max_turns``): its
-    view names them 0, 2 and 3, and so does its history once it has ended."""
+    view names them 0, 2 and 3, and so does its history once it has ended. Seats 0 and 2
+    resign a later such hand, so seat 3 (its place 2) wins it and the match: the settlement
+    names seat 3 the winner, as a table of fixed seats names every player."""
     table, clients = _seated(
         api,
         4,
@@ -172,6 +175,17 @@ def test_a_rummy_view_names_every_player_by_its_table_seat_after_a_forfeit(
     second = clients[0].get(f"/v1/matches/{match_id}/hands/2").get_json()
     acted = _acted(_check_history(second, [0, 2, 3]))
     assert set(acted) & {2, 3}, acted
+    for seat in (0, 2):  # two resign in the hand of seats 0, 2 and 3: seat 3 (place 2) wins
+        version = clients[seat].get(f"/v1/matches/{match_id}").get_json()["version"]
+        resigned = clients[seat].post(
+            f"/v1/matches/{match_id}/actions", {"action": "RESIGN", "expected_version": version}
+        )
+        assert resigned.status_code == 200, resigned.get_json()
+    shown = _settlement(app, api, match_id)
+    assert shown["seats"] == [0, 1, 2, 3] and shown["winner"] == 3, shown
+    statement = shown["statement"]
+    assert (statement["winners"], statement["forfeiters"]) == ([3], [0, 1, 2]), statement
+    assert shown["net"][3]["amount"] > 0 and statement["raw_net"]["3"] > 0, shown
 
 
 def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, app: Any) -> None:
@@ -181,7 +195,9 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
     the player whose table seat is to act is the one given legal actions. Seats 0 and 2
     resign, so seat 3 (the hand's place 2) wins: the hand's history and its webhook events
     name the table's seats too (docs/webhooks.md)."""
-    table, clients = _seated(api, 4, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS)
+    table, clients = _seated(
+        api, 4, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS, fee=FEE
+    )
     first = api.get(f"/v1/tables/{table['id']}").get_json()["match_id"]
     view = clients[1].get(f"/v1/matches/{first}").get_json()
     assert [(s["seat"], s["table_seat"]) for s in view["seats"]] == [(0, 0), (1, 1)]
@@ -246,6 +262,7 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
     assert record["history"]["dealer"] == hand["dealer"]
     assert record["history"]["outcome"]["winner"] == 3, record["history"]["outcome"]
     _check_per_hand_events(app, second, seats, hand["dealer"])
+    _check_per_hand_settlement(app, api, by_seat[3], second)
 
 
 def _check_per_hand_events(app: Any, match_id: str, seats: dict[str, int], dealer: int) -> None:
@@ -273,6 +290,62 @@ def _check_per_hand_events(app: Any, match_id: str, seats: dict[str, int], deale
     assert completed["net"] == settled and completed["net"][2] > 0, completed
 
 
+def _settlement(app: Any, api: ApiClient, match_id: str) -> dict[str, Any]:
+    """The settlement of a match that is over (settled now, as the worker would), as its
+    operator reads it, checked for one numbering: its ``seats`` are the table seats of its
+    ``players`` (as the match view names them), every player it names is one of them, each line's
+    text says what the line's fields say, the operator's list shows the same, and its audit
+    passes (the stored statement is the one the audit recomputes)."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        in_unit(session, settlement.settle_match, match_id, utcnow())
+    finally:
+        session.close()
+    shown = dict(api.get(f"/v1/matches/{match_id}/settlement").get_json())
+    listed = api.get("/v1/settlements?limit=100").get_json()["data"]
+    assert [s for s in listed if s["match_id"] == match_id] == [shown]
+    match = api.get(f"/v1/matches/{match_id}").get_json()
+    seat_of = {s["player_id"]: s["seat"] for s in match["seats"]}
+    assert [seat_of[p] for p in shown["players"]] == shown["seats"], (shown, match["seats"])
+    statement, seats = shown["statement"], set(shown["seats"])
+    named = [shown["winner"], shown["forfeiter"], statement["winner"], statement["forfeiter"]]
+    named += statement.get("winners", []) + statement.get("forfeiters", [])
+    named += statement.get("receivers", []) + [int(s) for s in statement.get("raw_net", {})]
+    named += [int(s) for s in statement.get("fees", {})]
+    for line in statement.get("lines", []):
+        parties = [line["payer"], line["payee"]]
+        named += [p for p in parties if isinstance(p, int)]
+        payer, payee = (f"seat {p}" if isinstance(p, int) else f"the {p}" for p in parties)
+        verb = "owes" if line["kind"] == "OWES" else "pays"
+        text = f"{payer} {verb} {payee} {line['amount']}: {line['reason']} ({line['rule']})"
+        assert line["text"] == text, line
+    assert {seat for seat in named if seat is not None} <= seats, (named, shown["seats"])
+    audit = api.get(f"/v1/audit/settlements/{match_id}").get_json()
+    assert audit["ok"] is True, audit["discrepancies"]
+    return shown
+
+
+def _check_per_hand_settlement(app: Any, api: ApiClient, winner: ApiClient, match_id: str) -> None:
+    """The settlement of the hand above names its players by table seat, as the winner reads
+    it too: ``seats`` are 0, 2 and 3, seat 3 won, 0 and 2 resigned and pay seat 3 (its
+    place in the hand is 2), and seat 3 pays the house its fee."""
+    shown = _settlement(app, api, match_id)
+    assert winner.get(f"/v1/matches/{match_id}/settlement").get_json() == shown
+    assert shown["seats"] == [0, 2, 3], shown
+    statement = shown["statement"]
+    assert (shown["winner"], shown["forfeiter"]) == (3, None), shown
+    assert (statement["winner"], statement["winners"]) == (3, [3]), statement
+    assert statement["forfeiters"] == [0, 2] and statement["receivers"] == [3], statement
+    assert set(statement["raw_net"]) == {"0", "2", "3"} and set(statement["fees"]) == {"3"}
+    assert statement["raw_net"]["3"] > 0 > statement["raw_net"]["0"], statement
+    assert shown["net"][2]["amount"] == statement["net"][2] > 0, shown  # in the order of seats
+    pays = [line for line in statement["lines"] if line["kind"] == "PAYS"]
+    assert {(line["payer"], line["payee"]) for line in pays} == {(0, 3), (2, 3)}, pays
+    assert all(line["text"].startswith(f"seat {line['payer']} pays seat 3 ") for line in pays)
+    (fee,) = (line for line in statement["lines"] if line["kind"] == "FEE")
+    assert (fee["payer"], fee["payee"]) == (3, "house") and fee["text"].startswith("seat 3 pays")
+
+
 @pytest.mark.parametrize(
     ("count", "settings"),
     [
@@ -282,12 +355,17 @@ def _check_per_hand_events(app: Any, match_id: str, seats: dict[str, int], deale
     ids=["gin_three", "gin_partnership"],
 )
 def test_a_multi_player_gin_history_names_every_player_by_its_table_seat(
-    api: ApiClient, count: int, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    api: ApiClient,
+    app: Any,
+    count: int,
+    settings: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The last seat plays a few actions and resigns: the history of its hand names every
     player by table seat (its actions' seats are those who acted, the dealer is the hand's),
     where the hand's own places are 0 and 1. Three players: seat 0 sits the first hand out
-    (the draw is fixed), so that hand is seats 1 and 2's."""
+    (the draw is fixed), so that hand is seats 1 and 2's. The settlement names the last seat
+    (its hand's place 1) the forfeiter, its lines and their text by table seat too."""
     monkeypatch.setattr("service.usecases.play.secrets.randbelow", lambda _n: 0)
     table, clients = _seated(api, count, **settings)
     monkeypatch.undo()
@@ -315,3 +393,7 @@ def test_a_multi_player_gin_history_names_every_player_by_its_table_seat(
     actions = _check_history(record, mine["seats"])
     assert _acted(actions) == [*actors.get(mine["number"], []), last], actions
     assert record["history"]["dealer"] == mine["dealer"], record["history"]["dealer"]
+    shown = _settlement(app, api, match_id)
+    assert shown["seats"] == list(range(count)) and shown["forfeiter"] == last, shown
+    assert shown["statement"]["forfeiters"] == [last], shown["statement"]
+    assert last not in shown["statement"]["winners"], shown["statement"]

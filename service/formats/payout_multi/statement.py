@@ -8,8 +8,8 @@ that breaks any of these is a bug and raises :class:`~service.formats.payout.Set
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -76,6 +76,15 @@ class StatementLine:
     def __str__(self) -> str:
         return self.text()
 
+    def renamed(self, names: Sequence[int]) -> StatementLine:
+        """This line with its seats renamed from ``s`` to ``names[s]`` (the table and the
+        house stay); its ``reason`` is kept as written."""
+
+        def named(party: Party) -> Party:
+            return names[party] if isinstance(party, int) else party
+
+        return replace(self, payer=named(self.payer), payee=named(self.payee))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind.value,
@@ -86,6 +95,27 @@ class StatementLine:
             "reason": self.reason,
             "text": self.text(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StatementLine:
+        """The line :meth:`to_dict` gave (its ``text`` is not read: :meth:`text` writes it).
+
+        :raises SettlementError: when ``data`` is not a statement line.
+        """
+        try:
+            parties = [data["payer"], data["payee"]]
+            if not all(isinstance(p, int) or p in (TABLE, HOUSE) for p in parties):
+                raise ValueError(f"parties {parties!r}")
+            return cls(
+                LineKind(data["kind"]),
+                parties[0],
+                parties[1],
+                int(data["amount"]),
+                str(data["rule"]),
+                str(data["reason"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettlementError(f"not a statement line: {data!r} ({exc})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,3 +202,33 @@ class MultiStatement:
             "receivers": list(self.receivers),
             "lines": [line.to_dict() for line in self.lines],
         }
+
+
+#: The figures of :meth:`MultiStatement.to_dict` keyed by seat (the seat's number as text).
+BY_SEAT = ("escrow", "raw_net", "net", "payouts", "fees")
+
+
+def renamed_statement(data: Mapping[str, Any], names: Sequence[int]) -> dict[str, Any]:
+    """A statement as :meth:`MultiStatement.to_dict` gives it (or a settlement's, which holds
+    more) with every seat it names renamed from ``s`` to ``names[s]``: the keys of its figures
+    by seat (:data:`BY_SEAT`, where a figure is such a map), its ``receivers``, and each
+    line's ``payer`` and ``payee``, whose ``text`` is written again from them. Its other keys
+    are as they were (a list of one entry per seat keeps its order). A line's ``reason`` is
+    kept as written: the statements renamed, a per-hand Rummy table's hands' (whose players
+    are named by table seat: :func:`~service.formats.payout_multi.rummy.rummy_per_hand`, and
+    :func:`~service.formats.payout_multi.rummy.rummy_penalty` for a penalty-scored or void
+    hand), name no seat in their reasons.
+
+    :raises SettlementError: when a line is not a statement line.
+    """
+    out = dict(data)
+    for key in BY_SEAT:
+        if isinstance(data.get(key), Mapping):
+            out[key] = {str(names[int(s)]): value for s, value in data[key].items()}
+    if "receivers" in data:
+        out["receivers"] = [names[s] for s in data["receivers"]]
+    if "lines" in data:
+        out["lines"] = [
+            StatementLine.from_dict(line).renamed(names).to_dict() for line in data["lines"]
+        ]
+    return out

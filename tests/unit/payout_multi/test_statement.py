@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.formats.payout import SettlementError
 from service.formats.payout_multi import (
@@ -15,10 +17,12 @@ from service.formats.payout_multi import (
     MultiStatement,
     PairAmount,
     StatementLine,
+    rummy_penalty,
     rummy_per_hand,
     split_equally,
     three_player_match_play,
 )
+from service.formats.payout_multi.statement import renamed_statement
 from service.formats.settings import FeeBase, FeeRule
 
 
@@ -93,6 +97,104 @@ def test_statement_to_dict_is_json() -> None:
     assert data["format"] == "rummy_per_hand"
     assert [line["kind"] for line in data["lines"]] == ["OWES", "OWES", "PAYS", "PAYS", "FEE"]
     assert data["lines"][2]["text"].startswith("seat 1 pays seat 0 60: net loss 100, capped")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        StatementLine(LineKind.PAYS, 1, 0, 40, "4.1.5", "totals"),
+        StatementLine(LineKind.OWES, 2, TABLE, 900, "5.8.2", "net -90 points x 10"),
+        StatementLine(LineKind.FEE, TABLE, HOUSE, 7, "6.1.3", "house fee"),
+    ],
+)
+def test_a_line_round_trips_through_its_dict(line: StatementLine) -> None:
+    data = json.loads(json.dumps(line.to_dict()))
+    assert StatementLine.from_dict(data) == line
+    assert StatementLine.from_dict(data | {"text": "anything"}).to_dict() == data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "GIVES", "payer": 1, "payee": 0, "amount": 4, "rule": "r", "reason": "x"},
+        {"kind": "PAYS", "payer": "pot", "payee": 0, "amount": 4, "rule": "r", "reason": "x"},
+        {"kind": "PAYS", "payer": 1, "payee": 0, "amount": "four", "rule": "r", "reason": "x"},
+        {"kind": "PAYS", "payer": 1, "payee": 0, "rule": "r", "reason": "x"},
+    ],
+)
+def test_what_is_not_a_line_is_refused(data: dict[str, object]) -> None:
+    with pytest.raises(SettlementError, match="not a statement line"):
+        StatementLine.from_dict(data)
+
+
+def test_a_renamed_line_names_its_new_seats_in_its_text() -> None:
+    line = StatementLine(LineKind.PAYS, 0, 2, 66, "5.6.2", "count 33 left in hand")
+    assert line.renamed([0, 2, 3]).text() == "seat 0 pays seat 3 66: count 33 left in hand (5.6.2)"
+    fee = StatementLine(LineKind.FEE, 2, HOUSE, 3, "11.4.3", "house fee")
+    assert fee.renamed([0, 2, 3]) == StatementLine(LineKind.FEE, 3, HOUSE, 3, "11.4.3", "house fee")
+
+
+@given(
+    st.lists(st.integers(0, 5), min_size=2, max_size=4, unique=True).map(sorted),
+    st.data(),
+    st.integers(1, 10),
+    st.booleans(),
+    st.integers(0, 2000),
+)
+def test_a_per_hand_statement_renamed_is_the_one_built_at_those_seats(
+    names: list[int], data: st.DataObject, r: int, went_rummy: bool, bps: int
+) -> None:
+    """A per-hand Rummy statement of places 0 .. k-1 renamed to table seats (in the same
+    order) is the statement built at those seats, figure for figure and line for line: its
+    reasons name no seat, so renaming its fields and writing its text again loses nothing."""
+    places = range(len(names))
+    winner = data.draw(st.sampled_from(places))
+    counts = {p: data.draw(st.integers(0, 120)) for p in places if p != winner}
+    balances = {p: data.draw(st.integers(0, 600)) for p in places}
+    forfeited = data.draw(st.sets(st.sampled_from(sorted(counts))) if counts else st.just(set()))
+    fee = FeeRule(bps, FeeBase.WINNINGS)
+    built = rummy_per_hand(
+        winner, counts, r, balances, fee, went_rummy=went_rummy, forfeited=forfeited
+    )
+    at_seats = rummy_per_hand(
+        names[winner],
+        {names[p]: c for p, c in counts.items()},
+        r,
+        {names[p]: b for p, b in balances.items()},
+        fee,
+        went_rummy=went_rummy,
+        forfeited={names[p] for p in forfeited},
+    )
+    renamed = renamed_statement(json.loads(json.dumps(built.to_dict())), names)
+    assert renamed == json.loads(json.dumps(at_seats.to_dict()))
+
+
+@given(
+    st.lists(st.integers(0, 5), min_size=2, max_size=4, unique=True).map(sorted),
+    st.data(),
+    st.integers(1, 10),
+    st.integers(0, 2000),
+)
+def test_a_penalty_statement_renamed_is_the_one_built_at_those_seats(
+    names: list[int], data: st.DataObject, r: int, bps: int
+) -> None:
+    """The same for a per-hand table's penalty-scored (or void) hand."""
+    penalties = [data.draw(st.integers(0, 150)) for _ in names]
+    caps = [data.draw(st.integers(0, 600)) for _ in names]
+    fee = FeeRule(bps, FeeBase.WINNINGS)
+    per_hand = MoneyFormat.RUMMY_PER_HAND
+    built = rummy_penalty(
+        dict(enumerate(penalties)), r, dict(enumerate(caps)), fee, format=per_hand
+    )
+    at_seats = rummy_penalty(
+        dict(zip(names, penalties, strict=True)),
+        r,
+        dict(zip(names, caps, strict=True)),
+        fee,
+        format=per_hand,
+    )
+    renamed = renamed_statement(json.loads(json.dumps(built.to_dict())), names)
+    assert renamed == json.loads(json.dumps(at_seats.to_dict()))
 
 
 def test_pot_statement_text_reads_line_by_line() -> None:
