@@ -375,7 +375,10 @@ def match_page(match_id: str) -> str:
         found: dict[str, Any] = {"match": row, "hands": console.match_hands(session, who, match_id)}
         found["settled"] = None
         if row.settled_at is not None:
-            found["settled"] = render.settlement(settlement.get_settlement(session, who, match_id))
+            [view] = settlement.settlement_views(
+                session, [settlement.get_settlement(session, who, match_id)]
+            )
+            found["settled"] = render.settlement(view)
         # An operator is no player: its view of a live match is a spectator's (no hand).
         found["view"] = play.get_view(session, who, match_id) if row.status == "playing" else None
         return found
@@ -424,8 +427,7 @@ def export_settlements(kind: str) -> Response:
 
     def read() -> list[dict[str, Any]]:
         found = console.settlements_between(session, who, since, until)
-        rates = settlement.display_rates(session, list(found)) if found else []
-        return [render.settlement(s, r) for s, r in zip(found, rates, strict=True)]
+        return [render.settlement(view) for view in settlement.settlement_views(session, found)]
 
     shown = _unit(read)
     name = f"settlements-{since}-{until}.{kind}"
@@ -488,10 +490,11 @@ def settlement_page(match_id: str) -> str:
     session, who = db_session(), _who()
 
     def read() -> dict[str, Any]:
-        found = settlement.get_settlement(session, who, match_id)
-        [rates] = settlement.display_rates(session, [found])
+        [view] = settlement.settlement_views(
+            session, [settlement.get_settlement(session, who, match_id)]
+        )
         return {
-            "settlement": render.settlement(found, rates),
+            "settlement": render.settlement(view),
             "verdict": audit.audit_match(session, who, match_id),
         }
 
