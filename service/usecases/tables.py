@@ -64,7 +64,7 @@ def settings_problems(
     data = dict(data)
     problems: list[FieldError] = []
     if currency is not None:
-        problems += _practice_problems(practice, currency)
+        problems += practice_problems(practice, currency)
     game = data.get("game", "gin")
     seats = data.pop("seat_count", None)
     if seats is None:
@@ -111,7 +111,7 @@ def settings_from(
     return settings
 
 
-def _practice_problems(practice: bool, currency: str) -> list[FieldError]:
+def practice_problems(practice: bool, currency: str) -> list[FieldError]:
     """Practice tables play for play money (``PRACTICE_CURRENCY``) only, real tables never."""
     if practice == (currency == PRACTICE_CURRENCY):
         return []
@@ -138,7 +138,7 @@ def create_table(
     (``PRACTICE_CURRENCY``), real tables never do."""
     operator_id = require_operator(principal)
     exponent(currency)
-    problems = _practice_problems(practice, currency)
+    problems = practice_problems(practice, currency)
     if problems:
         raise ValidationFailed(problems[0].message, errors=problems)
     table = GameTable(
@@ -165,12 +165,12 @@ def create_table(
     )
     session.add(table)
     session.flush()
-    session.add(_waiting_match(table, table.match_id, now))
+    session.add(waiting_match(table, table.match_id, now))
     session.flush()
     return _view(session, table, True)
 
 
-def _waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
+def waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
     """The match row a table's next match starts in (a per-hand table's next hand)."""
     return MatchRow(
         id=match_id,
@@ -280,7 +280,7 @@ def _seat_request(
         invite_code and table.invite_code and secrets.compare_digest(invite_code, table.invite_code)
     ):
         raise Forbidden("A private table needs its invite code.")
-    _not_self_excluded(player, now)
+    not_self_excluded(player, now)
     settings = MatchSettings.from_dict(table.settings)
     problems = _buyin_problems(settings, buyin)
     problems += [] if client_seed is None else _client_seed_problems(client_seed)
@@ -444,7 +444,7 @@ def _self_excluded(player: Player, now: datetime) -> bool:
     return player.self_excluded_until is not None and player.self_excluded_until > now
 
 
-def _not_self_excluded(player: Player, now: datetime) -> None:
+def not_self_excluded(player: Player, now: datetime) -> None:
     """:raises SelfExcluded: while the player's self-exclusion runs (no new stake)."""
     if _self_excluded(player, now):
         raise SelfExcluded(
@@ -593,7 +593,7 @@ def _top_up_request(
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     _between_hands(session, table, seat, "top up")
-    _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
+    not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     if seat.escrow + amount > settings.max_buyin:
         message = (
             f"A top-up of {amount} would bring the table balance {seat.escrow} past the "
@@ -667,7 +667,7 @@ def set_ready(
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     if ready:
-        _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
+        not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     seat.ready = ready
     session.flush()
     _deal_next_hand(session, table, settings, now)
@@ -741,7 +741,7 @@ def _deal_next_hand(
         hand = session.get(MatchRow, row.id, with_for_update=True)
         assert hand is not None
     else:
-        hand = _waiting_match(table, new_id("mch"), now)
+        hand = waiting_match(table, new_id("mch"), now)
         session.add(hand)
         table.match_id = hand.id
         session.flush()
