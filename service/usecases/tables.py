@@ -418,7 +418,7 @@ def exclude_from_tables(session: Session, player: Player, now: datetime) -> None
     being played is played to its end (docs/games.md, "Self-exclusion"). Running it again
     changes nothing. The tables are locked in id order before any money moves, so it waits
     for (and sees) a seat taken or a match started meanwhile."""
-    if not _self_excluded(player, now):
+    if not self_excluded(player, now):
         return
     table_ids = sorted(
         set(session.scalars(select(Seat.table_id).where(Seat.player_id == player.id)))
@@ -439,14 +439,14 @@ def exclude_from_tables(session: Session, player: Player, now: datetime) -> None
     session.flush()
 
 
-def _self_excluded(player: Player, now: datetime) -> bool:
+def self_excluded(player: Player, now: datetime) -> bool:
     """Whether the player's self-exclusion runs at ``now``: it takes no new stake."""
     return player.self_excluded_until is not None and player.self_excluded_until > now
 
 
 def not_self_excluded(player: Player, now: datetime) -> None:
     """:raises SelfExcluded: while the player's self-exclusion runs (no new stake)."""
-    if _self_excluded(player, now):
+    if self_excluded(player, now):
         raise SelfExcluded(
             f"Player {player.id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
         )
@@ -731,7 +731,7 @@ def _deal_next_hand(
     excluded = {
         p.id
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
-        if _self_excluded(p, now)
+        if self_excluded(p, now)
     }
     dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:

@@ -32,7 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Seat
-from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import (
     AlreadyRegistered,
@@ -308,6 +308,40 @@ def unregister(
     tournament.entries_taken -= 1
     session.flush()
     return _view(session, tournament)
+
+
+def exclude_from_tournaments(session: Session, player: Player, now: datetime) -> None:
+    """A self-exclusion that runs at ``now`` withdraws the player from every tournament it is
+    registered for that has not started (its entry released, as when unregistering), in the
+    caller's transaction; a tournament already running is played to its end, as a match is.
+    The tournaments are locked in id order before any money moves."""
+    if not tables.self_excluded(player, now):
+        return
+    ids = sorted(
+        set(
+            session.scalars(
+                select(TournamentEntry.tournament_id).where(
+                    TournamentEntry.player_id == player.id,
+                    TournamentEntry.state == "registered",
+                )
+            )
+        )
+    )
+    for tournament_id in ids:
+        tournament = session.get(Tournament, tournament_id, with_for_update=True)
+        assert tournament is not None
+        entry = session.scalars(
+            select(TournamentEntry).where(
+                TournamentEntry.tournament_id == tournament_id,
+                TournamentEntry.player_id == player.id,
+            )
+        ).one_or_none()
+        if entry is None or tournament.status != "open":  # left, or started, meanwhile
+            continue
+        _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
+        session.delete(entry)
+        tournament.entries_taken -= 1
+    session.flush()
 
 
 def _release(

@@ -5,13 +5,17 @@ paid to the cent, cancellations refunded by docs/tournaments.md, and the stateme
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.match_models import OutboxEvent
-from service.usecases import settlement
+from service.errors import TournamentNotOpen
+from service.usecases import play, settlement, tournaments
+from service.usecases.auth import Principal
 from tests.api.play_clients import player_client, wallet
 from tests.conftest import ApiClient, assert_problem, in_unit
 
@@ -280,3 +284,92 @@ def test_the_lobby_filters_by_status_and_currency(api: ApiClient, other_api: Api
     assert other_api.get("/v1/tournaments").get_json()["data"] == []
     assert_problem(other_api.get(f"/v1/tournaments/{open_one['id']}"), 404, "not_found")
     assert open_one["server_seed"] is None and len(open_one["commitment"]) == 64
+
+
+def test_self_exclusion_refuses_registration_and_withdraws_an_open_entry(
+    api: ApiClient,
+) -> None:
+    tournament = open_tournament(api)
+    excluded = player_client(api, deposit=DEPOSIT)
+    entrant = player_client(api, deposit=DEPOSIT)
+    assert register(entrant, tournament["id"]).status_code == 201
+    until = (utcnow() + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for client in (excluded, entrant):
+        path = f"/v1/players/{client.player_id}/self-exclusion"  # type: ignore[attr-defined]
+        assert api.put(path, {"until": until}).status_code == 200
+    assert_problem(register(excluded, tournament["id"]), 422, "self_excluded")
+    # The entrant's entry is released, as at a table that has not started.
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert after["entries"] == [] and after["entries_taken"] == 0
+    w = wallet(api, entrant.player_id)  # type: ignore[attr-defined]
+    assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+
+
+def test_a_practice_tournament_plays_for_play_money(api: ApiClient) -> None:
+    tournament, clients = full_field(api, currency="XPM", practice=True)
+    assert tournament["practice"] is True and tournament["status"] == "running"
+    for player_id in clients:
+        assert wallet(api, player_id, "XPM")["held"]["amount"] == BUY_IN
+    assert_problem(
+        api.post(
+            "/v1/tournaments",
+            {
+                "format": "match_play",
+                "currency": "EUR",
+                "buy_in": 10,
+                "entrants": 4,
+                "practice": True,
+            },
+        ),
+        422,
+        "validation_failed",
+    )
+
+
+def test_a_player_who_lets_the_clock_run_out_forfeits_and_the_other_advances(
+    api: ApiClient, app: Any
+) -> None:
+    clock = {"turn_seconds": 5, "bank_seconds": 0, "on_timeout": "FORFEIT"}
+    tournament, _ = full_field(api, clock=clock)
+    pairing = tournament["rounds"][0]["matches"][0]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        later = utcnow() + timedelta(seconds=60)
+        assert play.time_out(session, pairing["match_id"], later)
+    finally:
+        session.close()
+    view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
+    assert view["status"] == "finished"
+    conclude(app, pairing["match_id"])
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    winner = after["rounds"][0]["matches"][0]["winner_seat"]
+    assert winner in (pairing["first_seat"], pairing["second_seat"])
+    loser = pairing["first_seat"] if winner == pairing["second_seat"] else pairing["second_seat"]
+    states = {e["seat"]: e["state"] for e in after["entries"]}
+    assert (states[winner], states[loser]) == ("playing", "knocked_out")
+
+
+def test_an_unfilled_sit_and_go_is_cancelled_at_its_deadline_and_refunded(
+    api: ApiClient, app: Any
+) -> None:
+    tournament = open_tournament(api, registration_seconds=60)
+    client = player_client(api, deposit=DEPOSIT)
+    assert register(client, tournament["id"]).status_code == 201
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        assert tournaments.cancel_unfilled(session, utcnow()) == 0  # not yet
+        later = utcnow() + timedelta(seconds=61)
+        late = Principal(api.operator_id, player_client(api).player_id)  # type: ignore[attr-defined]
+        with pytest.raises(TournamentNotOpen):  # registration closed at the deadline
+            in_unit(session, tournaments.register, late, tournament["id"], later)
+        assert tournaments.cancel_unfilled(session, later) >= 1
+        assert tournaments.cancel_unfilled(session, later) == 0  # once
+    finally:
+        session.close()
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert after["status"] == "cancelled" and after["entries"][0]["state"] == "refunded"
+    w = wallet(api, client.player_id)  # type: ignore[attr-defined]
+    assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert events(app, tournament["id"]) == ["tournament.cancelled"]
