@@ -136,6 +136,7 @@ OPERATIONS: dict[str, Operation] = {
     "GET /v1/settlements": Operation("listSettlements"),
     "GET /v1/audit/settlements/{match_id}": Operation("auditSettlement"),
     "GET /v1/audit/ledger": Operation("auditLedger"),
+    "GET /v1/audit/tournaments/{tournament_id}": Operation("auditTournament"),
     "GET /v1/webhook-endpoints": Operation("listWebhookEndpoints"),
     "POST /v1/webhook-endpoints": Operation("createWebhookEndpoint"),
     "GET /v1/webhook-endpoints/{endpoint_id}": Operation("getWebhookEndpoint"),

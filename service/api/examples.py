@@ -962,6 +962,16 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "discrepancies": [],
         "audited_at": "2026-12-01T01:29:36Z",
     },
+    "auditTournament": {
+        "object": "tournament_audit",
+        "tournament_id": "trn_01M94TTG2XY0T12QHZQ41R6ECT",
+        "operator_id": "op_01M8QKHDNG3GQF6XS3A9H386D5",
+        "status": "finished",
+        "matches_checked": 3,
+        "ok": True,
+        "discrepancies": [],
+        "audited_at": "2026-12-06T05:01:00Z",
+    },
     "listWebhookEndpoints": {
         "object": "list",
         "has_more": False,

@@ -69,10 +69,11 @@ class TournamentView:
 
 
 def _view(session: Session, tournament: Tournament) -> TournamentView:
-    return TournamentView(tournament, _entries(session, tournament.id))
+    return TournamentView(tournament, entries_of(session, tournament.id))
 
 
-def _entries(session: Session, tournament_id: str) -> list[TournamentEntry]:
+def entries_of(session: Session, tournament_id: str) -> list[TournamentEntry]:
+    """A tournament's entries, by seat."""
     return list(
         session.scalars(
             select(TournamentEntry)
@@ -234,7 +235,7 @@ def register(
         raise Forbidden("Registering needs the player's own token.")
     tournament = _tournament(session, principal, tournament_id, lock=True)
     player = authorize_player(session, principal, principal.player_id)
-    entries = _entries(session, tournament.id)
+    entries = entries_of(session, tournament.id)
     if any(e.player_id == player.id for e in entries):
         raise AlreadyRegistered(f"Player {player.id} is registered for {tournament.id} already.")
     if tournament.status != "open" or len(entries) >= tournament.entrants:
@@ -367,7 +368,7 @@ def _release(
 def _start(session: Session, tournament: Tournament, now: datetime) -> None:
     """The field is full (under the tournament's lock): the fees go to the house, the seed
     draws the bracket, round 1 is dealt."""
-    entries = _entries(session, tournament.id)
+    entries = entries_of(session, tournament.id)
     if tournament.fee:
         wallets.capture(
             session,
@@ -515,7 +516,7 @@ def record_result(session: Session, tournament_id: str, match_id: str, now: date
     row.settled_at = now
     if tournament.status != "running" or tournament.bracket is None:
         return False  # cancelled meanwhile: the cancellation placed everyone
-    entries = _entries(session, tournament.id)
+    entries = entries_of(session, tournament.id)
     knockout = _record(tournament, Knockout.from_dict(tournament.bracket), entries, row)
     tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
     if knockout.finished:
@@ -623,7 +624,7 @@ def cancel(
 def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: str) -> None:
     if tournament.status not in ("open", "running"):
         raise TournamentNotOpen(f"Tournament {tournament.id} is {tournament.status}.")
-    entries = _entries(session, tournament.id)
+    entries = entries_of(session, tournament.id)
     knockout = _stop_matches(session, tournament, entries, now)
     played = knockout is not None and any(
         p.winner is not None for pairings in knockout.rounds for p in pairings

@@ -13,8 +13,10 @@ from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.match_models import OutboxEvent
+from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
 from service.usecases import play, settlement, tournaments
+from service.usecases.audit import run_audit
 from service.usecases.auth import Principal
 from tests.api.play_clients import player_client, wallet
 from tests.conftest import ApiClient, assert_problem, in_unit
@@ -151,6 +153,8 @@ def test_a_four_entrant_knockout_is_played_and_paid_to_the_cent(api: ApiClient, 
     assert next(line for line in lines if line["kind"] == "fee")["amount"]["amount"] == -400
     audit = api.get("/v1/audit/ledger").get_json()
     assert audit["ok"] is True, audit
+    recomputed = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert recomputed["ok"] is True and recomputed["matches_checked"] == 3, recomputed
     assert events(app, done["id"]) == ["tournament.started", "tournament.finished"]
     # A finished match of the bracket concluded once more changes nothing.
     assert conclude(app, final[0]["match_id"]) is None
@@ -194,6 +198,7 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
         view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
         assert view["status"] == "cancelled"
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
     assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
     assert_problem(
         api.post(f"/v1/tournaments/{tournament['id']}/cancel"), 409, "tournament_not_open"
@@ -223,6 +228,7 @@ def test_cancelling_after_a_match_finished_pays_the_pool_by_standing(
     }
     assert statement_sum(api, tournament["id"])[1] == 0
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
 
 
 def test_refusals_name_what_is_wrong(api: ApiClient) -> None:
@@ -373,3 +379,39 @@ def test_an_unfilled_sit_and_go_is_cancelled_at_its_deadline_and_refunded(
     assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
     assert statement_sum(api, tournament["id"])[1] == 0
     assert events(app, tournament["id"]) == ["tournament.cancelled"]
+
+
+def test_the_audit_recomputes_the_draw_the_bracket_and_the_prizes(api: ApiClient, app: Any) -> None:
+    tournament, clients = full_field(api)
+    done = resign_first_seat(api, app, clients, tournament, 1)
+    done = resign_first_seat(api, app, clients, done, 2)
+    path = f"/v1/audit/tournaments/{done['id']}"
+    assert api.get(path).get_json()["ok"] is True
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        clean = run_audit(session, operator_id=api.operator_id)  # type: ignore[attr-defined]
+        assert clean.ok and clean.to_dict()["tournaments_checked"] == 1
+        with session.begin():  # tamper: the draw, a recorded winner, a prize
+            row = session.get(Tournament, done["id"])
+            assert row is not None and row.draw is not None and row.bracket is not None
+            row.draw = list(reversed(row.draw))
+            bracket = [[dict(p) for p in pairings] for pairings in row.bracket]
+            pairing = bracket[0][0]
+            pairing["winner"] = pairing["first"]
+            row.bracket = bracket
+            entry = session.scalars(
+                select(TournamentEntry).where(
+                    TournamentEntry.tournament_id == done["id"],
+                    TournamentEntry.prize > 0,
+                )
+            ).first()
+            assert entry is not None
+            entry.prize += 1
+        tampered = run_audit(session, operator_id=api.operator_id)  # type: ignore[attr-defined]
+        assert not tampered.ok and tampered.to_dict()["tournaments_failed"] == 1
+    finally:
+        session.close()
+    report = api.get(path).get_json()
+    fields = {d["field"] for d in report["discrepancies"]}
+    assert report["ok"] is False
+    assert {"draw", "rounds[1].matches[1].winner", f"entries[{entry.seat}].prize"} <= fields
