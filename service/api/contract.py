@@ -127,7 +127,9 @@ OPERATIONS: dict[str, Operation] = {
     "DELETE /v1/tournaments/{tournament_id}/entries/me": Operation(
         "unregisterFromTournament", PLAYER, REQUIRED
     ),
-    "POST /v1/tournaments/{tournament_id}/cancel": Operation("cancelTournament"),
+    "POST /v1/tournaments/{tournament_id}/cancel": Operation(
+        "cancelTournament", OPERATOR, REQUIRED
+    ),
     "GET /v1/tournaments/{tournament_id}/statement": Operation("getTournamentStatement"),
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),
     "POST /v1/matches/{match_id}/actions": Operation("playAction", PLAYER, OPTIONAL),

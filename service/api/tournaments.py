@@ -7,7 +7,7 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, player_idempotent, principal, unit
+from service.api.context import db_session, idempotent, player_idempotent, principal, unit
 from service.api.problems import documents
 from service.api.tournament_schemas import (
     TournamentIn,
@@ -143,9 +143,19 @@ def unregister(tournament_id: str) -> dict[str, Any]:
 
 
 @blp.route("/tournaments/<tournament_id>/cancel", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@idempotent
 @blp.response(200, TournamentOut)
-@documents(blp, Unauthenticated, Forbidden, NotFound, TournamentNotOpen)
-@unit
+@documents(
+    blp,
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    TournamentNotOpen,
+    IdempotencyKeyRequired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+)
 def cancel(tournament_id: str) -> dict[str, Any]:
     """Cancel (operator only), refunded by docs/tournaments.md, Cancellation: before any
     match has finished every entry in full, after it the pool by the current standings."""

@@ -59,6 +59,10 @@ def full_field(api: ApiClient, **overrides: Any) -> tuple[dict[str, Any], dict[s
     return response.get_json(), clients
 
 
+def cancel(api: ApiClient, tournament_id: str) -> Any:
+    return api.post(f"/v1/tournaments/{tournament_id}/cancel", key=secrets.token_hex(8))
+
+
 def conclude(app: Any, match_id: str) -> str | None:
     """What the settlement task does when a match has finished."""
     session = app.extensions["gin"]["sessionmaker"]()
@@ -184,9 +188,12 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     api: ApiClient, app: Any
 ) -> None:
     tournament, clients = full_field(api)
-    response = api.post(f"/v1/tournaments/{tournament['id']}/cancel")
+    path = f"/v1/tournaments/{tournament['id']}/cancel"
+    response = api.post(path, key="cancel-once")
     assert response.status_code == 200, response.get_json()
     cancelled = response.get_json()
+    replay = api.post(path, key="cancel-once")  # a retry is answered the same, nothing moves
+    assert replay.headers["Idempotent-Replayed"] == "true" and replay.get_json() == cancelled
     assert cancelled["status"] == "cancelled"
     assert {e["state"] for e in cancelled["entries"]} == {"refunded"}
     for player_id in clients:
@@ -200,9 +207,7 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
     assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
-    assert_problem(
-        api.post(f"/v1/tournaments/{tournament['id']}/cancel"), 409, "tournament_not_open"
-    )
+    assert_problem(cancel(api, tournament["id"]), 409, "tournament_not_open")
 
 
 def test_cancelling_after_a_match_finished_pays_the_pool_by_standing(
@@ -215,7 +220,7 @@ def test_cancelling_after_a_match_finished_pays_the_pool_by_standing(
     resigned = loser.post(f"/v1/matches/{first['match_id']}/actions", {"action": "RESIGN"})
     assert resigned.status_code == 200
     # Cancelled before the result was recorded: the cancellation records it.
-    cancelled = api.post(f"/v1/tournaments/{tournament['id']}/cancel").get_json()
+    cancelled = cancel(api, tournament["id"]).get_json()
     assert conclude(app, first["match_id"]) is None
     prizes = {e["seat"]: e["prize"]["amount"] for e in cancelled["entries"]}
     # Pool 4,000 at 7000/3000: the semi-final's winner is first (2,800); the two still
