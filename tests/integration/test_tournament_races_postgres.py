@@ -191,3 +191,78 @@ def test_the_last_registrations_at_once_start_the_tournament_once(funded: Funded
         assert in_unit(session, audit_ledger, funded.operator_id).ok
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("first", ["unregister", "register"])
+def test_an_unregistration_racing_the_last_registration(funded: Funded, first: str) -> None:
+    """Queued in either order behind the tournament's lock: the unregistration first frees a
+    seat and the registration then does not fill the field; the registration first starts
+    the tournament and the unregistration is then refused. Never a start with an entry
+    released, never an entry released twice."""
+    operator = Principal(funded.operator_id)
+    now = utcnow()
+    session = funded.session()
+    try:
+        ids = [funded.player_id, funded.other_player_id]
+        for n in range(2):
+            player = in_unit(
+                session, players.create_player, operator, f"ext-un-{n}", f"U{n}", None, now
+            )
+            in_unit(session, wallets.deposit, operator, player.id, "EUR", DEPOSIT, f"u-{n}", now)
+            ids.append(player.id)
+        tid = in_unit(
+            session,
+            tournaments.create_tournament,
+            operator,
+            name="race",
+            currency="EUR",
+            practice=False,
+            settings=MatchSettings(Format.FIRST_TO_KNOCK, stake=BUY_IN),
+            buy_in=BUY_IN,
+            fee=FEE,
+            entrants=4,
+            payout_table=None,
+            registration_seconds=None,
+            now=now,
+        ).tournament.id
+        for player_id in ids[:3]:
+            in_unit(
+                session, tournaments.register, Principal(funded.operator_id, player_id), tid, now
+            )
+        leaving, joining = (
+            Principal(funded.operator_id, ids[0]),
+            Principal(funded.operator_id, ids[3]),
+        )
+        steps = {
+            "unregister": lambda db: tournaments.unregister(db, leaving, tid, utcnow()),
+            "register": lambda db: tournaments.register(db, joining, tid, utcnow()),
+        }
+        order = [first, *(name for name in steps if name != first)]
+        results = dict(
+            zip(
+                order,
+                _queued(
+                    funded,
+                    lambda db: db.get(Tournament, tid, with_for_update=True),
+                    [steps[name] for name in order],
+                ),
+                strict=True,
+            )
+        )
+        session.expire_all()
+        tournament = session.get(Tournament, tid)
+        assert tournament is not None
+        leaver = wallets.get_wallet(session, operator, ids[0], "EUR")
+        if first == "unregister":
+            assert not isinstance(results["unregister"], BaseException)
+            assert not isinstance(results["register"], BaseException)
+            assert tournament.status == "open" and tournament.entries_taken == 3
+            assert (leaver.available, leaver.held) == (10_000, 0)  # released once
+        else:
+            assert isinstance(results["unregister"], TournamentNotOpen)
+            assert tournament.status == "running" and tournament.entries_taken == 4
+            assert (leaver.available, leaver.held) == (10_000 - BUY_IN - FEE, BUY_IN)
+        session.rollback()
+        assert in_unit(session, audit_ledger, funded.operator_id).ok
+    finally:
+        session.close()
