@@ -16,7 +16,7 @@ from service.clock import utcnow
 from service.db.match_models import OutboxEvent
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
-from service.usecases import play, settlement, tournaments
+from service.usecases import play, settlement, tournaments, webhooks
 from service.usecases.audit import run_audit
 from service.usecases.auth import Principal
 from tests.api.play_clients import player_client, wallet
@@ -203,6 +203,14 @@ def test_unregistering_before_the_start_releases_the_entry(api: ApiClient) -> No
 def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     api: ApiClient, app: Any
 ) -> None:
+    endpoint = api.post(
+        "/v1/webhook-endpoints",
+        {
+            "url": "https://receiver.example/gin",
+            "event_types": ["tournament.started", "tournament.cancelled"],
+        },
+    )
+    assert endpoint.status_code == 201, endpoint.get_json()
     tournament, clients = full_field(api)
     path = f"/v1/tournaments/{tournament['id']}/cancel"
     response = api.post(path, key="cancel-once")
@@ -224,6 +232,22 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
     assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
     assert_problem(cancel(api, tournament["id"]), 409, "tournament_not_open")
+    # The events go to the operator's endpoint that asked for them, as any event does.
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            ids = session.scalars(
+                select(OutboxEvent.id).where(OutboxEvent.subject_id == tournament["id"])
+            ).all()
+        for event_id in ids:
+            assert len(in_unit(session, webhooks.fan_out, event_id, utcnow())) == 1
+    finally:
+        session.close()
+    log = api.get(f"/v1/webhook-endpoints/{endpoint.get_json()['id']}/deliveries").get_json()
+    assert sorted(d["event_type"] for d in log["data"]) == [
+        "tournament.cancelled",
+        "tournament.started",
+    ]
 
 
 def test_cancelling_after_a_match_finished_pays_the_pool_by_standing(
