@@ -392,7 +392,16 @@ def test_a_player_who_lets_the_clock_run_out_forfeits_and_the_other_advances(
         session.close()
     view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
     assert view["status"] == "finished"
-    conclude(app, pairing["match_id"])
+    # A result whose task was lost (a broker outage) is found by the settlement sweep.
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        swept = in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
+        assert pairing["match_id"] in swept
+        conclude(app, pairing["match_id"])
+        swept = in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
+        assert pairing["match_id"] not in swept
+    finally:
+        session.close()
     after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
     winner = after["rounds"][0]["matches"][0]["winner_seat"]
     assert winner in (pairing["first_seat"], pairing["second_seat"])
