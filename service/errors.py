@@ -257,6 +257,23 @@ class AlreadySeated(ServiceError):
     title = "Already seated"
 
 
+class TournamentNotOpen(ServiceError):
+    """Raised when a tournament takes no registration changes: it has started, finished,
+    been cancelled, or its registration deadline has passed."""
+
+    status = 409
+    code = "tournament_not_open"
+    title = "Tournament not open"
+
+
+class AlreadyRegistered(ServiceError):
+    """Raised when a player registers a second time for the same tournament."""
+
+    status = 409
+    code = "already_registered"
+    title = "Already registered"
+
+
 class WalletDeclined(ServiceError):
     """Raised when a seamless operator's wallet refused a debit (a stake, a buy-in, a
     top-up) for a reason other than funds: a limit, a disabled player, another currency.

@@ -16,7 +16,22 @@ _PAIRS = [high + low for high in _CROCKFORD for low in _CROCKFORD]
 _PAIR_SHIFTS = tuple(range(115, 0, -10))
 
 PREFIXES = frozenset(
-    {"op", "key", "ply", "txn", "ent", "tbl", "mch", "hnd", "stl", "whk", "evt", "wtx", "rnd"}
+    {
+        "op",
+        "key",
+        "ply",
+        "txn",
+        "ent",
+        "tbl",
+        "mch",
+        "hnd",
+        "stl",
+        "whk",
+        "evt",
+        "wtx",
+        "rnd",
+        "trn",
+    }
 )
 
 

@@ -214,6 +214,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "schedule": 10.0,
                 "options": {"expires": 30},
             },
+            "cancel-unfilled-tournaments": {
+                "task": "tournaments.cancel_unfilled",
+                "schedule": 10.0,
+                "options": {"expires": 30},
+            },
         },
     )
     return app

@@ -17,7 +17,7 @@ from service.config import Settings
 from service.db import make_engine, make_sessionmaker
 from service.errors import MatchNotLive, NotFound
 from service.outbound.transport import Post, http_sender
-from service.usecases import play, seamless, settlement, tables, unit_of_work
+from service.usecases import play, seamless, settlement, tables, tournaments, unit_of_work
 from service.usecases.idempotency import purge_expired
 from worker.celery_app import app
 from worker.relay import BATCH as RELAY_BATCH
@@ -87,6 +87,13 @@ def cancel_unfilled_tables() -> int:
     return _with_session(lambda session: tables.cancel_unfilled(session, utcnow()))
 
 
+@app.task(name="tournaments.cancel_unfilled", acks_late=True, ignore_result=True)
+def cancel_unfilled_tournaments() -> int:
+    """Cancel sit-and-gos not filled by their registration deadline and refund every entry
+    (docs/tournaments.md, "Lifecycle")."""
+    return _with_session(lambda session: tournaments.cancel_unfilled(session, utcnow()))
+
+
 @app.task(name="outbox.relay", acks_late=True, ignore_result=True)
 def relay_outbox() -> int:
     """Publish what the outbox holds (after a commit, swept by beat, and when a worker
@@ -111,15 +118,17 @@ def relay_outbox() -> int:
 )
 def settle_match(self: Any, match_id: str) -> str | None:
     """Settle one finished match: statement and ledger postings exactly once, however often
-    this runs, then a seamless operator's credits sent (the wallet sweep sends what is left).
-    Transient database errors retry with backoff."""
+    this runs, then a seamless operator's credits sent (the wallet sweep sends what is left);
+    a tournament's match advances its tournament instead, once. Transient database errors
+    retry with backoff."""
     try:
-        done = _in_unit(lambda session: settlement.settle_match(session, match_id, utcnow()))
+        done = _in_unit(lambda session: settlement.conclude(session, match_id, utcnow()))
     except (NotFound, MatchNotLive) as exc:
         log.warning("not settling %s: %s", match_id, exc)
         return None
-    _with_session(lambda session: seamless.send_credits(session, match_id, operator_sender()))
-    return done.id
+    if done is not None:
+        _with_session(lambda session: seamless.send_credits(session, match_id, operator_sender()))
+    return done
 
 
 #: Matches a sweep reads at once; it reads page after page until it has them all.

@@ -64,6 +64,7 @@ def init_api(app: Flask) -> Api:
         seamless,
         settlements,
         tables,
+        tournaments,
         wallets,
         webhooks,
     )
@@ -87,6 +88,7 @@ def init_api(app: Flask) -> Api:
         bots,
         matches,
         settlements,
+        tournaments,
         webhooks,
         seamless,
     ):

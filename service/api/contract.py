@@ -118,6 +118,19 @@ OPERATIONS: dict[str, Operation] = {
     "PUT /v1/tables/{table_id}/seats/me/ready": Operation("setSeatReady", PLAYER),
     "POST /v1/tables/{table_id}/bots": Operation("seatBot", OPERATOR, REQUIRED),
     "GET /v1/tables/{table_id}/bots": Operation("listBots"),
+    "GET /v1/tournaments": Operation("listTournaments", EITHER),
+    "POST /v1/tournaments": Operation("createTournament"),
+    "GET /v1/tournaments/{tournament_id}": Operation("getTournament", EITHER),
+    "POST /v1/tournaments/{tournament_id}/entries": Operation(
+        "registerForTournament", PLAYER, REQUIRED
+    ),
+    "DELETE /v1/tournaments/{tournament_id}/entries/me": Operation(
+        "unregisterFromTournament", PLAYER, REQUIRED
+    ),
+    "POST /v1/tournaments/{tournament_id}/cancel": Operation(
+        "cancelTournament", OPERATOR, REQUIRED
+    ),
+    "GET /v1/tournaments/{tournament_id}/statement": Operation("getTournamentStatement"),
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),
     "POST /v1/matches/{match_id}/actions": Operation("playAction", PLAYER, OPTIONAL),
     "GET /v1/matches/{match_id}/hands/{number}": Operation("getHandHistory", EITHER),
@@ -126,6 +139,7 @@ OPERATIONS: dict[str, Operation] = {
     "GET /v1/settlements": Operation("listSettlements"),
     "GET /v1/audit/settlements/{match_id}": Operation("auditSettlement"),
     "GET /v1/audit/ledger": Operation("auditLedger"),
+    "GET /v1/audit/tournaments/{tournament_id}": Operation("auditTournament"),
     "GET /v1/webhook-endpoints": Operation("listWebhookEndpoints"),
     "POST /v1/webhook-endpoints": Operation("createWebhookEndpoint"),
     "GET /v1/webhook-endpoints/{endpoint_id}": Operation("getWebhookEndpoint"),

@@ -28,6 +28,17 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     "topUpSeat": {"amount": 150},
     "setSeatReady": {"ready": False},
     "seatBot": {"display_name": "Practice bot"},
+    "createTournament": {
+        "name": "Sunday sit-and-go",
+        "format": "match_play",
+        "target": 100,
+        "currency": "EUR",
+        "buy_in": 1000,
+        "fee": 100,
+        "entrants": 4,
+        "payout_table": "2-5: 7000/3000",
+        "registration_seconds": 3600,
+    },
     "playAction": {"action": "TAKE_UPCARD", "expected_version": 1},
     "createWebhookEndpoint": {
         "url": "https://ops.example/gin",
@@ -493,6 +504,141 @@ _WEBHOOK_DELIVERY: dict[str, Any] = {
     ],
 }
 
+_TOURNAMENT_SETTINGS: dict[str, Any] = {
+    "format": "match_play",
+    "game": "gin",
+    "seats": 2,
+    "stake": 1000,
+    "target": 100,
+    "clock": {"turn_seconds": 30, "bank_seconds": 60, "on_timeout": "AUTO_PLAY"},
+}
+_TOURNAMENT_ENTRY: dict[str, Any] = {
+    "seat": 1,
+    "player_id": "ply_01M8QKHDTBWNEQN15ZC1SR0E5F",
+    "state": "registered",
+    "registered_at": "2026-12-06T04:10:00Z",
+    "prize": None,
+    "first_place": None,
+    "last_place": None,
+}
+_TOURNAMENT_OPEN: dict[str, Any] = {
+    "id": "trn_01M94TTG2XY0T12QHZQ41R6ECT",
+    "object": "tournament",
+    "name": "Sunday sit-and-go",
+    "kind": "knockout",
+    "game": "gin",
+    "format": "match_play",
+    "settings": _TOURNAMENT_SETTINGS,
+    "currency": "EUR",
+    "practice": False,
+    "status": "open",
+    "buy_in": {"amount": 1000, "currency": "EUR"},
+    "fee": {"amount": 100, "currency": "EUR"},
+    "prize_pool": {"amount": 4000, "currency": "EUR"},
+    "entrants": 4,
+    "entries_taken": 0,
+    "payout_table": "2-5: 7000/3000",
+    "commitment": "9f2c1a7e4b3d5c6a8e0f1b2d3c4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d",
+    "server_seed": None,
+    "draw": None,
+    "entries": [],
+    "rounds": [],
+    "standings": [],
+    "registration_deadline": "2026-12-06T05:00:00Z",
+    "created_at": "2026-12-06T04:00:00Z",
+    "started_at": None,
+    "finished_at": None,
+    "cancelled_at": None,
+}
+_TOURNAMENT_RUNNING: dict[str, Any] = {
+    **_TOURNAMENT_OPEN,
+    "status": "running",
+    "entries_taken": 4,
+    "server_seed": "5d0e8c4b2a19f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c",
+    "draw": [3, 1, 4, 2],
+    "entries": [
+        {**_TOURNAMENT_ENTRY, "state": "playing"},
+        {
+            **_TOURNAMENT_ENTRY,
+            "seat": 2,
+            "player_id": "ply_01M8QKHDPK9434WX4952HXJ2GB",
+            "state": "playing",
+        },
+        {
+            **_TOURNAMENT_ENTRY,
+            "seat": 3,
+            "player_id": "ply_01M8QKHE0A1B2C3D4E5F6G7H8J",
+            "state": "knocked_out",
+        },
+        {
+            **_TOURNAMENT_ENTRY,
+            "seat": 4,
+            "player_id": "ply_01M8QKHE9K8M7N6P5Q4R3S2T1V",
+            "state": "knocked_out",
+        },
+    ],
+    "rounds": [
+        {
+            "round": 1,
+            "matches": [
+                {
+                    "match_no": 1,
+                    "match_id": "mch_01M8QKHDVRPXSVHRM5DFJYRDQB",
+                    "first_seat": 3,
+                    "second_seat": 1,
+                    "winner_seat": 1,
+                },
+                {
+                    "match_no": 2,
+                    "match_id": "mch_01M8QKHF1A2B3C4D5E6F7G8H9J",
+                    "first_seat": 4,
+                    "second_seat": 2,
+                    "winner_seat": 2,
+                },
+            ],
+        },
+        {
+            "round": 2,
+            "matches": [
+                {
+                    "match_no": 1,
+                    "match_id": "mch_01M8QKHG9J8H7G6F5E4D3C2B1A",
+                    "first_seat": 1,
+                    "second_seat": 2,
+                    "winner_seat": None,
+                }
+            ],
+        },
+    ],
+    "standings": [
+        {"seats": [1, 2], "first_place": 1, "last_place": 2},
+        {"seats": [3, 4], "first_place": 3, "last_place": 4},
+    ],
+    "started_at": "2026-12-06T04:20:00Z",
+}
+_TOURNAMENT_STATEMENT: dict[str, Any] = {
+    "tournament_id": "trn_01M94TTG2XY0T12QHZQ41R6ECT",
+    "object": "tournament_statement",
+    "status": "running",
+    "lines": [
+        {
+            "transaction_id": "txn_01M8QKHEK8FQGZYSNDF96YJDAX",
+            "kind": "entry",
+            "player_id": "ply_01M8QKHDTBWNEQN15ZC1SR0E5F",
+            "amount": {"amount": 1100, "currency": "EUR"},
+            "created_at": "2026-12-06T04:10:00Z",
+        },
+        {
+            "transaction_id": "txn_01M8R2C9Q1A3C5E7G9J1L3N5P7",
+            "kind": "fee",
+            "player_id": None,
+            "amount": {"amount": -400, "currency": "EUR"},
+            "created_at": "2026-12-06T04:20:00Z",
+        },
+    ],
+    "held": {"amount": 700, "currency": "EUR"},
+}
+
 RESPONSE_EXAMPLES: dict[str, Any] = {
     "getOperator": {
         "id": "op_01M8QKHDNG3GQF6XS3A9H386D5",
@@ -518,6 +664,26 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
     },
     "createPlayer": _PLAYER,
     "getPlayer": _PLAYER,
+    "createTournament": _TOURNAMENT_OPEN,
+    "listTournaments": {
+        "object": "list",
+        "has_more": False,
+        "next_cursor": None,
+        "data": [_TOURNAMENT_OPEN],
+    },
+    "getTournament": _TOURNAMENT_RUNNING,
+    "registerForTournament": {
+        **_TOURNAMENT_OPEN,
+        "entries_taken": 1,
+        "entries": [_TOURNAMENT_ENTRY],
+    },
+    "unregisterFromTournament": _TOURNAMENT_OPEN,
+    "cancelTournament": {
+        **_TOURNAMENT_OPEN,
+        "status": "cancelled",
+        "cancelled_at": "2026-12-06T04:30:00Z",
+    },
+    "getTournamentStatement": _TOURNAMENT_STATEMENT,
     "updatePlayer": _PLAYER,
     "createPlayerToken": {
         "object": "player_token",
@@ -796,6 +962,16 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "settled_matches_checked": 1,
         "discrepancies": [],
         "audited_at": "2026-12-01T01:29:36Z",
+    },
+    "auditTournament": {
+        "object": "tournament_audit",
+        "tournament_id": "trn_01M94TTG2XY0T12QHZQ41R6ECT",
+        "operator_id": "op_01M8QKHDNG3GQF6XS3A9H386D5",
+        "status": "finished",
+        "matches_checked": 3,
+        "ok": True,
+        "discrepancies": [],
+        "audited_at": "2026-12-06T05:01:00Z",
     },
     "listWebhookEndpoints": {
         "object": "list",

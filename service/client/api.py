@@ -568,6 +568,96 @@ class GinClient:
         path = f"/v1/webhook-deliveries/{delivery_id}/redeliver"
         return cast(t.WebhookDelivery, self._call("POST", path))
 
+    # --- tournaments -----------------------------------------------------------------
+
+    @operation(
+        "POST",
+        "/v1/tournaments",
+        body=(
+            "name",
+            "format",
+            "target",
+            "clock",
+            "currency",
+            "practice",
+            "buy_in",
+            "fee",
+            "entrants",
+            "payout_table",
+            "registration_seconds",
+        ),
+        returns=t.Tournament,
+    )
+    def create_tournament(
+        self, format: str, currency: str, buy_in: int, entrants: int, **fields: Any
+    ) -> t.Tournament:
+        """Open a sit-and-go knockout: ``fields`` are the other body fields (fee,
+        payout_table, target, ...)."""
+        body = {
+            "format": format,
+            "currency": currency,
+            "buy_in": buy_in,
+            "entrants": entrants,
+            **fields,
+        }
+        return cast(t.Tournament, self._call("POST", "/v1/tournaments", json=body))
+
+    @operation(
+        "GET",
+        "/v1/tournaments",
+        query=("status", "game", "currency", "limit", "starting_after", "ending_before"),
+        returns=t.Page,
+    )
+    def tournaments(self, **filters: Any) -> t.Page:
+        return cast(t.Page, self._call("GET", "/v1/tournaments", params=filters))
+
+    @operation("GET", "/v1/tournaments/{tournament_id}", returns=t.Tournament)
+    def tournament(self, tournament_id: str) -> t.Tournament:
+        return cast(t.Tournament, self._call("GET", f"/v1/tournaments/{tournament_id}"))
+
+    @operation("POST", "/v1/tournaments/{tournament_id}/entries", returns=t.Tournament)
+    def register(self, tournament_id: str, idempotency_key: str | None = None) -> t.Tournament:
+        """Register (a player's client): the entry is held from its available funds."""
+        return cast(
+            t.Tournament,
+            self._call(
+                "POST",
+                f"/v1/tournaments/{tournament_id}/entries",
+                key=idempotency_key or new_key(),
+            ),
+        )
+
+    @operation("DELETE", "/v1/tournaments/{tournament_id}/entries/me", returns=t.Tournament)
+    def unregister(self, tournament_id: str, idempotency_key: str | None = None) -> t.Tournament:
+        return cast(
+            t.Tournament,
+            self._call(
+                "DELETE",
+                f"/v1/tournaments/{tournament_id}/entries/me",
+                key=idempotency_key or new_key(),
+            ),
+        )
+
+    @operation("POST", "/v1/tournaments/{tournament_id}/cancel", returns=t.Tournament)
+    def cancel_tournament(
+        self, tournament_id: str, idempotency_key: str | None = None
+    ) -> t.Tournament:
+        return cast(
+            t.Tournament,
+            self._call(
+                "POST",
+                f"/v1/tournaments/{tournament_id}/cancel",
+                key=idempotency_key or new_key(),
+            ),
+        )
+
+    @operation("GET", "/v1/tournaments/{tournament_id}/statement", returns=t.TournamentStatement)
+    def tournament_statement(self, tournament_id: str) -> t.TournamentStatement:
+        return cast(
+            t.TournamentStatement,
+            self._call("GET", f"/v1/tournaments/{tournament_id}/statement"),
+        )
+
     # --- audit -----------------------------------------------------------------------
 
     @operation("GET", "/v1/audit/ledger", returns=t.LedgerAudit)
@@ -577,6 +667,10 @@ class GinClient:
     @operation("GET", "/v1/audit/settlements/{match_id}", returns=t.SettlementAudit)
     def audit_settlement(self, match_id: str) -> t.SettlementAudit:
         return cast(t.SettlementAudit, self._call("GET", f"/v1/audit/settlements/{match_id}"))
+
+    @operation("GET", "/v1/audit/tournaments/{tournament_id}", returns=t.TournamentAudit)
+    def audit_tournament(self, tournament_id: str) -> t.TournamentAudit:
+        return cast(t.TournamentAudit, self._call("GET", f"/v1/audit/tournaments/{tournament_id}"))
 
 
 def _problem(response: httpx.Response) -> ApiProblem:

@@ -195,6 +195,67 @@ class SettlementAudit(TypedDict):
     discrepancies: list[Discrepancy]
 
 
+class TournamentEntry(TypedDict):
+    seat: int
+    player_id: str
+    state: str  # registered, playing, knocked_out, champion, refunded
+    prize: Money | None
+    first_place: int | None
+    last_place: int | None
+
+
+class TournamentPairing(TypedDict):
+    match_no: int
+    match_id: str | None
+    first_seat: int
+    second_seat: int
+    winner_seat: int | None
+
+
+class TournamentRound(TypedDict):
+    round: int
+    matches: list[TournamentPairing]
+
+
+class Tournament(TypedDict):
+    id: str
+    status: str  # open, running, finished, cancelled
+    format: str
+    currency: str
+    buy_in: Money
+    fee: Money
+    prize_pool: Money
+    entrants: int
+    entries_taken: int
+    payout_table: str
+    commitment: str
+    server_seed: str | None
+    draw: list[int] | None
+    entries: list[TournamentEntry]
+    rounds: list[TournamentRound]
+
+
+class TournamentStatementLine(TypedDict):
+    transaction_id: str
+    kind: str  # entry, refund, fee, prize, fee_returned, fee_refund
+    player_id: str | None
+    amount: Money
+
+
+class TournamentStatement(TypedDict):
+    tournament_id: str
+    status: str
+    lines: list[TournamentStatementLine]
+    held: Money
+
+
+class TournamentAudit(TypedDict):
+    ok: bool
+    tournament_id: str
+    matches_checked: int
+    discrepancies: list[Discrepancy]
+
+
 class WebhookEndpoint(TypedDict):
     id: str
     url: str

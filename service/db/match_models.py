@@ -72,6 +72,10 @@ class GameTable(Base):
     seats_taken: Mapped[int] = mapped_column(Integer, default=0)
     fill_deadline: Mapped[datetime] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: A table the system opened for one match of a tournament: its seats hold nothing (the
+    #: money is in the tournament's pool) and its match's end advances the tournament instead
+    #: of being settled (docs/tournaments.md).
+    tournament_id: Mapped[str | None] = mapped_column(ForeignKey("tournaments.id"), index=True)
 
 
 class Seat(Base):

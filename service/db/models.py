@@ -266,4 +266,10 @@ class IdempotencyRow(Base):
 
 # Tables, seats, matches, hands, the action log and the outbox live in their own module, and
 # webhooks in another; they share this metadata (imported last: they import Base from here).
-from service.db import bot_models, match_models, wallet_models, webhook_models  # noqa: E402, F401
+from service.db import (  # noqa: E402, F401
+    bot_models,
+    match_models,
+    tournament_models,
+    wallet_models,
+    webhook_models,
+)

@@ -43,6 +43,8 @@ class TransactionKind(StrEnum):
     WALLET_DEBIT = "wallet_debit"
     #: We paid a seamless operator's player back through its wallet.
     WALLET_CREDIT = "wallet_credit"
+    #: The house gives back fees it took (a tournament cancelled before any match finished).
+    FEE_REFUND = "fee_refund"
 
 
 @dataclass(frozen=True, order=True)
@@ -308,3 +310,14 @@ def _positive(amount: int) -> int:
     if check_minor_units(amount) <= 0:
         raise LedgerInvariantBroken(f"amount must be positive, got {amount!r}")
     return amount
+
+
+def fee_refund(operator_id: str, currency: str, refunds: dict[str, int]) -> JournalTransaction:
+    """Fees the house took returned to the players' available funds (``refunds`` per player,
+    each positive): a tournament cancelled before any of its matches finished."""
+    postings = [
+        Posting(AccountRef.player_available(operator_id, player, currency), _positive(amount))
+        for player, amount in sorted(refunds.items())
+    ]
+    postings.append(Posting(AccountRef.house_fee(operator_id, currency), -sum(refunds.values())))
+    return JournalTransaction(TransactionKind.FEE_REFUND, tuple(postings))

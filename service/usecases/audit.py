@@ -153,6 +153,8 @@ class AuditReport:
     settlements: list[SettlementAudit]
     ledger: LedgerAudit | None
     scope: dict[str, Any] = field(default_factory=dict)
+    #: Each tournament's audit (:mod:`service.usecases.tournament_audit`), as its dict.
+    tournaments: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> list[SettlementAudit]:
@@ -160,7 +162,11 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and (self.ledger is None or self.ledger.ok)
+        return (
+            not self.failed
+            and (self.ledger is None or self.ledger.ok)
+            and all(t["ok"] for t in self.tournaments)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +177,9 @@ class AuditReport:
             "settlements_checked": len(self.settlements),
             "settlements_failed": len(self.failed),
             "settlements": [s.to_dict() for s in self.settlements],
+            "tournaments_checked": len(self.tournaments),
+            "tournaments_failed": sum(1 for t in self.tournaments if not t["ok"]),
+            "tournaments": self.tournaments,
             "ledger": None if self.ledger is None else self.ledger.to_dict(),
         }
 
@@ -1120,7 +1129,8 @@ def run_audit(
     progress: Callable[[list[str]], Iterable[str]] = lambda ids: ids,
 ) -> AuditReport:
     """Audit one match's settlement, or every settlement in ``[since, until)`` (all when
-    neither is given), then the ledger invariants; ``progress`` wraps the settlement ids
+    neither is given), then the ledger invariants and, unless one match is asked for, every
+    tournament; ``progress`` wraps the settlement ids
     (a progress bar). Each settlement is audited in a unit of work of its own.
 
     :raises NotFound: when ``match_id`` is unknown or not settled.
@@ -1147,4 +1157,13 @@ def run_audit(
             audits.append(unit_of_work.run(session, audit_settlement, session, settlement_id))
             session.expunge_all()  # a long range stays within bounded memory
     books = unit(lambda: audit_ledger(session, operator_id)) if ledger else None
-    return AuditReport(started, audits, books, scope)
+    # Imported here: the tournaments' audit builds on this module's findings.
+    from service.usecases import tournament_audit
+
+    checked: list[dict[str, Any]] = []
+    if match_id is None:
+        for tournament_id in unit(lambda: tournament_audit.tournament_ids(session, operator_id)):
+            found = unit_of_work.run(session, tournament_audit.audit_id, session, tournament_id)
+            checked.append(found.to_dict())
+            session.expunge_all()
+    return AuditReport(started, audits, books, scope, checked)

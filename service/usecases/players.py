@@ -15,7 +15,7 @@ from service.db.models import Player
 from service.errors import ExternalIdTaken, FieldError, SelfExclusionLocked, ValidationFailed
 from service.ids import new_id
 from service.ledger.money import exponent
-from service.usecases import tables
+from service.usecases import tables, tournaments
 from service.usecases.auth import (
     Principal,
     authorize_player,
@@ -125,7 +125,9 @@ def set_self_exclusion(
     session: Session, principal: Principal, player_id: str, until: datetime, now: datetime
 ) -> Player:
     """Exclude the player until ``until``, at once wherever it sits
-    (:func:`~service.usecases.tables.exclude_from_tables`). An active exclusion can be
+    (:func:`~service.usecases.tables.exclude_from_tables`) and from the tournaments it
+    registered for that have not started
+    (:func:`~service.usecases.tournaments.exclude_from_tournaments`). An active exclusion can be
     extended, never shortened.
 
     :raises SelfExclusionLocked: when ``until`` is earlier than an active exclusion's end.
@@ -147,4 +149,5 @@ def set_self_exclusion(
         )
     player.self_excluded_until = until
     tables.exclude_from_tables(session, player, now)
+    tournaments.exclude_from_tournaments(session, player, now)
     return player

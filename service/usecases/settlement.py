@@ -25,7 +25,7 @@ from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
 from service.match_view import seat_numbers, table_seats
-from service.usecases import play, seamless, tables, wallets
+from service.usecases import play, seamless, tables, tournaments, wallets
 from service.usecases.auth import Principal
 from service.usecases.pages import Page, page_of
 from service.usecases.rates import Rate
@@ -55,6 +55,22 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     if row.status not in SETTLED_STATUSES or row.state is None:
         raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match is settled.")
     return _settle(session, row, now)
+
+
+def conclude(session: Session, match_id: str, now: datetime) -> str | None:
+    """A finished match's end, applied exactly once: a tournament's match advances its
+    tournament (:func:`tournaments.record_result`: no money moves, the pool pays at the
+    end), any other match is settled (:func:`settle_match`). The settlement's id, or
+    ``None`` for a tournament's match.
+
+    :raises NotFound: when there is no such match.
+    :raises MatchNotLive: when the match has not finished.
+    """
+    tournament_id = tournaments.tournament_of_match(session, match_id)
+    if tournament_id is not None:
+        tournaments.record_result(session, tournament_id, match_id, now)
+        return None
+    return settle_match(session, match_id, now).id
 
 
 def capture_amounts(

@@ -64,7 +64,7 @@ def settings_problems(
     data = dict(data)
     problems: list[FieldError] = []
     if currency is not None:
-        problems += _practice_problems(practice, currency)
+        problems += practice_problems(practice, currency)
     game = data.get("game", "gin")
     seats = data.pop("seat_count", None)
     if seats is None:
@@ -135,7 +135,7 @@ def spectator_delay_problems(delay: Mapping[str, Any] | None, *, private: bool) 
     return problems
 
 
-def _practice_problems(practice: bool, currency: str) -> list[FieldError]:
+def practice_problems(practice: bool, currency: str) -> list[FieldError]:
     """Practice tables play for play money (``PRACTICE_CURRENCY``) only, real tables never."""
     if practice == (currency == PRACTICE_CURRENCY):
         return []
@@ -164,7 +164,7 @@ def create_table(
     match late (``spectator_delay``: ``{"moves": N}`` or ``{"seconds": S}``)."""
     operator_id = require_operator(principal)
     exponent(currency)
-    problems = _practice_problems(practice, currency)
+    problems = practice_problems(practice, currency)
     problems += spectator_delay_problems(spectator_delay, private=private)
     if problems:
         raise ValidationFailed(problems[0].message, errors=problems)
@@ -193,12 +193,12 @@ def create_table(
     )
     session.add(table)
     session.flush()
-    session.add(_waiting_match(table, table.match_id, now))
+    session.add(waiting_match(table, table.match_id, now))
     session.flush()
     return _view(session, table, True)
 
 
-def _waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
+def waiting_match(table: GameTable, match_id: str, now: datetime) -> MatchRow:
     """The match row a table's next match starts in (a per-hand table's next hand)."""
     return MatchRow(
         id=match_id,
@@ -309,7 +309,7 @@ def _seat_request(
         invite_code and table.invite_code and secrets.compare_digest(invite_code, table.invite_code)
     ):
         raise Forbidden("A private table needs its invite code.")
-    _not_self_excluded(player, now)
+    not_self_excluded(player, now)
     settings = MatchSettings.from_dict(table.settings)
     problems = _buyin_problems(settings, buyin)
     problems += [] if client_seed is None else _client_seed_problems(client_seed)
@@ -447,7 +447,7 @@ def exclude_from_tables(session: Session, player: Player, now: datetime) -> None
     being played is played to its end (docs/games.md, "Self-exclusion"). Running it again
     changes nothing. The tables are locked in id order before any money moves, so it waits
     for (and sees) a seat taken or a match started meanwhile."""
-    if not _self_excluded(player, now):
+    if not self_excluded(player, now):
         return
     table_ids = sorted(
         set(session.scalars(select(Seat.table_id).where(Seat.player_id == player.id)))
@@ -468,14 +468,14 @@ def exclude_from_tables(session: Session, player: Player, now: datetime) -> None
     session.flush()
 
 
-def _self_excluded(player: Player, now: datetime) -> bool:
+def self_excluded(player: Player, now: datetime) -> bool:
     """Whether the player's self-exclusion runs at ``now``: it takes no new stake."""
     return player.self_excluded_until is not None and player.self_excluded_until > now
 
 
-def _not_self_excluded(player: Player, now: datetime) -> None:
+def not_self_excluded(player: Player, now: datetime) -> None:
     """:raises SelfExcluded: while the player's self-exclusion runs (no new stake)."""
-    if _self_excluded(player, now):
+    if self_excluded(player, now):
         raise SelfExcluded(
             f"Player {player.id} is self-excluded until {player.self_excluded_until:%Y-%m-%d}."
         )
@@ -622,7 +622,7 @@ def _top_up_request(
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     _between_hands(session, table, seat, "top up")
-    _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
+    not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     if seat.escrow + amount > settings.max_buyin:
         message = (
             f"A top-up of {amount} would bring the table balance {seat.escrow} past the "
@@ -696,7 +696,7 @@ def set_ready(
     """
     table, seat, settings = _continuous_table(session, principal, table_id)
     if ready:
-        _not_self_excluded(authorize_player(session, principal, seat.player_id), now)
+        not_self_excluded(authorize_player(session, principal, seat.player_id), now)
     seat.ready = ready
     session.flush()
     _deal_next_hand(session, table, settings, now)
@@ -760,7 +760,7 @@ def _deal_next_hand(
     excluded = {
         p.id
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
-        if _self_excluded(p, now)
+        if self_excluded(p, now)
     }
     dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:
@@ -770,7 +770,7 @@ def _deal_next_hand(
         hand = session.get(MatchRow, row.id, with_for_update=True)
         assert hand is not None
     else:
-        hand = _waiting_match(table, new_id("mch"), now)
+        hand = waiting_match(table, new_id("mch"), now)
         session.add(hand)
         table.match_id = hand.id
         session.flush()

@@ -419,6 +419,37 @@ def capture(
     return txn
 
 
+def refund_fees(
+    session: Session,
+    operator_id: str,
+    match_ref: str,
+    currency: str,
+    refunds: Mapping[str, int],
+    idempotency_key: str,
+    now: datetime,
+) -> LedgerTransaction:
+    """Give back fees the house took for ``match_ref`` (a tournament): ``refunds`` per
+    player from the house fee account to available funds, once per idempotency key.
+
+    :raises InsufficientFunds: when the house fee account holds less.
+    """
+    refunds = {p: a for p, a in refunds.items() if a}
+    journal = ledger.fee_refund(operator_id, currency, dict(refunds))
+    txn, _ = move(
+        session,
+        operator_id=operator_id,
+        player=None,
+        journal=journal,
+        idempotency_key=idempotency_key,
+        fingerprint=store.fingerprint("fee_refund", match_ref, currency, sorted(refunds.items())),
+        currency=currency,
+        amount=sum(refunds.values()),
+        now=now,
+        match_ref=match_ref,
+    )
+    return txn
+
+
 @dataclass(frozen=True)
 class EntryView:
     entry: LedgerEntry

@@ -45,7 +45,15 @@ from service.usecases.pages import Page, page_of
 log = logging.getLogger(__name__)
 
 #: The event types the service emits (an endpoint may subscribe to a subset).
-EVENT_TYPES = ("match.started", "hand.ended", "match.finished", "settlement.completed")
+EVENT_TYPES = (
+    "match.started",
+    "hand.ended",
+    "match.finished",
+    "settlement.completed",
+    "tournament.started",
+    "tournament.cancelled",
+    "tournament.finished",
+)
 #: The event an operator asks for (:func:`send_test_event`): sent to that one endpoint,
 #: whatever types it subscribes to, never fanned out to the others.
 TEST_EVENT_TYPE = "webhook.test"

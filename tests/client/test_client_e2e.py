@@ -83,3 +83,29 @@ def test_a_test_webhook_through_the_client(operator: GinClient) -> None:
     with pytest.raises(ApiProblem) as missing:
         operator.send_test_webhook("whk_missing")
     assert (missing.value.status, missing.value.code) == (404, "not_found")
+
+
+def test_a_tournament_through_the_client(operator: GinClient) -> None:
+    tournament = operator.create_tournament(
+        "first_to_knock", "EUR", 500, 4, fee=50, payout_table="2-5: 10000"
+    )
+    players = []
+    for n in range(4):
+        player = operator.create_player(f"t-{n}", f"T{n}")
+        operator.deposit(player["id"], 1000, "EUR")
+        players.append(operator.as_(operator.player_token(player["id"])["token"]))
+    players[0].register(tournament["id"])
+    assert players[0].unregister(tournament["id"])["entries"] == []
+    for player in players:
+        running = player.register(tournament["id"])
+    assert running["status"] == "running" and running["server_seed"]
+    assert [t["id"] for t in operator.tournaments(status="running")["data"]] == [tournament["id"]]
+    with pytest.raises(ApiProblem) as late:
+        players[0].unregister(tournament["id"])
+    assert (late.value.status, late.value.code) == (409, "tournament_not_open")
+    cancelled = operator.cancel_tournament(tournament["id"])
+    assert cancelled["status"] == "cancelled"
+    statement = operator.tournament_statement(tournament["id"])
+    assert statement["held"]["amount"] == 0
+    assert operator.audit_tournament(tournament["id"])["ok"] is True
+    assert operator.tournament(tournament["id"])["entries"][0]["state"] == "refunded"

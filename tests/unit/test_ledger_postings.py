@@ -232,3 +232,15 @@ def test_entry_hash_covers_every_field_and_the_link() -> None:
     ):
         changed = EntryContent(**{**content.__dict__, **change})
         assert entry_hash(GENESIS, changed) != digest
+
+
+def test_a_fee_refund_moves_fees_from_the_house_back_to_each_player() -> None:
+    journal = ledger.fee_refund("op_1", "EUR", {"ply_b": 100, "ply_a": 100})
+    assert journal.kind.value == "fee_refund"
+    assert [str(p) for p in journal.postings] == [
+        "player_available:op_1:ply_a:-:EUR +100",
+        "player_available:op_1:ply_b:-:EUR +100",
+        "house_fee:op_1:-:-:EUR -200",
+    ]
+    with pytest.raises(LedgerInvariantBroken):
+        ledger.fee_refund("op_1", "EUR", {"ply_a": 0})

@@ -1,0 +1,258 @@
+"""Tournaments: the lobby, registration, the bracket and the statement (docs/tournaments.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_smorest import Blueprint
+
+from service.api import render
+from service.api.context import db_session, idempotent, player_idempotent, principal, unit
+from service.api.problems import documents
+from service.api.tournament_schemas import (
+    TournamentIn,
+    TournamentList,
+    TournamentOut,
+    TournamentQuery,
+    TournamentStatementOut,
+)
+from service.api.wallets import IDEMPOTENCY_HEADER
+from service.clock import utcnow
+from service.errors import (
+    AlreadyRegistered,
+    Forbidden,
+    IdempotencyKeyInUse,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    InsufficientFunds,
+    InvalidCursor,
+    NotFound,
+    SeamlessWallet,
+    SelfExcluded,
+    TokenExpired,
+    TournamentNotOpen,
+    Unauthenticated,
+    UnsupportedCurrency,
+    ValidationFailed,
+)
+from service.tournaments.bracket import Knockout
+from service.usecases import tournaments
+from service.usecases.tournaments import TournamentView
+
+blp = Blueprint(
+    "tournaments", __name__, url_prefix="/v1", description="Tournaments: sit-and-go knockouts."
+)
+
+ENTRY_PROBLEMS = (
+    Unauthenticated,
+    TokenExpired,
+    Forbidden,
+    NotFound,
+    TournamentNotOpen,
+    IdempotencyKeyRequired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+)
+
+
+@blp.route("/tournaments", methods=["POST"])
+@blp.arguments(TournamentIn)
+@blp.response(201, TournamentOut)
+@documents(blp, Unauthenticated, Forbidden, ValidationFailed, UnsupportedCurrency)
+@unit
+def create_tournament(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Open a sit-and-go knockout for two-player Gin (operator only): the format of its
+    matches, the entry (buy-in and fee), the field (4, 8, 16 or 32) and the payout table.
+    Its seed's commitment is published now; it starts when the field is full."""
+    settings, problems = tournaments.match_settings(
+        {"format": body["format"], "target": body["target"], "clock": body["clock"]},
+        buy_in=body["buy_in"],
+    )
+    if settings is None:
+        detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
+        raise ValidationFailed(detail, errors=problems)
+    view = tournaments.create_tournament(
+        db_session(),
+        principal(),
+        name=body["name"],
+        currency=body["currency"],
+        practice=body["practice"],
+        settings=settings,
+        buy_in=body["buy_in"],
+        fee=body["fee"],
+        entrants=body["entrants"],
+        payout_table=body.get("payout_table"),
+        registration_seconds=body["registration_seconds"],
+        now=utcnow(),
+    )
+    return tournament_json(view), 201
+
+
+@blp.route("/tournaments")
+@blp.arguments(TournamentQuery, location="query")
+@blp.response(200, TournamentList)
+@documents(blp, Unauthenticated, TokenExpired, ValidationFailed, InvalidCursor)
+@unit
+def lobby(query: dict[str, Any]) -> dict[str, Any]:
+    """The tournament lobby, newest first, filtered by status, game and currency."""
+    page = tournaments.list_tournaments(
+        db_session(),
+        principal(),
+        status=query.get("status"),
+        game=query.get("game"),
+        currency=query.get("currency"),
+        limit=query["limit"],
+        starting_after=query.get("starting_after"),
+        ending_before=query.get("ending_before"),
+    )
+    return render.page([tournament_json(v) for v in page.data], page.has_more, page.next_cursor)
+
+
+@blp.route("/tournaments/<tournament_id>")
+@blp.response(200, TournamentOut)
+@documents(blp, Unauthenticated, TokenExpired, NotFound)
+@unit
+def get_tournament(tournament_id: str) -> dict[str, Any]:
+    """One tournament: its entries, the bracket with each match's id, the standings, the
+    seed's commitment and, once drawn, the seed."""
+    return tournament_json(tournaments.get_tournament(db_session(), principal(), tournament_id))
+
+
+@blp.route("/tournaments/<tournament_id>/entries", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@player_idempotent
+@blp.response(201, TournamentOut)
+@documents(blp, *ENTRY_PROBLEMS, AlreadyRegistered, SelfExcluded, InsufficientFunds, SeamlessWallet)
+def register(tournament_id: str) -> tuple[dict[str, Any], int]:
+    """Register (player token): the entry, buy-in plus fee, is held from your available
+    funds for the tournament; the entry that fills the field starts it."""
+    view = tournaments.register(db_session(), principal(), tournament_id, utcnow())
+    return tournament_json(view), 201
+
+
+@blp.route("/tournaments/<tournament_id>/entries/me", methods=["DELETE"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@player_idempotent
+@blp.response(200, TournamentOut)
+@documents(blp, *ENTRY_PROBLEMS)
+def unregister(tournament_id: str) -> dict[str, Any]:
+    """Unregister before the start (player token): the entry is released in full."""
+    return tournament_json(
+        tournaments.unregister(db_session(), principal(), tournament_id, utcnow())
+    )
+
+
+@blp.route("/tournaments/<tournament_id>/cancel", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@idempotent
+@blp.response(200, TournamentOut)
+@documents(
+    blp,
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    TournamentNotOpen,
+    IdempotencyKeyRequired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+)
+def cancel(tournament_id: str) -> dict[str, Any]:
+    """Cancel (operator only), refunded by docs/tournaments.md, Cancellation: before any
+    match has finished every entry in full, after it the pool by the current standings."""
+    return tournament_json(tournaments.cancel(db_session(), principal(), tournament_id, utcnow()))
+
+
+@blp.route("/tournaments/<tournament_id>/statement")
+@blp.response(200, TournamentStatementOut)
+@documents(blp, Unauthenticated, Forbidden, NotFound)
+@unit
+def statement(tournament_id: str) -> dict[str, Any]:
+    """Every movement of the tournament's money, from the ledger, oldest first: entries,
+    refunds, the fees, the prizes; the lines sum to what it holds, zero once it is over."""
+    tournament, lines = tournaments.statement(db_session(), principal(), tournament_id)
+    currency = tournament.currency
+    return {
+        "tournament_id": tournament.id,
+        "object": "tournament_statement",
+        "status": tournament.status,
+        "lines": [
+            {
+                "transaction_id": line.transaction_id,
+                "kind": line.kind,
+                "player_id": line.player_id,
+                "amount": render.money(line.amount, currency),
+                "created_at": line.created_at,
+            }
+            for line in lines
+        ],
+        "held": render.money(sum(line.amount for line in lines), currency),
+    }
+
+
+def tournament_json(view: TournamentView) -> dict[str, Any]:
+    t = view.tournament
+    drawn = t.draw is not None
+    rounds = [
+        {
+            "round": r,
+            "matches": [
+                {
+                    "match_no": m,
+                    "match_id": p["match_id"],
+                    "first_seat": p["first"],
+                    "second_seat": p["second"],
+                    "winner_seat": p["winner"],
+                }
+                for m, p in enumerate(pairings, 1)
+            ],
+        }
+        for r, pairings in enumerate(t.bracket or [], 1)
+    ]
+    standings = []
+    if t.bracket is not None:
+        place = 1
+        for group in Knockout.from_dict(t.bracket).standings():
+            standings.append(
+                {"seats": group, "first_place": place, "last_place": place + len(group) - 1}
+            )
+            place += len(group)
+    return {
+        "id": t.id,
+        "object": "tournament",
+        "name": t.name,
+        "kind": t.kind,
+        "game": t.game,
+        "format": t.format,
+        "settings": t.settings,
+        "currency": t.currency,
+        "practice": t.practice,
+        "status": t.status,
+        "buy_in": render.money(t.buy_in, t.currency),
+        "fee": render.money(t.fee, t.currency),
+        "prize_pool": render.money(t.buy_in * t.entrants, t.currency),
+        "entrants": t.entrants,
+        "entries_taken": t.entries_taken,
+        "payout_table": t.payout_table,
+        "commitment": t.commitment,
+        "server_seed": t.server_seed if drawn else None,
+        "draw": t.draw,
+        "entries": [
+            {
+                "seat": e.seat,
+                "player_id": e.player_id,
+                "state": e.state,
+                "registered_at": e.registered_at,
+                "prize": None if e.prize is None else render.money(e.prize, t.currency),
+                "first_place": e.first_place,
+                "last_place": e.last_place,
+            }
+            for e in view.entries
+        ],
+        "rounds": rounds,
+        "standings": standings,
+        "registration_deadline": t.registration_deadline,
+        "created_at": t.created_at,
+        "started_at": t.started_at,
+        "finished_at": t.finished_at,
+        "cancelled_at": t.cancelled_at,
+    }

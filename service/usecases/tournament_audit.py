@@ -1,0 +1,264 @@
+"""Auditing tournaments: the draw, the bracket and the money recomputed (docs/tournaments.md,
+"Audit").
+
+For each tournament, from what anyone holding its revealed seed and its records can see:
+
+1. **The draw.** The seed's commitment is SHA-256 of the seed; the drawn order is
+   :func:`service.tournaments.bracket.draw` of the seed and the entrants' player ids in seat
+   order.
+2. **The bracket.** Replayed from the draw: each recorded winner is the winner of its match
+   (the match's own state says who won), and each round's pairings follow from the one
+   before (:meth:`Knockout.record`).
+3. **The money.** From the tournament's ledger movements (its statement): the fees the house
+   kept, each entrant's prize (recomputed with :func:`award` from the payout table and the
+   replayed standings) or full refund after a cancellation before any match finished, and
+   what the tournament still holds (nothing once it is over).
+
+:func:`compare_tournament` is pure: plain data in, :class:`Discrepancy` findings out; the
+functions below it load that data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db.match_models import MatchRow
+from service.db.tournament_models import Tournament
+from service.errors import NotFound
+from service.formats import Match, games
+from service.rules import fair
+from service.tournaments.bracket import Knockout, draw
+from service.tournaments.errors import TournamentError
+from service.tournaments.payouts import PayoutTable, award
+from service.usecases import tournaments
+from service.usecases.audit import Discrepancy
+from service.usecases.auth import Principal, require_operator
+
+
+@dataclass
+class TournamentAudit:
+    """The audit of one tournament."""
+
+    tournament_id: str
+    operator_id: str
+    status: str
+    matches_checked: int = 0
+    discrepancies: list[Discrepancy] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "object": "tournament_audit",
+            "tournament_id": self.tournament_id,
+            "operator_id": self.operator_id,
+            "status": self.status,
+            "matches_checked": self.matches_checked,
+            "ok": self.ok,
+            "discrepancies": [d.to_dict() for d in self.discrepancies],
+        }
+
+
+@dataclass(frozen=True)
+class TournamentFacts:
+    """What the audit of one tournament reads, as plain data."""
+
+    status: str
+    server_seed: str
+    commitment: str
+    buy_in: int
+    fee: int
+    entrants: int
+    payout_table: str
+    #: The entrants' player ids by seat (1..N).
+    players: Mapping[int, str]
+    draw: Sequence[int] | None
+    #: The stored bracket: rounds of pairings (``first``, ``second``, ``winner``,
+    #: ``match_id``).
+    bracket: Sequence[Sequence[Mapping[str, Any]]] | None
+    #: The seat that won each ended match, by match id (None: not ended).
+    match_winners: Mapping[str, int | None]
+    #: The stored prize of each seat.
+    prizes: Mapping[int, int | None]
+    #: The statement's lines: (kind, player id, amount into the pool).
+    lines: Sequence[tuple[str, str | None, int]]
+
+
+def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
+    """Every way ``facts`` differ from what the seed, the matches and the payout table say."""
+    found: list[Discrepancy] = []
+    entry = facts.buy_in + facts.fee
+    if fair.commitment(facts.server_seed) != facts.commitment:
+        found.append(
+            Discrepancy(
+                "commitment", fair.commitment(facts.server_seed), facts.commitment, "SHA-256"
+            )
+        )
+    knockout = _replayed(facts, found)
+    per_player: dict[tuple[str, str | None], int] = defaultdict(int)
+    for kind, player_id, amount in facts.lines:
+        per_player[kind, player_id] += amount
+    kept_fees = -sum(a for (k, _), a in per_player.items() if k in ("fee", "fee_returned"))
+    held = sum(amount for _, _, amount in facts.lines)
+    played = knockout is not None and any(
+        p.winner is not None for pairings in knockout.rounds for p in pairings
+    )
+    full_refund = facts.status == "cancelled" and not played
+    over = facts.status in ("finished", "cancelled")
+    expected_held = {
+        "open": len(facts.players) * entry,
+        "running": len(facts.players) * facts.buy_in,
+    }.get(facts.status, 0)
+    if held != expected_held:
+        found.append(Discrepancy("ledger.held", expected_held, held, "what it still holds"))
+    expected_fees = 0 if facts.status == "open" or full_refund else facts.fee * facts.entrants
+    if kept_fees != expected_fees:
+        found.append(Discrepancy("ledger.fees", expected_fees, kept_fees, "the house's fees"))
+    if full_refund:
+        for seat, player_id in sorted(facts.players.items()):
+            kept = sum(per_player[kind, player_id] for kind in ("entry", "refund", "fee_refund"))
+            if kept != 0:
+                found.append(
+                    Discrepancy(f"ledger.refund[{seat}]", 0, kept, "every entry refunded whole")
+                )
+    elif over and knockout is not None:
+        try:
+            shares = PayoutTable.parse(facts.payout_table).band_for(facts.entrants).shares
+            due = {
+                p.seat: p.amount
+                for p in award(facts.buy_in * facts.entrants, shares, knockout.standings())
+            }
+        except TournamentError as exc:
+            return [*found, Discrepancy("payout_table", "a table that pays", str(exc))]
+        for seat, player_id in sorted(facts.players.items()):
+            paid = -per_player["prize", player_id]
+            if facts.prizes.get(seat) != due.get(seat):
+                found.append(
+                    Discrepancy(f"entries[{seat}].prize", due.get(seat), facts.prizes.get(seat))
+                )
+            if paid != due.get(seat, 0):
+                found.append(Discrepancy(f"ledger.prize[{seat}]", due.get(seat, 0), paid))
+    return found
+
+
+def _replayed(facts: TournamentFacts, found: list[Discrepancy]) -> Knockout | None:
+    """The bracket replayed from the draw and the matches' winners (findings into
+    ``found``); ``None`` before the draw."""
+    if facts.draw is None or facts.bracket is None:
+        if facts.status not in ("open", "cancelled"):
+            found.append(Discrepancy("draw", "drawn", None, "a started tournament"))
+        return None
+    players = [facts.players[seat] for seat in sorted(facts.players)]
+    try:
+        expected = list(draw(facts.server_seed, players))
+    except TournamentError as exc:
+        found.append(Discrepancy("draw", "a field of 4, 8, 16 or 32", list(facts.draw), str(exc)))
+        return None
+    if expected != list(facts.draw):
+        found.append(Discrepancy("draw", expected, list(facts.draw), "the seed's shuffle"))
+    knockout = Knockout.start(expected)
+    for r, pairings in enumerate(facts.bracket, 1):
+        if r > len(knockout.rounds):
+            found.append(Discrepancy(f"rounds[{r}]", None, "dealt", "before its round"))
+            break
+        for m, pairing in enumerate(pairings, 1):
+            where = f"rounds[{r}].matches[{m}]"
+            drawn = knockout.rounds[r - 1][m - 1]
+            seats = (pairing["first"], pairing["second"])
+            if seats != (drawn.first, drawn.second):
+                found.append(
+                    Discrepancy(f"{where}.seats", [drawn.first, drawn.second], list(seats))
+                )
+            won = facts.match_winners.get(pairing["match_id"] or "")
+            if pairing["winner"] != won:
+                found.append(
+                    Discrepancy(f"{where}.winner", won, pairing["winner"], "its match's winner")
+                )
+            if won is not None:
+                try:
+                    knockout = knockout.record(r, m, won)
+                except TournamentError as exc:
+                    found.append(Discrepancy(f"{where}.winner", None, won, str(exc)))
+    return knockout
+
+
+def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
+    entries = tournaments.entries_of(session, tournament.id)
+    players = {e.seat: e.player_id for e in entries}
+    seats = {player: seat for seat, player in players.items()}
+    match_ids = [
+        p["match_id"] for pairings in tournament.bracket or [] for p in pairings if p["match_id"]
+    ]
+    winners: dict[str, int | None] = {}
+    for row in session.scalars(select(MatchRow).where(MatchRow.id.in_(match_ids))):
+        winners[row.id] = None
+        recorded = row.settled_at is not None  # a result not recorded yet counts later
+        if recorded and row.state is not None and row.seats:
+            match = games.from_state(row.state)
+            if isinstance(match, Match) and match.winner is not None:
+                winners[row.id] = seats.get(row.seats[match.winner]["player_id"])
+    _, lines = tournaments.statement(session, Principal(tournament.operator_id), tournament.id)
+    return TournamentFacts(
+        status=tournament.status,
+        server_seed=tournament.server_seed,
+        commitment=tournament.commitment,
+        buy_in=tournament.buy_in,
+        fee=tournament.fee,
+        entrants=tournament.entrants,
+        payout_table=tournament.payout_table,
+        players=players,
+        draw=tournament.draw,
+        bracket=tournament.bracket,
+        match_winners=winners,
+        prizes={e.seat: e.prize for e in entries},
+        lines=[(line.kind, line.player_id, line.amount) for line in lines],
+    )
+
+
+def audit_tournament(session: Session, tournament: Tournament) -> TournamentAudit:
+    """One tournament's audit (read-only)."""
+    facts = _facts(session, tournament)
+    return TournamentAudit(
+        tournament.id,
+        tournament.operator_id,
+        tournament.status,
+        matches_checked=sum(1 for w in facts.match_winners.values() if w is not None),
+        discrepancies=compare_tournament(facts),
+    )
+
+
+def audit_one(session: Session, principal: Principal, tournament_id: str) -> TournamentAudit:
+    """The audit of one of the operator's tournaments.
+
+    :raises NotFound: when it is unknown or another operator's.
+    """
+    require_operator(principal)
+    tournament = tournaments.get_tournament(session, principal, tournament_id).tournament
+    return audit_tournament(session, tournament)
+
+
+def audit_id(session: Session, tournament_id: str) -> TournamentAudit:
+    """The audit of tournament ``tournament_id`` (the command line's, for every operator).
+
+    :raises NotFound: when it is unknown.
+    """
+    tournament = session.get(Tournament, tournament_id)
+    if tournament is None:
+        raise NotFound(f"No tournament {tournament_id!r}.")
+    return audit_tournament(session, tournament)
+
+
+def tournament_ids(session: Session, operator_id: str | None = None) -> list[str]:
+    """Every tournament (one operator's), oldest first."""
+    stmt = select(Tournament.id).order_by(Tournament.created_at, Tournament.id)
+    if operator_id is not None:
+        stmt = stmt.where(Tournament.operator_id == operator_id)
+    return list(session.scalars(stmt))

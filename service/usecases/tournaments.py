@@ -1,0 +1,786 @@
+"""Tournaments: an operator opens one, players register with their entry held, and it runs
+itself (docs/tournaments.md, "Lifecycle").
+
+A **sit-and-go knockout** for two-player Gin: registering holds the entry (buy-in plus fee)
+from the player's available funds in its escrow for the tournament, as a seat holds a stake
+for a match; unregistering before the start releases it. The registration that fills the
+field starts the tournament in its own transaction, under the tournament's row lock (so
+exactly one start happens however the last registrations race): the fees go to the house,
+the seed draws the bracket and round 1's matches are dealt, each at a table the system opens
+with both entrants seated and nothing held (``GameTable.tournament_id``). A match's end
+reaches :func:`record_result` through the settlement task (:mod:`service.usecases.settlement`
+sends a tournament's match here instead of settling it): under the tournament's row lock,
+the result is recorded once (the match's ``settled_at`` is the guard), and a completed round
+opens the next one. The final's end pays the prizes from the pool by the payout table. An
+operator may cancel: refunds by the rule of docs/tournaments.md, "Cancellation".
+
+Every money movement is a ledger posting with its own idempotency key, named after the
+tournament or the entry's hold, so a retry moves nothing twice. The pure rules (payout
+table, prizes, ties, the draw, rounds and places) are :mod:`service.tournaments`'s; none is
+restated here.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db.match_models import GameTable, MatchRow, OutboxEvent, Seat
+from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
+from service.db.tournament_models import Tournament, TournamentEntry
+from service.errors import (
+    AlreadyRegistered,
+    FieldError,
+    Forbidden,
+    MatchNotLive,
+    NotFound,
+    SeamlessWallet,
+    TournamentNotOpen,
+    ValidationFailed,
+)
+from service.formats import Format, Match, MatchSettings, games
+from service.ids import new_id
+from service.ledger.money import exponent
+from service.ledger.postings import AccountKind, TransactionKind
+from service.rules import fair
+from service.tournaments.bracket import SIZES, Knockout, draw
+from service.tournaments.errors import PayoutTableError
+from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award
+from service.usecases import play, tables, unit_of_work, wallets
+from service.usecases.auth import Principal, authorize_player, require_operator
+from service.usecases.pages import Page, page_of
+
+#: The formats a knockout's matches are played in: each has a winner.
+KNOCKOUT_FORMATS = (Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value)
+#: How long a sit-and-go takes registrations unless its operator says otherwise.
+DEFAULT_REGISTRATION = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class TournamentView:
+    tournament: Tournament
+    entries: list[TournamentEntry]
+
+
+def _view(session: Session, tournament: Tournament) -> TournamentView:
+    return TournamentView(tournament, entries_of(session, tournament.id))
+
+
+def entries_of(session: Session, tournament_id: str) -> list[TournamentEntry]:
+    """A tournament's entries, by seat."""
+    return list(
+        session.scalars(
+            select(TournamentEntry)
+            .where(TournamentEntry.tournament_id == tournament_id)
+            .order_by(TournamentEntry.seat)
+        )
+    )
+
+
+def _refuse(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field}: {message}", errors=[FieldError(field, message)])
+
+
+def payout_table_of(text: str | None, entrants: int) -> PayoutTable:
+    """The payout table of ``text`` (the default table when ``None``), checked to pay a field
+    of ``entrants``.
+
+    :raises ValidationFailed: naming ``payout_table``.
+    """
+    try:
+        table = DEFAULT_TABLE if text is None else PayoutTable.parse(text)
+        table.band_for(entrants)
+    except PayoutTableError as exc:
+        raise _refuse("payout_table", str(exc)) from None
+    return table
+
+
+def create_tournament(
+    session: Session,
+    principal: Principal,
+    *,
+    name: str,
+    currency: str,
+    practice: bool,
+    settings: MatchSettings,
+    buy_in: int,
+    fee: int,
+    entrants: int,
+    payout_table: str | None,
+    registration_seconds: int | None,
+    now: datetime,
+) -> TournamentView:
+    """Open a sit-and-go knockout (operator only): its server seed is drawn and its
+    commitment published now; it starts when the last of ``entrants`` registers.
+
+    :raises ValidationFailed: on a field size other than 4, 8, 16 or 32, a payout table that
+        cannot pay that field, a format without a winner, or play money at a real tournament.
+    """
+    operator_id = require_operator(principal)
+    exponent(currency)
+    problems = tables.practice_problems(practice, currency)
+    if entrants not in SIZES:
+        problems.append(FieldError("entrants", f"must be 4, 8, 16 or 32, not {entrants}"))
+    if settings.format.value not in KNOCKOUT_FORMATS:
+        problems.append(FieldError("format", "a knockout plays first_to_knock or match_play"))
+    if problems:
+        detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
+        raise ValidationFailed(detail, errors=problems)
+    table = payout_table_of(payout_table, entrants)
+    seed = fair.new_server_seed()
+    tournament = Tournament(
+        id=new_id("trn"),
+        operator_id=operator_id,
+        name=name,
+        kind="knockout",
+        game=settings.game.value,
+        settings=settings.to_dict(),
+        format=settings.format.value,
+        currency=currency,
+        practice=practice,
+        buy_in=buy_in,
+        fee=fee,
+        entrants=entrants,
+        entries_taken=0,
+        payout_table=str(table),
+        status="open",
+        server_seed=seed,
+        commitment=fair.commitment(seed),
+        draw=None,
+        bracket=None,
+        registration_deadline=now
+        + (
+            DEFAULT_REGISTRATION
+            if registration_seconds is None
+            else timedelta(seconds=registration_seconds)
+        ),
+        created_at=now,
+    )
+    session.add(tournament)
+    session.flush()
+    return TournamentView(tournament, [])
+
+
+def match_settings(
+    data: dict[str, Any], *, buy_in: int
+) -> tuple[MatchSettings | None, list[FieldError]]:
+    """The settings of a knockout's matches from request data (a two-player Gin table's,
+    :func:`tables.settings_problems`), or every problem with them. A tournament's tables
+    hold nothing: their stake is the tournament's buy-in, for the record only."""
+    return tables.settings_problems({**data, "game": "gin", "stake": max(buy_in, 1)})
+
+
+def _tournament(
+    session: Session, principal: Principal, tournament_id: str, *, lock: bool
+) -> Tournament:
+    tournament = session.get(Tournament, tournament_id, with_for_update=lock)
+    if tournament is None or tournament.operator_id != principal.operator_id:
+        raise NotFound(f"No tournament {tournament_id!r}.")
+    return tournament
+
+
+def get_tournament(session: Session, principal: Principal, tournament_id: str) -> TournamentView:
+    return _view(session, _tournament(session, principal, tournament_id, lock=False))
+
+
+def list_tournaments(
+    session: Session,
+    principal: Principal,
+    *,
+    status: str | None,
+    game: str | None,
+    currency: str | None,
+    limit: int,
+    starting_after: str | None,
+    ending_before: str | None,
+) -> Page[TournamentView]:
+    """The lobby: the operator's tournaments, newest first, filtered."""
+    if currency is not None:
+        exponent(currency)
+    stmt = select(Tournament).where(Tournament.operator_id == principal.operator_id)
+    if status is not None:
+        stmt = stmt.where(Tournament.status == status)
+    if game is not None:
+        stmt = stmt.where(Tournament.game == game)
+    if currency is not None:
+        stmt = stmt.where(Tournament.currency == currency)
+    page = page_of(session, stmt, Tournament.id, Tournament, limit, starting_after, ending_before)
+    return Page([_view(session, t) for t in page.data], page.has_more, page.next_cursor)
+
+
+# --- registration -------------------------------------------------------------------------
+
+
+def register(
+    session: Session, principal: Principal, tournament_id: str, now: datetime
+) -> TournamentView:
+    """Register the caller (player token): the entry, buy-in plus fee, is held from its
+    available funds for the tournament in the same transaction; the entry that fills the
+    field starts the tournament (:func:`_start`).
+
+    :raises Forbidden: without a player token.
+    :raises AlreadyRegistered: when the player is registered already.
+    :raises TournamentNotOpen: once the tournament started, ended or its deadline passed.
+    :raises SelfExcluded: while the player's self-exclusion runs.
+    :raises SeamlessWallet: at an operator whose currency runs in seamless mode.
+    :raises InsufficientFunds: when the player's available funds are short of the entry.
+    """
+    if principal.player_id is None:
+        raise Forbidden("Registering needs the player's own token.")
+    tournament = _tournament(session, principal, tournament_id, lock=True)
+    player = authorize_player(session, principal, principal.player_id)
+    entries = entries_of(session, tournament.id)
+    if any(e.player_id == player.id for e in entries):
+        raise AlreadyRegistered(f"Player {player.id} is registered for {tournament.id} already.")
+    if tournament.status != "open" or len(entries) >= tournament.entrants:
+        raise TournamentNotOpen(
+            f"Tournament {tournament.id} is {tournament.status}: registration is closed."
+        )
+    if now >= tournament.registration_deadline:
+        raise TournamentNotOpen(
+            f"Tournament {tournament.id}'s registration closed at "
+            f"{tournament.registration_deadline:%Y-%m-%dT%H:%M:%SZ}."
+        )
+    tables.not_self_excluded(player, now)
+    if wallets.seamless_wallet(session, tournament.operator_id, tournament.currency):
+        raise SeamlessWallet(
+            f"{tournament.currency} runs in seamless mode: tournaments take transfer-mode "
+            "entries only (docs/tournaments.md)."
+        )
+    hold = wallets.hold(
+        session,
+        tournament.operator_id,
+        player.id,
+        tournament.id,
+        tournament.currency,
+        tournament.buy_in + tournament.fee,
+        # Each entry's hold has a key of its own: a request's repeats are answered by the
+        # HTTP idempotency layer, and a player who unregistered may register again.
+        f"tournament-entry:{tournament.id}:{player.id}:{secrets.token_hex(8)}",
+        now,
+    )
+    taken = {e.seat for e in entries}
+    entry = TournamentEntry(
+        tournament_id=tournament.id,
+        seat=min(set(range(1, tournament.entrants + 1)) - taken),
+        player_id=player.id,
+        registered_at=now,
+        hold_transaction_id=hold.transaction.id,
+        state="registered",
+    )
+    session.add(entry)
+    tournament.entries_taken = len(entries) + 1
+    session.flush()
+    if tournament.entries_taken == tournament.entrants:
+        _start(session, tournament, now)
+    return _view(session, tournament)
+
+
+def unregister(
+    session: Session, principal: Principal, tournament_id: str, now: datetime
+) -> TournamentView:
+    """Withdraw the caller's entry before the start: buy-in and fee released in full.
+
+    :raises Forbidden: without a player token.
+    :raises NotFound: when the caller is not registered.
+    :raises TournamentNotOpen: once the tournament has started or ended.
+    """
+    if principal.player_id is None:
+        raise Forbidden("Unregistering needs the player's own token.")
+    tournament = _tournament(session, principal, tournament_id, lock=True)
+    entry = session.scalars(
+        select(TournamentEntry).where(
+            TournamentEntry.tournament_id == tournament.id,
+            TournamentEntry.player_id == principal.player_id,
+        )
+    ).one_or_none()
+    if entry is None:
+        raise NotFound(f"Player {principal.player_id} is not registered for {tournament.id}.")
+    if tournament.status != "open":
+        raise TournamentNotOpen(f"Tournament {tournament.id} is {tournament.status}.")
+    _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
+    session.delete(entry)
+    tournament.entries_taken -= 1
+    session.flush()
+    return _view(session, tournament)
+
+
+def exclude_from_tournaments(session: Session, player: Player, now: datetime) -> None:
+    """A self-exclusion that runs at ``now`` withdraws the player from every tournament it is
+    registered for that has not started (its entry released, as when unregistering), in the
+    caller's transaction; a tournament already running is played to its end, as a match is.
+    The tournaments are locked in id order before any money moves."""
+    if not tables.self_excluded(player, now):
+        return
+    ids = sorted(
+        set(
+            session.scalars(
+                select(TournamentEntry.tournament_id).where(
+                    TournamentEntry.player_id == player.id,
+                    TournamentEntry.state == "registered",
+                )
+            )
+        )
+    )
+    for tournament_id in ids:
+        tournament = session.get(Tournament, tournament_id, with_for_update=True)
+        assert tournament is not None
+        entry = session.scalars(
+            select(TournamentEntry).where(
+                TournamentEntry.tournament_id == tournament_id,
+                TournamentEntry.player_id == player.id,
+            )
+        ).one_or_none()
+        if entry is None or tournament.status != "open":  # left, or started, meanwhile
+            continue
+        _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
+        session.delete(entry)
+        tournament.entries_taken -= 1
+    session.flush()
+
+
+def _release(
+    session: Session, tournament: Tournament, entry: TournamentEntry, amount: int, now: datetime
+) -> None:
+    """Return ``amount`` of an entry's escrow to the player's available funds, once: the key
+    names the entry's own hold."""
+    wallets.release(
+        session,
+        tournament.operator_id,
+        entry.player_id,
+        tournament.id,
+        tournament.currency,
+        amount,
+        f"tournament-release:{entry.hold_transaction_id}",
+        now,
+    )
+
+
+# --- the start and the rounds -----------------------------------------------------------
+
+
+def _start(session: Session, tournament: Tournament, now: datetime) -> None:
+    """The field is full (under the tournament's lock): the fees go to the house, the seed
+    draws the bracket, round 1 is dealt."""
+    entries = entries_of(session, tournament.id)
+    if tournament.fee:
+        wallets.capture(
+            session,
+            tournament.operator_id,
+            tournament.id,
+            tournament.currency,
+            {e.player_id: tournament.fee for e in entries},
+            {},
+            tournament.fee * len(entries),
+            f"tournament-fees:{tournament.id}",
+            now,
+        )
+    order = draw(tournament.server_seed, [e.player_id for e in entries])
+    knockout = Knockout.start(order)
+    tournament.draw = list(order)
+    tournament.status = "running"
+    tournament.started_at = now
+    for entry in entries:
+        entry.state = "playing"
+    tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
+    _event(
+        session,
+        tournament,
+        "tournament.started",
+        {
+            "server_seed": tournament.server_seed,
+            "draw": tournament.draw,
+            "players": [e.player_id for e in entries],
+            "matches": [p["match_id"] for p in tournament.bracket[0]],
+        },
+        now,
+    )
+    session.flush()
+
+
+def _with_matches(
+    session: Session,
+    tournament: Tournament,
+    knockout: Knockout,
+    entries: Sequence[TournamentEntry],
+    now: datetime,
+    *,
+    deal: bool = True,
+) -> list[list[dict[str, Any]]]:
+    """The bracket to store: ``knockout``'s pairings with the match ids the stored bracket
+    gives them; with ``deal``, a match opened for each pairing that has none yet."""
+    known = tournament.bracket or []
+    by_seat = {e.seat: e for e in entries}
+    out: list[list[dict[str, Any]]] = []
+    for r, pairings in enumerate(knockout.to_dict()):
+        row: list[dict[str, Any]] = []
+        for m, pairing in enumerate(pairings):
+            match_id = known[r][m]["match_id"] if r < len(known) else None
+            first, second = pairing["first"], pairing["second"]
+            if match_id is None and deal and first is not None and second is not None:
+                match_id = _open_match(
+                    session, tournament, r + 1, m + 1, (by_seat[first], by_seat[second]), now
+                )
+            row.append({**pairing, "match_id": match_id})
+        out.append(row)
+    return out
+
+
+def _open_match(
+    session: Session,
+    tournament: Tournament,
+    round_no: int,
+    match_no: int,
+    entries: tuple[TournamentEntry, TournamentEntry],
+    now: datetime,
+) -> str:
+    """A table the system opens for one pairing, both entrants seated (the first of the
+    pairing in seat 0) and nothing held, its match dealt at once; the match id."""
+    settings = MatchSettings.from_dict(tournament.settings)
+    table = GameTable(
+        id=new_id("tbl"),
+        operator_id=tournament.operator_id,
+        match_id=new_id("mch"),
+        name=f"{tournament.name} round {round_no} match {match_no}"[-100:],
+        game=tournament.game,
+        seat_count=2,
+        format=tournament.format,
+        currency=tournament.currency,
+        practice=tournament.practice,
+        private=True,  # never in the lobby, joined by nobody else
+        invite_code=None,
+        stake=settings.stake,
+        stake_per_point=0,
+        min_buyin=settings.stake,
+        max_buyin=settings.stake,
+        settings=tournament.settings,
+        status="playing",
+        seats_taken=2,
+        fill_deadline=now,
+        created_at=now,
+        tournament_id=tournament.id,
+    )
+    session.add(table)
+    session.flush()
+    for seat_no, entry in enumerate(entries):
+        session.add(
+            Seat(
+                table_id=table.id,
+                seat_no=seat_no,
+                player_id=entry.player_id,
+                escrow=0,  # the money is in the tournament's pool
+                hold_transaction_id=entry.hold_transaction_id,
+                client_seed=fair.new_client_seed(),
+                joined_at=now,
+            )
+        )
+    match = tables.waiting_match(table, table.match_id, now)
+    session.add(match)
+    session.flush()
+    play.start_match(session, table, match, now)
+    return table.match_id
+
+
+def tournament_of_match(session: Session, match_id: str) -> str | None:
+    """The tournament ``match_id`` is played for, if any."""
+    return session.scalar(
+        select(GameTable.tournament_id)
+        .join(MatchRow, MatchRow.table_id == GameTable.id)
+        .where(MatchRow.id == match_id)
+    )
+
+
+def record_result(session: Session, tournament_id: str, match_id: str, now: datetime) -> bool:
+    """A tournament match has ended: its winner advances (under the tournament's row lock,
+    then the match's), a completed round deals the next, the final pays the prizes. Once
+    per match: the match's ``settled_at`` is written with the result, and a second call
+    finds it. Whether the result was recorded now.
+
+    :raises NotFound: when there is no such match in that tournament.
+    :raises MatchNotLive: when the match has not ended.
+    """
+    tournament = session.get(Tournament, tournament_id, with_for_update=True)
+    row = session.get(MatchRow, match_id, with_for_update=True)
+    if tournament is None or row is None:
+        raise NotFound(f"No match {match_id!r} in tournament {tournament_id!r}.")
+    if row.settled_at is not None:
+        return False
+    if row.status not in ("finished", "void") or row.state is None:
+        raise MatchNotLive(f"Match {match_id} is {row.status}; it has not ended.")
+    row.settled_at = now
+    if tournament.status != "running" or tournament.bracket is None:
+        return False  # cancelled meanwhile: the cancellation placed everyone
+    entries = entries_of(session, tournament.id)
+    knockout = _record(tournament, Knockout.from_dict(tournament.bracket), entries, row)
+    tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
+    if knockout.finished:
+        _pay(session, tournament, entries, knockout, now)
+        tournament.status = "finished"
+        tournament.finished_at = now
+        _event(session, tournament, "tournament.finished", _prizes_data(entries), now)
+    session.flush()
+    return True
+
+
+def _record(
+    tournament: Tournament,
+    knockout: Knockout,
+    entries: Sequence[TournamentEntry],
+    row: MatchRow,
+) -> Knockout:
+    """``knockout`` with ``row``'s ended match won by its winner, its loser knocked out."""
+    assert row.state is not None and row.seats is not None and tournament.bracket is not None
+    [(round_no, match_no)] = [
+        (r, m)
+        for r, pairings in enumerate(tournament.bracket, 1)
+        for m, pairing in enumerate(pairings, 1)
+        if pairing["match_id"] == row.id
+    ]
+    match = games.from_state(row.state)
+    assert isinstance(match, Match)
+    # A knockout's formats always name a winner: First To Knock's dead-hand limit, the one
+    # way to a void match, is refused when the tournament is created.
+    winner_index = match.winner if match.winner is not None else 0
+    by_player = {e.player_id: e for e in entries}
+    winner = by_player[row.seats[winner_index]["player_id"]]
+    by_player[row.seats[1 - winner_index]["player_id"]].state = "knocked_out"
+    return knockout.record(round_no, match_no, winner.seat)
+
+
+def _pay(
+    session: Session,
+    tournament: Tournament,
+    entries: Sequence[TournamentEntry],
+    knockout: Knockout,
+    now: datetime,
+) -> list[Prize]:
+    """Pay the pool by the standings (:func:`award`): every buy-in out of escrow, each prize
+    to its player's available funds, in one capture; each entry placed."""
+    band = PayoutTable.parse(tournament.payout_table).band_for(tournament.entrants)
+    prizes = award(tournament.buy_in * tournament.entrants, band.shares, knockout.standings())
+    by_seat = {e.seat: e for e in entries}
+    wallets.capture(
+        session,
+        tournament.operator_id,
+        tournament.id,
+        tournament.currency,
+        {e.player_id: tournament.buy_in for e in entries},
+        {by_seat[p.seat].player_id: p.amount for p in prizes},
+        0,
+        f"tournament-prizes:{tournament.id}",
+        now,
+    )
+    for prize in prizes:
+        entry = by_seat[prize.seat]
+        entry.prize = prize.amount
+        entry.first_place, entry.last_place = prize.first_place, prize.last_place
+        if knockout.champion == prize.seat:
+            entry.state = "champion"
+        elif entry.state == "playing":  # still in when it was cancelled
+            entry.state = "knocked_out"
+    return prizes
+
+
+def _prizes_data(entries: Sequence[TournamentEntry]) -> dict[str, Any]:
+    return {
+        "prizes": [
+            {
+                "seat": e.seat,
+                "player_id": e.player_id,
+                "amount": e.prize,
+                "first_place": e.first_place,
+                "last_place": e.last_place,
+            }
+            for e in entries
+        ]
+    }
+
+
+# --- cancellation -------------------------------------------------------------------------
+
+
+def cancel(
+    session: Session, principal: Principal, tournament_id: str, now: datetime
+) -> TournamentView:
+    """Cancel a tournament (operator only) and refund it by docs/tournaments.md,
+    "Cancellation": before any match has finished every entry in full (a fee taken at the
+    start given back by the house); after, the pool paid by the current standings. Its
+    matches still being played end, unsettled.
+
+    :raises TournamentNotOpen: when it has finished or was cancelled already.
+    """
+    require_operator(principal)
+    tournament = _tournament(session, principal, tournament_id, lock=True)
+    _cancel(session, tournament, now, reason="operator")
+    return _view(session, tournament)
+
+
+def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: str) -> None:
+    if tournament.status not in ("open", "running"):
+        raise TournamentNotOpen(f"Tournament {tournament.id} is {tournament.status}.")
+    entries = entries_of(session, tournament.id)
+    knockout = _stop_matches(session, tournament, entries, now)
+    played = knockout is not None and any(
+        p.winner is not None for pairings in knockout.rounds for p in pairings
+    )
+    if knockout is not None and played:
+        _pay(session, tournament, entries, knockout, now)
+        data = _prizes_data(entries)
+    else:
+        for entry in entries:
+            held = tournament.buy_in + (0 if knockout is not None else tournament.fee)
+            _release(session, tournament, entry, held, now)
+            entry.state = "refunded"
+        if knockout is not None and tournament.fee:  # the house gives the fees back
+            wallets.refund_fees(
+                session,
+                tournament.operator_id,
+                tournament.id,
+                tournament.currency,
+                {e.player_id: tournament.fee for e in entries},
+                f"tournament-fee-refund:{tournament.id}",
+                now,
+            )
+        refund = tournament.buy_in + tournament.fee
+        data = {"refunds": [{"player_id": e.player_id, "amount": refund} for e in entries]}
+    tournament.status = "cancelled"
+    tournament.cancelled_at = now
+    _event(session, tournament, "tournament.cancelled", {"reason": reason, **data}, now)
+    session.flush()
+
+
+def _stop_matches(
+    session: Session, tournament: Tournament, entries: Sequence[TournamentEntry], now: datetime
+) -> Knockout | None:
+    """A running tournament's bracket as it stands (``None`` before the start): a match of
+    the round being played that has ended is recorded, one still being played ends,
+    cancelled (its table too), and its two players stay in, tied."""
+    if tournament.bracket is None:
+        return None
+    knockout = Knockout.from_dict(tournament.bracket)
+    for pairing in tournament.bracket[-1]:
+        if pairing["winner"] is not None or pairing["match_id"] is None:
+            continue
+        row = session.get(MatchRow, pairing["match_id"], with_for_update=True)
+        assert row is not None
+        if row.status in ("finished", "void") and row.settled_at is None:
+            knockout = _record(tournament, knockout, entries, row)
+            row.settled_at = now
+        elif row.status in ("waiting", "playing"):
+            row.status = "cancelled"
+            row.finished_at = row.updated_at = now
+            row.deadline_at = None
+            table = session.get(GameTable, row.table_id, with_for_update=True)
+            assert table is not None
+            table.status = "cancelled"
+    tournament.bracket = _with_matches(session, tournament, knockout, entries, now, deal=False)
+    return knockout
+
+
+def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
+    """Cancel open sit-and-gos past their registration deadline and refund every entry; each
+    in a unit of work of its own. How many were cancelled."""
+    due = unit_of_work.run(
+        session,
+        lambda: list(
+            session.scalars(
+                select(Tournament.id)
+                .where(Tournament.status == "open", Tournament.registration_deadline <= now)
+                .limit(limit)
+            )
+        ),
+    )
+    return sum(unit_of_work.run(session, _cancel_due, session, t, now) for t in due)
+
+
+def _cancel_due(session: Session, tournament_id: str, now: datetime) -> bool:
+    tournament = session.get(Tournament, tournament_id, with_for_update=True)
+    if tournament is None or tournament.status != "open" or tournament.registration_deadline > now:
+        return False
+    _cancel(session, tournament, now, reason="unfilled")
+    return True
+
+
+# --- the statement --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    """One movement of the tournament's money, signed as the pool sees it: an entry in
+    (positive), a fee, prize or refund out (negative), a fee the house gives back in."""
+
+    transaction_id: str
+    kind: str
+    player_id: str | None
+    amount: int
+    created_at: datetime
+
+
+#: (transaction kind, account kind, sign of the entry) -> the statement's line kind.
+_LINES = {
+    (TransactionKind.HOLD.value, AccountKind.PLAYER_ESCROW.value, 1): "entry",
+    (TransactionKind.RELEASE.value, AccountKind.PLAYER_ESCROW.value, -1): "refund",
+    (TransactionKind.CAPTURE.value, AccountKind.HOUSE_FEE.value, 1): "fee",
+    (TransactionKind.CAPTURE.value, AccountKind.PLAYER_AVAILABLE.value, 1): "prize",
+    (TransactionKind.FEE_REFUND.value, AccountKind.HOUSE_FEE.value, -1): "fee_returned",
+    (TransactionKind.FEE_REFUND.value, AccountKind.PLAYER_AVAILABLE.value, 1): "fee_refund",
+}
+
+
+def statement(
+    session: Session, principal: Principal, tournament_id: str
+) -> tuple[Tournament, list[StatementLine]]:
+    """Every movement of the tournament's money, from its ledger transactions, oldest first:
+    the lines sum to what it still holds, zero once it has finished or been cancelled."""
+    require_operator(principal)
+    tournament = _tournament(session, principal, tournament_id, lock=False)
+    rows = session.execute(
+        select(LedgerTransaction, LedgerEntry, LedgerAccount)
+        .join(LedgerEntry, LedgerEntry.transaction_id == LedgerTransaction.id)
+        .join(LedgerAccount, LedgerAccount.id == LedgerEntry.account_id)
+        .where(
+            LedgerTransaction.operator_id == tournament.operator_id,
+            LedgerTransaction.match_ref == tournament.id,
+        )
+        .order_by(LedgerEntry.seq)
+    ).all()
+    lines = []
+    for txn, entry, account in rows:
+        kind = _LINES.get((txn.kind, account.kind, 1 if entry.amount > 0 else -1))
+        if kind is None:  # the other side of a line already listed
+            continue
+        into_pool = (
+            entry.amount if account.kind == AccountKind.PLAYER_ESCROW.value else -entry.amount
+        )
+        lines.append(StatementLine(txn.id, kind, account.player_id, into_pool, txn.created_at))
+    return tournament, lines
+
+
+# --- the outbox ---------------------------------------------------------------------------
+
+
+def _event(
+    session: Session, tournament: Tournament, kind: str, data: dict[str, Any], now: datetime
+) -> None:
+    session.add(
+        OutboxEvent(
+            id=new_id("evt"),
+            operator_id=tournament.operator_id,
+            type=kind,
+            subject_id=tournament.id,
+            data={
+                "tournament_id": tournament.id,
+                "currency": tournament.currency,
+                **data,
+            },
+            created_at=now,
+            published_at=None,
+            attempts=0,
+        )
+    )

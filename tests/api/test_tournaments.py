@@ -1,0 +1,471 @@
+"""Sit-and-go knockouts over HTTP: registration with the entry held, the start when the field
+is full, matches at tables the system opens, results advancing the bracket once, prizes
+paid to the cent, cancellations refunded by docs/tournaments.md, and the statement."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from service.clock import utcnow
+from service.db.match_models import OutboxEvent
+from service.db.tournament_models import Tournament, TournamentEntry
+from service.errors import TournamentNotOpen
+from service.usecases import play, settlement, tournaments, webhooks
+from service.usecases.audit import run_audit
+from service.usecases.auth import Principal
+from tests.api.play_clients import player_client, wallet
+from tests.conftest import ApiClient, assert_problem, in_unit
+
+DEPOSIT = 5_000
+BUY_IN, FEE = 1_000, 100
+
+
+def open_tournament(api: ApiClient, **overrides: Any) -> dict[str, Any]:
+    body = {
+        "name": "Sunday 4",
+        "format": "match_play",
+        "target": 50,
+        "currency": "EUR",
+        "buy_in": BUY_IN,
+        "fee": FEE,
+        "entrants": 4,
+        "payout_table": "2-5: 7000/3000",
+        **overrides,
+    }
+    response = api.post("/v1/tournaments", body)
+    assert response.status_code == 201, response.get_json()
+    return dict(response.get_json())
+
+
+def register(client: ApiClient, tournament_id: str) -> Any:
+    return client.post(f"/v1/tournaments/{tournament_id}/entries", key=secrets.token_hex(8))
+
+
+def full_field(api: ApiClient, **overrides: Any) -> tuple[dict[str, Any], dict[str, ApiClient]]:
+    """A tournament whose four entrants registered (so it started), and their clients by
+    player id."""
+    tournament = open_tournament(api, **overrides)
+    clients = {}
+    for _ in range(tournament["entrants"]):
+        client = player_client(api, deposit=DEPOSIT, currency=tournament["currency"])
+        response = register(client, tournament["id"])
+        assert response.status_code == 201, response.get_json()
+        clients[client.player_id] = client  # type: ignore[attr-defined]
+    return response.get_json(), clients
+
+
+def cancel(api: ApiClient, tournament_id: str) -> Any:
+    return api.post(f"/v1/tournaments/{tournament_id}/cancel", key=secrets.token_hex(8))
+
+
+def conclude(app: Any, match_id: str) -> str | None:
+    """What the settlement task does when a match has finished."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        return in_unit(session, settlement.conclude, match_id, utcnow())
+    finally:
+        session.close()
+
+
+def resign_first_seat(
+    api: ApiClient,
+    app: Any,
+    clients: dict[str, ApiClient],
+    tournament: dict[str, Any],
+    r: int,
+    settle: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """Every match of round ``r`` is lost by its first seat's resignation; the results are
+    concluded twice each (a retried task), by ``settle`` when given. The tournament after
+    them."""
+    players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
+    for pairing in tournament["rounds"][r - 1]["matches"]:
+        loser = clients[players[pairing["first_seat"]]]
+        answer = loser.post(f"/v1/matches/{pairing['match_id']}/actions", {"action": "RESIGN"})
+        assert answer.status_code == 200, answer.get_json()
+        run = settle or (lambda match_id: conclude(app, match_id))
+        assert run(pairing["match_id"]) is None  # no settlement: no money moves
+        assert run(pairing["match_id"]) is None  # a second run changes nothing
+    return dict(api.get(f"/v1/tournaments/{tournament['id']}").get_json())
+
+
+def statement_sum(api: ApiClient, tournament_id: str) -> tuple[list[dict[str, Any]], int]:
+    body = api.get(f"/v1/tournaments/{tournament_id}/statement").get_json()
+    total = sum(line["amount"]["amount"] for line in body["lines"])
+    assert body["held"]["amount"] == total
+    return body["lines"], total
+
+
+def events(app: Any, tournament_id: str) -> list[str]:
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        return list(
+            session.scalars(
+                select(OutboxEvent.type)
+                .where(OutboxEvent.subject_id == tournament_id)
+                .order_by(OutboxEvent.created_at, OutboxEvent.id)
+            )
+        )
+    finally:
+        session.close()
+
+
+def test_a_four_entrant_knockout_is_played_and_paid_to_the_cent(
+    api: ApiClient, app: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tournament, clients = full_field(api)
+    assert tournament["status"] == "running" and tournament["entries_taken"] == 4
+    assert tournament["server_seed"] and sorted(tournament["draw"]) == [1, 2, 3, 4]
+    first_round = tournament["rounds"][0]["matches"]
+    assert len(first_round) == 2 and all(m["match_id"] for m in first_round)
+    for player_id in clients:  # the fee is the house's, the buy-in still held
+        w = wallet(api, player_id)
+        assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT - 1_100, BUY_IN)
+    players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
+    for pairing in first_round:  # each entrant is seated at its match, the first seat first
+        view = clients[players[pairing["first_seat"]]].get(f"/v1/matches/{pairing['match_id']}")
+        assert view.status_code == 200 and view.get_json()["you"] == 0
+        assert view.get_json()["status"] == "playing"
+
+    after_one = resign_first_seat(api, app, clients, tournament, 1)
+    assert [m["winner_seat"] for m in after_one["rounds"][0]["matches"]] == [
+        m["second_seat"] for m in first_round
+    ]
+    final = after_one["rounds"][1]["matches"]
+    assert len(final) == 1 and final[0]["match_id"] and final[0]["winner_seat"] is None
+    assert [m["second_seat"] for m in first_round] == [
+        final[0]["first_seat"],
+        final[0]["second_seat"],
+    ]
+
+    # The final's result goes through the settlement task itself, as a worker runs it.
+    from worker.tasks import settle_match
+
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    done = resign_first_seat(
+        api, app, clients, after_one, 2, lambda m: settle_match.apply(args=[m]).get()
+    )
+    assert done["status"] == "finished" and done["finished_at"]
+    champion, runner_up = final[0]["second_seat"], final[0]["first_seat"]
+    by_seat = {e["seat"]: e for e in done["entries"]}
+    # A pool of 4,000 at 7000/3000: 2,800 and 1,200; the semi-finals' losers share nothing.
+    assert by_seat[champion]["prize"]["amount"] == 2_800
+    assert by_seat[champion]["state"] == "champion"
+    assert by_seat[runner_up]["prize"]["amount"] == 1_200
+    assert sorted(e["prize"]["amount"] for e in done["entries"]) == [0, 0, 1_200, 2_800]
+    assert done["standings"][0] == {"seats": [champion], "first_place": 1, "last_place": 1}
+    assert done["standings"][-1]["first_place"] == 3 and done["standings"][-1]["last_place"] == 4
+    for entry in done["entries"]:
+        w = wallet(api, entry["player_id"])
+        assert w["held"]["amount"] == 0
+        assert w["available"]["amount"] == DEPOSIT - 1_100 + entry["prize"]["amount"]
+
+    lines, total = statement_sum(api, done["id"])
+    assert total == 0
+    kinds = [line["kind"] for line in lines]
+    assert kinds.count("entry") == 4 and kinds.count("fee") == 1 and kinds.count("prize") == 2
+    assert next(line for line in lines if line["kind"] == "fee")["amount"]["amount"] == -400
+    audit = api.get("/v1/audit/ledger").get_json()
+    assert audit["ok"] is True, audit
+    recomputed = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert recomputed["ok"] is True and recomputed["matches_checked"] == 3, recomputed
+    assert events(app, done["id"]) == ["tournament.started", "tournament.finished"]
+    # A finished match of the bracket concluded once more changes nothing.
+    assert conclude(app, final[0]["match_id"]) is None
+    assert api.get(f"/v1/tournaments/{done['id']}").get_json() == done
+
+
+def test_unregistering_before_the_start_releases_the_entry(api: ApiClient) -> None:
+    tournament = open_tournament(api)
+    client = player_client(api, deposit=DEPOSIT)
+    player_id = client.player_id  # type: ignore[attr-defined]
+    assert register(client, tournament["id"]).status_code == 201
+    assert wallet(api, player_id)["available"]["amount"] == DEPOSIT - 1_100
+    path = f"/v1/tournaments/{tournament['id']}/entries/me"
+    response = client.delete(path, key=secrets.token_hex(8))
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["entries"] == []
+    w = wallet(api, player_id)
+    assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert_problem(client.delete(path, key=secrets.token_hex(8)), 404, "not_found")
+    again = register(client, tournament["id"])  # registering again is a new entry
+    assert again.status_code == 201 and again.get_json()["entries_taken"] == 1
+    lines, total = statement_sum(api, tournament["id"])
+    assert [line["kind"] for line in lines] == ["entry", "refund", "entry"] and total == 1_100
+
+
+def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
+    api: ApiClient, app: Any
+) -> None:
+    endpoint = api.post(
+        "/v1/webhook-endpoints",
+        {
+            "url": "https://receiver.example/gin",
+            "event_types": ["tournament.started", "tournament.cancelled"],
+        },
+    )
+    assert endpoint.status_code == 201, endpoint.get_json()
+    tournament, clients = full_field(api)
+    path = f"/v1/tournaments/{tournament['id']}/cancel"
+    response = api.post(path, key="cancel-once")
+    assert response.status_code == 200, response.get_json()
+    cancelled = response.get_json()
+    replay = api.post(path, key="cancel-once")  # a retry is answered the same, nothing moves
+    assert replay.headers["Idempotent-Replayed"] == "true" and replay.get_json() == cancelled
+    assert cancelled["status"] == "cancelled"
+    assert {e["state"] for e in cancelled["entries"]} == {"refunded"}
+    for player_id in clients:
+        w = wallet(api, player_id)
+        assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    lines, total = statement_sum(api, tournament["id"])
+    assert total == 0 and [line["kind"] for line in lines].count("fee_returned") == 1
+    for pairing in tournament["rounds"][0]["matches"]:  # its matches end, unplayed
+        view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
+        assert view["status"] == "cancelled"
+    assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+    assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
+    assert_problem(cancel(api, tournament["id"]), 409, "tournament_not_open")
+    # The events go to the operator's endpoint that asked for them, as any event does.
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():
+            ids = session.scalars(
+                select(OutboxEvent.id).where(OutboxEvent.subject_id == tournament["id"])
+            ).all()
+        for event_id in ids:
+            assert len(in_unit(session, webhooks.fan_out, event_id, utcnow())) == 1
+    finally:
+        session.close()
+    log = api.get(f"/v1/webhook-endpoints/{endpoint.get_json()['id']}/deliveries").get_json()
+    assert sorted(d["event_type"] for d in log["data"]) == [
+        "tournament.cancelled",
+        "tournament.started",
+    ]
+
+
+def test_cancelling_after_a_match_finished_pays_the_pool_by_standing(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(api)
+    players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
+    first, second = tournament["rounds"][0]["matches"]
+    loser = clients[players[first["first_seat"]]]
+    resigned = loser.post(f"/v1/matches/{first['match_id']}/actions", {"action": "RESIGN"})
+    assert resigned.status_code == 200
+    # Cancelled before the result was recorded: the cancellation records it.
+    cancelled = cancel(api, tournament["id"]).get_json()
+    assert conclude(app, first["match_id"]) is None
+    prizes = {e["seat"]: e["prize"]["amount"] for e in cancelled["entries"]}
+    # Pool 4,000 at 7000/3000: the semi-final's winner is first (2,800); the two still
+    # playing share places 2-3 (1,200 + 0): 600 each; the loser is fourth, unpaid.
+    assert prizes == {
+        first["second_seat"]: 2_800,
+        second["first_seat"]: 600,
+        second["second_seat"]: 600,
+        first["first_seat"]: 0,
+    }
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_refusals_name_what_is_wrong(api: ApiClient) -> None:
+    base = {"format": "match_play", "currency": "EUR", "buy_in": 1_000, "entrants": 4}
+    bad_table = assert_problem(
+        api.post("/v1/tournaments", {**base, "payout_table": "2-5: 6000/3000"}),
+        422,
+        "validation_failed",
+    )
+    assert [e["field"] for e in bad_table["errors"]] == ["payout_table"]
+    no_band = assert_problem(
+        api.post("/v1/tournaments", {**base, "entrants": 8, "payout_table": "2-5: 10000"}),
+        422,
+        "validation_failed",
+    )
+    assert [e["field"] for e in no_band["errors"]] == ["payout_table"]
+    six = assert_problem(
+        api.post("/v1/tournaments", {**base, "entrants": 6}), 422, "validation_failed"
+    )
+    assert [e["field"] for e in six["errors"]] == ["entrants"]
+    play_money = assert_problem(
+        api.post("/v1/tournaments", {**base, "currency": "XPM"}), 422, "validation_failed"
+    )
+    assert [e["field"] for e in play_money["errors"]] == ["currency"]
+
+    tournament = open_tournament(api)
+    poor = player_client(api, deposit=1_099)
+    assert_problem(register(poor, tournament["id"]), 422, "insufficient_funds")
+    assert wallet(api, poor.player_id)["available"]["amount"] == 1_099  # type: ignore[attr-defined]
+    rich = player_client(api, deposit=DEPOSIT)
+    assert register(rich, tournament["id"]).status_code == 201
+    assert_problem(register(rich, tournament["id"]), 409, "already_registered")
+    assert_problem(register(api, tournament["id"]), 403, "forbidden")  # an operator key
+    assert_problem(
+        rich.post(f"/v1/tournaments/{tournament['id']}/entries"), 400, "idempotency_key_required"
+    )
+
+
+def test_no_registration_or_unregistration_after_the_start(api: ApiClient) -> None:
+    tournament, clients = full_field(api)
+    late = player_client(api, deposit=DEPOSIT)
+    assert_problem(register(late, tournament["id"]), 409, "tournament_not_open")
+    assert wallet(api, late.player_id)["available"]["amount"] == DEPOSIT  # type: ignore[attr-defined]
+    entrant = next(iter(clients.values()))
+    path = f"/v1/tournaments/{tournament['id']}/entries/me"
+    assert_problem(entrant.delete(path, key=secrets.token_hex(8)), 409, "tournament_not_open")
+
+
+def test_the_lobby_filters_by_status_and_currency(api: ApiClient, other_api: ApiClient) -> None:
+    open_one = open_tournament(api)
+    running, _ = full_field(api, currency="USD")
+    mine = api.get("/v1/tournaments").get_json()["data"]
+    assert [t["id"] for t in mine] == [running["id"], open_one["id"]]
+    assert [t["id"] for t in api.get("/v1/tournaments?status=open").get_json()["data"]] == [
+        open_one["id"]
+    ]
+    usd = api.get("/v1/tournaments?currency=USD").get_json()["data"]
+    assert [t["id"] for t in usd] == [running["id"]]
+    assert other_api.get("/v1/tournaments").get_json()["data"] == []
+    assert_problem(other_api.get(f"/v1/tournaments/{open_one['id']}"), 404, "not_found")
+    assert open_one["server_seed"] is None and len(open_one["commitment"]) == 64
+
+
+def test_self_exclusion_refuses_registration_and_withdraws_an_open_entry(
+    api: ApiClient,
+) -> None:
+    tournament = open_tournament(api)
+    excluded = player_client(api, deposit=DEPOSIT)
+    entrant = player_client(api, deposit=DEPOSIT)
+    assert register(entrant, tournament["id"]).status_code == 201
+    until = (utcnow() + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for client in (excluded, entrant):
+        path = f"/v1/players/{client.player_id}/self-exclusion"  # type: ignore[attr-defined]
+        assert api.put(path, {"until": until}).status_code == 200
+    assert_problem(register(excluded, tournament["id"]), 422, "self_excluded")
+    # The entrant's entry is released, as at a table that has not started.
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert after["entries"] == [] and after["entries_taken"] == 0
+    w = wallet(api, entrant.player_id)  # type: ignore[attr-defined]
+    assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+
+
+def test_a_practice_tournament_plays_for_play_money(api: ApiClient) -> None:
+    tournament, clients = full_field(api, currency="XPM", practice=True)
+    assert tournament["practice"] is True and tournament["status"] == "running"
+    for player_id in clients:
+        assert wallet(api, player_id, "XPM")["held"]["amount"] == BUY_IN
+    assert_problem(
+        api.post(
+            "/v1/tournaments",
+            {
+                "format": "match_play",
+                "currency": "EUR",
+                "buy_in": 10,
+                "entrants": 4,
+                "practice": True,
+            },
+        ),
+        422,
+        "validation_failed",
+    )
+
+
+def test_a_player_who_lets_the_clock_run_out_forfeits_and_the_other_advances(
+    api: ApiClient, app: Any
+) -> None:
+    clock = {"turn_seconds": 5, "bank_seconds": 0, "on_timeout": "FORFEIT"}
+    tournament, _ = full_field(api, clock=clock)
+    pairing = tournament["rounds"][0]["matches"][0]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        later = utcnow() + timedelta(seconds=60)
+        assert play.time_out(session, pairing["match_id"], later)
+    finally:
+        session.close()
+    view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
+    assert view["status"] == "finished"
+    # A result whose task was lost (a broker outage) is found by the settlement sweep.
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        swept = in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
+        assert pairing["match_id"] in swept
+        conclude(app, pairing["match_id"])
+        swept = in_unit(session, settlement.unsettled_finished_matches, limit=10_000)
+        assert pairing["match_id"] not in swept
+    finally:
+        session.close()
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    winner = after["rounds"][0]["matches"][0]["winner_seat"]
+    assert winner in (pairing["first_seat"], pairing["second_seat"])
+    loser = pairing["first_seat"] if winner == pairing["second_seat"] else pairing["second_seat"]
+    states = {e["seat"]: e["state"] for e in after["entries"]}
+    assert (states[winner], states[loser]) == ("playing", "knocked_out")
+
+
+def test_an_unfilled_sit_and_go_is_cancelled_at_its_deadline_and_refunded(
+    api: ApiClient, app: Any
+) -> None:
+    tournament = open_tournament(api, registration_seconds=60)
+    client = player_client(api, deposit=DEPOSIT)
+    assert register(client, tournament["id"]).status_code == 201
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        assert tournaments.cancel_unfilled(session, utcnow()) == 0  # not yet
+        later = utcnow() + timedelta(seconds=61)
+        late = Principal(api.operator_id, player_client(api).player_id)  # type: ignore[attr-defined]
+        with pytest.raises(TournamentNotOpen):  # registration closed at the deadline
+            in_unit(session, tournaments.register, late, tournament["id"], later)
+        assert tournaments.cancel_unfilled(session, later) >= 1
+        assert tournaments.cancel_unfilled(session, later) == 0  # once
+    finally:
+        session.close()
+    after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert after["status"] == "cancelled" and after["entries"][0]["state"] == "refunded"
+    w = wallet(api, client.player_id)  # type: ignore[attr-defined]
+    assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert events(app, tournament["id"]) == ["tournament.cancelled"]
+
+
+def test_the_audit_recomputes_the_draw_the_bracket_and_the_prizes(api: ApiClient, app: Any) -> None:
+    tournament, clients = full_field(api)
+    done = resign_first_seat(api, app, clients, tournament, 1)
+    done = resign_first_seat(api, app, clients, done, 2)
+    path = f"/v1/audit/tournaments/{done['id']}"
+    assert api.get(path).get_json()["ok"] is True
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        clean = run_audit(session, operator_id=api.operator_id)  # type: ignore[attr-defined]
+        assert clean.ok and clean.to_dict()["tournaments_checked"] == 1
+        with session.begin():  # tamper: the draw, a recorded winner, a prize
+            row = session.get(Tournament, done["id"])
+            assert row is not None and row.draw is not None and row.bracket is not None
+            row.draw = list(reversed(row.draw))
+            bracket = [[dict(p) for p in pairings] for pairings in row.bracket]
+            pairing = bracket[0][0]
+            pairing["winner"] = pairing["first"]
+            row.bracket = bracket
+            entry = session.scalars(
+                select(TournamentEntry).where(
+                    TournamentEntry.tournament_id == done["id"],
+                    TournamentEntry.prize > 0,
+                )
+            ).first()
+            assert entry is not None
+            entry.prize += 1
+        tampered = run_audit(session, operator_id=api.operator_id)  # type: ignore[attr-defined]
+        assert not tampered.ok and tampered.to_dict()["tournaments_failed"] == 1
+    finally:
+        session.close()
+    report = api.get(path).get_json()
+    fields = {d["field"] for d in report["discrepancies"]}
+    assert report["ok"] is False
+    assert {"draw", "rounds[1].matches[1].winner", f"entries[{entry.seat}].prize"} <= fields
