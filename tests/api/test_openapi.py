@@ -438,7 +438,7 @@ def test_the_document_is_served_compact_compressed_and_cached(api: Any, app: Any
     assert plain.status_code == 200 and plain.mimetype == "application/json"
     assert b"\n" not in plain.data  # no indentation
     assert json.loads(plain.data) == app.extensions["gin"]["api"].spec.to_dict()
-    assert len(plain.data) < 400_000
+    assert len(plain.data) < 450_000  # a budget: 403 KB with tournaments and every game
     zipped = client.get("/openapi.json", headers={"Accept-Encoding": "gzip, br"})
     assert zipped.headers["Content-Encoding"] == "gzip"
     assert gzip.decompress(zipped.data) == plain.data and len(zipped.data) < 60_000
