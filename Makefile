@@ -5,7 +5,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test unit lint bench bench-deposits bench-games bench-seamless bench-embedded deploy-check clean
+# Screenshots of every page for people at 1366x768 and 390x844 (var/screenshots, not committed).
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser.screenshots
+
+.PHONY: screenshots run test unit lint bench bench-deposits bench-games bench-seamless bench-embedded deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
