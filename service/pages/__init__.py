@@ -56,3 +56,6 @@ def init_pages(app: Flask) -> None:
     """Register every page's blueprint (each page lives in a module of this package, its
     templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
+    from service.pages import play
+
+    app.register_blueprint(play.blp)

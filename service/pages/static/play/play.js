@@ -1,0 +1,363 @@
+// The practice table: token, lobby, and one match played (or watched) by clicking. Every
+// change comes from the API: a seat, an action's answer, or the long-poll on the match's
+// version (GET /v1/matches/{id}?wait_for_version=N), never a timer.
+import { ApiProblem, api, loadToken, saveToken } from "./api.js";
+import { GAME_NAMES, cardFace, handLine, isRed, offers, readView, resultLine } from "./model.js";
+
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  matchId: null,
+  view: null, // the newest view shown
+  mode: null, // what a click on a card does: a mode's name from offers()
+  busy: false, // an action is on its way
+  resigning: false,
+  watcher: null, // the long-poll's AbortController
+};
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (name === "class") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (value === true) node.setAttribute(name, "");
+    else if (value !== false && value !== null && value !== undefined) node.setAttribute(name, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+function showProblem(error) {
+  if (error && error.name === "AbortError") return;
+  const text = error instanceof ApiProblem ? `${error.message} (${error.code || error.status})` : String(error);
+  $("problem").textContent = text;
+  if (error instanceof ApiProblem && (error.status === 401 || error.code === "token_expired")) {
+    forget("The token was refused: paste a fresh one.");
+  }
+}
+
+function clearProblem() {
+  $("problem").textContent = "";
+}
+
+// --- the token ---------------------------------------------------------------------------
+
+// A link may hand the token over in its fragment (#token=...): never sent to a server, moved
+// into sessionStorage and wiped from the address bar at once.
+function tokenFromFragment() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get("token");
+  if (token) {
+    saveToken(token.trim());
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+
+function forget(message = "") {
+  stopWatching();
+  saveToken(null);
+  state.matchId = null;
+  $("token-form").hidden = false;
+  $("token-held").hidden = true;
+  $("lobby").hidden = true;
+  $("table").hidden = true;
+  $("problem").textContent = message;
+}
+
+function useToken() {
+  $("token-form").hidden = true;
+  $("token-held").hidden = false;
+  showLobby();
+}
+
+// --- the lobby ---------------------------------------------------------------------------
+
+async function showLobby() {
+  stopWatching();
+  state.matchId = null;
+  $("table").hidden = true;
+  $("lobby").hidden = false;
+  try {
+    const page = await api.lobby();
+    renderLobby(page.data.filter((t) => t.practice && t.status === "open"));
+  } catch (error) {
+    showProblem(error);
+  }
+}
+
+function money(m) {
+  return m ? `${(m.amount / 100).toFixed(2)} ${m.currency}` : "";
+}
+
+function renderLobby(tables) {
+  const list = $("tables");
+  list.replaceChildren();
+  $("lobby-empty").hidden = tables.length > 0;
+  for (const table of tables) {
+    const game = GAME_NAMES[table.game] || table.game;
+    const taken = table.seat_count - table.free_seats;
+    const stake = table.stake ? `stake ${money(table.stake)}` : `buy-in ${money(table.max_buyin)}`;
+    list.append(
+      el(
+        "li",
+        { class: "table-entry" },
+        el("span", { class: "table-name", text: table.name }),
+        el("span", { text: `${game}, ${table.format.replaceAll("_", " ")}` }),
+        el("span", { text: `${taken} of ${table.seat_count} seats taken, ${stake}` }),
+        el("button", { type: "button", "aria-label": `Sit at ${table.name} (${table.id})`, text: "Sit", onclick: () => sit(table) }),
+        el("button", { type: "button", "aria-label": `Watch ${table.name} (${table.id})`, text: "Watch", onclick: () => openMatch(table.match_id) }),
+      ),
+    );
+  }
+}
+
+async function sit(table) {
+  clearProblem();
+  const body = table.min_buyin ? { buyin: table.max_buyin.amount } : {};
+  try {
+    const seated = await api.sit(table.id, body);
+    await openMatch(seated.match_id);
+  } catch (error) {
+    showProblem(error);
+  }
+}
+
+// --- one match ---------------------------------------------------------------------------
+
+async function openMatch(matchId) {
+  clearProblem();
+  stopWatching();
+  Object.assign(state, { matchId, view: null, mode: null, resigning: false });
+  $("result").textContent = "";
+  $("turn").textContent = "Loading the match…";
+  $("lobby").hidden = true;
+  $("table").hidden = false;
+  try {
+    show(await api.view(matchId), true);
+  } catch (error) {
+    showProblem(error);
+    return;
+  }
+  watch(matchId);
+}
+
+function stopWatching() {
+  if (state.watcher) state.watcher.abort();
+  state.watcher = null;
+}
+
+// One long-poll at a time, for as long as the match is shown and live.
+async function watch(matchId) {
+  const controller = new AbortController();
+  state.watcher = controller;
+  while (!controller.signal.aborted && state.matchId === matchId) {
+    const view = state.view;
+    if (view && view.status !== "playing" && view.status !== "waiting") return;
+    try {
+      show(await api.waitPast(matchId, view ? view.version : 0, controller.signal));
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      showProblem(error);
+      await new Promise((resolve) => setTimeout(resolve, 3000)); // the network came back?
+    }
+  }
+}
+
+// Draw `view` unless a newer one is already shown.
+function show(view, first = false) {
+  if (view.id !== state.matchId) return;
+  if (!first && state.view && view.version <= state.view.version) return;
+  if (!state.view || state.view.version !== view.version) state.mode = null;
+  state.view = view;
+  render();
+}
+
+function render() {
+  const view = state.view;
+  const seen = readView(view);
+  const game = GAME_NAMES[seen.game] || seen.game;
+  $("table-heading").textContent = `${game}, ${view.format.replaceAll("_", " ")}`;
+  $("status").dataset.version = view.version;
+  announce(view, seen);
+  renderPlayers(view, seen);
+  renderPiles(seen);
+  renderHand(view, seen);
+}
+
+function announce(view, seen) {
+  const records = [];
+  if (view.previous_hand) records.push(view.previous_hand);
+  if (view.play && Array.isArray(view.play.hands)) records.push(...view.play.hands);
+  const latest = Math.max(...records.map((r) => r.number));
+  // A partnership deal ends at two tables: a line each.
+  const lines = records.filter((r) => r.number === latest).map((r) => handLine(r, seen.nameOf));
+  if (view.status === "finished" || view.status === "void") lines.push(resultLine(view, seen.nameOf));
+  $("result").textContent = lines.join(" ");
+  let turn;
+  if (view.status === "waiting" || view.status === "open") turn = "Waiting for the table to fill…";
+  else if (view.status !== "playing") turn = "";
+  else if (view.you === null || view.you === undefined) {
+    turn = `Watching: ${seen.toAct.map(seen.nameOf).join(", ") || "nobody"} to act.`;
+  } else if (seen.toAct.includes(view.you) && seen.mine && seen.mine.legal.length) {
+    turn = "Your turn.";
+  } else if (!seen.mine) turn = "You sit out this hand.";
+  else turn = `Waiting for ${seen.toAct.map(seen.nameOf).join(", ") || "the deal"}…`;
+  $("turn").textContent = turn;
+}
+
+function renderPlayers(view, seen) {
+  const counts = new Map();
+  for (const table of seen.tables) {
+    table.seats.forEach((seat, i) => counts.set(seat, table.counts[i]));
+  }
+  $("players").replaceChildren(
+    ...view.seats.map((s) => {
+      const who = s.seat === view.you ? `${s.display_name} (you)` : s.display_name;
+      const cards = counts.has(s.seat) ? `${counts.get(s.seat)} cards` : "not dealt in";
+      const acting = seen.toAct.includes(s.seat);
+      return el("li", { class: acting ? "acting" : "" }, el("strong", { text: who }), ` ${cards}${acting ? ", to act" : ""}`);
+    }),
+  );
+}
+
+function renderPiles(seen) {
+  const piles = $("piles");
+  piles.replaceChildren();
+  const melds = $("melds");
+  melds.replaceChildren();
+  melds.hidden = true;
+  seen.tables.forEach((table) => {
+    const names = table.seats.map(seen.nameOf).join(" and ");
+    const top = table.discard[table.discard.length - 1];
+    piles.append(
+      el(
+        "p",
+        {},
+        seen.tables.length > 1 ? `${names}: ` : "",
+        `Stock ${table.stock} cards. Discard pile: `,
+        top ? el("span", { class: `card-face${isRed(top) ? " red" : ""}`, "aria-label": top, text: cardFace(top) }) : "empty",
+      ),
+    );
+    if (table.melds && table.melds.length) {
+      melds.hidden = false;
+      melds.append(el("h3", { text: "Melds on the table" }));
+      table.melds.forEach((meld, i) => {
+        melds.append(
+          el(
+            "p",
+            {},
+            `Meld ${i + 1}: `,
+            ...meld.cards.map((c) => el("span", { class: `card-face${isRed(c) ? " red" : ""}`, "aria-label": c, text: cardFace(c) })),
+          ),
+        );
+      });
+    }
+  });
+}
+
+function renderHand(view, seen) {
+  const hand = $("hand");
+  const actions = $("actions");
+  const live = view.status === "playing";
+  const { buttons, modes } = offers(live ? seen.mine : null);
+  if (state.mode && !modes.some((m) => m.name === state.mode)) state.mode = null;
+  const mode = modes.find((m) => m.name === state.mode) || modes.find((m) => m.kind === "DISCARD");
+  hand.hidden = !seen.mine;
+  hand.replaceChildren(
+    ...(seen.mine ? seen.mine.cards : []).map((code) => {
+      const action = mode && mode.cards.get(code);
+      return el("button", {
+        type: "button",
+        class: `card${isRed(code) ? " red" : ""}`,
+        "aria-label": code,
+        text: cardFace(code),
+        disabled: state.busy || !action,
+        onclick: () => act(action),
+      });
+    }),
+  );
+  const row = [];
+  for (const { name, action } of buttons) {
+    row.push(el("button", { type: "button", text: name, disabled: state.busy, onclick: () => act(action) }));
+  }
+  for (const m of modes) {
+    if (m.kind === "DISCARD") continue;
+    const pressed = state.mode === m.name;
+    row.push(
+      el("button", {
+        type: "button",
+        text: m.name,
+        "aria-pressed": String(pressed),
+        disabled: state.busy,
+        onclick: () => {
+          state.mode = pressed ? null : m.name;
+          render();
+        },
+      }),
+    );
+  }
+  if (mode && mode.kind !== "DISCARD") {
+    row.push(el("span", { class: "hint", text: `Pick the card to discard as you ${mode.name.toLowerCase()}.` }));
+  }
+  if (live && view.you !== null && view.you !== undefined) {
+    if (state.resigning) {
+      row.push(
+        el("button", { type: "button", class: "danger", text: "Confirm resign", disabled: state.busy, onclick: () => act({ action: "RESIGN" }) }),
+        el("button", { type: "button", text: "Keep playing", onclick: () => { state.resigning = false; render(); } }),
+      );
+    } else {
+      row.push(el("button", { type: "button", class: "danger", text: "Resign", onclick: () => { state.resigning = true; render(); } }));
+    }
+  }
+  actions.replaceChildren(...row);
+}
+
+async function act(action) {
+  if (!action || state.busy) return;
+  const view = state.view;
+  state.busy = true;
+  state.resigning = false;
+  clearProblem();
+  render();
+  try {
+    const answer = await api.act(view.id, { ...action, expected_version: view.version });
+    state.busy = false;
+    show(answer);
+  } catch (error) {
+    state.busy = false;
+    showProblem(error);
+    try {
+      show(await api.view(view.id), true); // the match moved meanwhile: draw where it is
+    } catch (again) {
+      showProblem(again);
+    }
+  }
+  render();
+}
+
+// --- wiring ------------------------------------------------------------------------------
+
+function start() {
+  tokenFromFragment();
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    $("token").value = "";
+    if (!token) return;
+    saveToken(token);
+    clearProblem();
+    useToken();
+  });
+  $("forget").addEventListener("click", () => forget());
+  $("refresh").addEventListener("click", () => showLobby());
+  $("back").addEventListener("click", () => showLobby());
+  $("watch-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const id = $("watch-match").value.trim();
+    if (id) openMatch(id);
+  });
+  if (loadToken()) useToken();
+}
+
+start();
