@@ -427,7 +427,7 @@ def _parser() -> Parser:
         help="the operator's API key (or GIN_API_KEY; default: the demo operator's, "
         f"$GIN_VAR_DIR/{DEMO_FILE})",
     )
-    practice.add_argument("--name", default="You", help="the player's display name")
+    practice.add_argument("--name", default="Guest", help="the player's display name")
     sub.add_parser(
         "simulate",
         add_help=False,

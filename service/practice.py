@@ -85,7 +85,7 @@ def practice_player(
 def open_practice(
     operator: GinClient,
     *,
-    display_name: str = "You",
+    display_name: str = "Guest",
     games: tuple[str, ...] = tuple(GAMES),
     ttl_seconds: int = TOKEN_TTL_SECONDS,
 ) -> Practice:

@@ -45,12 +45,18 @@ def wait_for_my_turn_or_the_end(page: Any) -> None:
 
 
 def others_cards(operator: GinClient, match_id: str, me: str) -> set[str]:
-    """Every card in another seat's hand, from that seat's own view (the bots are players of
-    the operator: it mints each a token)."""
-    view = operator.match(match_id)
+    """Every card in the hand of another seat dealt from my deck (partnership Gin's other
+    table has a deck of its own), from that seat's own view (the bots are players of the
+    operator: it mints each a token)."""
+    view = dict(operator.match(match_id))
+    mine = next(s["seat"] for s in view["seats"] if s["player_id"] == me)
+    tables = (view.get("play") or {}).get("tables") or [
+        {"seats": [s["seat"] for s in view["seats"]]}
+    ]
+    deck = next((t["seats"] for t in tables if mine in t["seats"]), [])
     cards: set[str] = set()
     for seat in view["seats"]:
-        if seat["player_id"] == me:
+        if seat["seat"] == mine or seat["seat"] not in deck:
             continue
         token = operator.player_token(seat["player_id"], 60)["token"]
         theirs = dict(operator.as_(token).match(match_id))
@@ -65,6 +71,15 @@ def others_cards(operator: GinClient, match_id: str, me: str) -> set[str]:
 def check_no_other_seat_card(page: Any, operator: GinClient, match_id: str, me: str) -> None:
     """Called on my turn (nobody else can move): the page holds none of the others' cards."""
     shown = set(CARD.findall(page.content()))
+    seat = next(s["seat"] for s in operator.match(match_id)["seats"] if s["player_id"] == me)
+    other_decks = page.locator(f"#piles [data-seats]:not([data-seats~='{seat}'])")
+    shown -= {code for text in other_decks.all_inner_texts() for code in CARD.findall(text)}
+    shown -= {
+        str(label)
+        for label in other_decks.locator("[aria-label]").evaluate_all(
+            "nodes => nodes.map((n) => n.getAttribute('aria-label'))"
+        )
+    }
     hidden = others_cards(operator, match_id, me)
     assert hidden, "the other seats' hands were not read"
     assert not shown & hidden, f"cards of another seat on the page: {shown & hidden}"

@@ -62,9 +62,14 @@ function choose(items, size) {
 // - `toAct`: the seats whose turn it is.
 export function readView(view) {
   const seats = view.seats || [];
+  // Names as the seats give them; a name that several seats share (the bots') gets its
+  // seat's number.
+  const named = (s) => s.display_name || `Seat ${s.seat + 1}`;
   const nameOf = (seat) => {
     const found = seats.find((s) => s.seat === seat);
-    return found ? found.display_name || `Seat ${seat + 1}` : `Seat ${seat + 1}`;
+    if (!found) return `Seat ${seat + 1}`;
+    const shared = seats.filter((s) => named(s) === named(found)).length > 1;
+    return shared ? `${named(found)} ${seat + 1}` : named(found);
   };
   const game = view.game || "gin";
   const out = { game, nameOf, you: view.you, tables: [], mine: null, toAct: [] };
@@ -92,7 +97,30 @@ export function readView(view) {
     }
   }
   if (view.status !== "playing") out.toAct = [];
+  out.pointsOf = pointsOf(view);
+  // Rummy: a seat that resigned sits the rest of the match out while the others play on.
+  const forfeited = (view.play && view.play.forfeited) || [];
+  out.forfeited = view.you !== null && view.you !== undefined && forfeited[view.you] === true;
+  out.teamOf = (seat) => {
+    const teams = (view.play && view.play.teams) || null;
+    return teams ? teams.findIndex((team) => team.includes(seat)) : -1;
+  };
   return out;
+}
+
+// Each seat's points so far in the match (a partnership's: its team's), or null.
+function pointsOf(view) {
+  if (view.scores) return (seat) => view.scores.hand_points[seat];
+  const standings = view.play && view.play.standings;
+  if (!standings) return () => null;
+  if (standings.sides && standings.hand_points) {
+    return (seat) => {
+      const side = standings.sides.findIndex((members) => members.includes(seat));
+      return side < 0 ? null : standings.hand_points[side];
+    };
+  }
+  if (standings.points) return (seat) => standings.points[seat];
+  return () => null;
 }
 
 function pile(seats, hand) {

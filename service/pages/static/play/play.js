@@ -199,6 +199,8 @@ function announce(view, seen) {
   else if (view.status !== "playing") turn = "";
   else if (view.you === null || view.you === undefined) {
     turn = `Watching: ${seen.toAct.map(seen.nameOf).join(", ") || "nobody"} to act.`;
+  } else if (seen.forfeited) {
+    turn = "You resigned: the others play on to the match's end.";
   } else if (seen.toAct.includes(view.you) && seen.mine && seen.mine.legal.length) {
     turn = "Your turn.";
   } else if (!seen.mine) turn = "You sit out this hand.";
@@ -213,10 +215,15 @@ function renderPlayers(view, seen) {
   }
   $("players").replaceChildren(
     ...view.seats.map((s) => {
-      const who = s.seat === view.you ? `${s.display_name} (you)` : s.display_name;
-      const cards = counts.has(s.seat) ? `${counts.get(s.seat)} cards` : "not dealt in";
+      const who = s.seat === view.you ? `${seen.nameOf(s.seat)} (you)` : seen.nameOf(s.seat);
+      const facts = [counts.has(s.seat) ? `${counts.get(s.seat)} cards` : "not dealt in"];
+      const points = seen.pointsOf(s.seat);
+      if (points !== null && points !== undefined) facts.push(`${points} points`);
+      const team = seen.teamOf(s.seat);
+      if (team >= 0 && s.seat !== view.you && team === seen.teamOf(view.you)) facts.push("your partner");
       const acting = seen.toAct.includes(s.seat);
-      return el("li", { class: acting ? "acting" : "" }, el("strong", { text: who }), ` ${cards}${acting ? ", to act" : ""}`);
+      if (acting) facts.push("to act");
+      return el("li", { class: acting ? "acting" : "" }, el("strong", { text: who }), ` ${facts.join(", ")}`);
     }),
   );
 }
@@ -233,7 +240,7 @@ function renderPiles(seen) {
     piles.append(
       el(
         "p",
-        {},
+        { "data-seats": table.seats.join(" ") },
         seen.tables.length > 1 ? `${names}: ` : "",
         `Stock ${table.stock} cards. Discard pile: `,
         top ? el("span", { class: `card-face${isRed(top) ? " red" : ""}`, "aria-label": top, text: cardFace(top) }) : "empty",
@@ -300,7 +307,7 @@ function renderHand(view, seen) {
   if (mode && mode.kind !== "DISCARD") {
     row.push(el("span", { class: "hint", text: `Pick the card to discard as you ${mode.name.toLowerCase()}.` }));
   }
-  if (live && view.you !== null && view.you !== undefined) {
+  if (live && view.you !== null && view.you !== undefined && !seen.forfeited) {
     if (state.resigning) {
       row.push(
         el("button", { type: "button", class: "danger", text: "Confirm resign", disabled: state.busy, onclick: () => act({ action: "RESIGN" }) }),
@@ -313,27 +320,41 @@ function renderHand(view, seen) {
   actions.replaceChildren(...row);
 }
 
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
 async function act(action) {
   if (!action || state.busy) return;
-  const view = state.view;
   state.busy = true;
   state.resigning = false;
   clearProblem();
   render();
   try {
-    const answer = await api.act(view.id, { ...action, expected_version: view.version });
-    state.busy = false;
-    show(answer);
+    // At partnership Gin the other table plays on meanwhile and moves the match's version:
+    // a 409 is read again and the action sent again while the fresh view still lists it.
+    for (let attempt = 0; ; attempt += 1) {
+      const view = state.view;
+      try {
+        show(await api.act(view.id, { ...action, expected_version: view.version }));
+        break;
+      } catch (error) {
+        if (!(error instanceof ApiProblem) || error.code !== "stale_version" || attempt >= 3) throw error;
+        show(await api.view(view.id));
+        const mine = readView(state.view).mine;
+        const still = action.action === "RESIGN" || (mine && mine.legal.some((a) => same(a, action)));
+        if (!still) break;
+      }
+    }
   } catch (error) {
-    state.busy = false;
     showProblem(error);
     try {
-      show(await api.view(view.id), true); // the match moved meanwhile: draw where it is
+      show(await api.view(state.view.id)); // the match moved on: draw where it is
     } catch (again) {
       showProblem(again);
     }
+  } finally {
+    state.busy = false;
+    render();
   }
-  render();
 }
 
 // --- wiring ------------------------------------------------------------------------------

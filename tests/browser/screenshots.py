@@ -1,0 +1,69 @@
+"""Screenshots of the practice table (/play) at 1366x768 and 390x844, for a person to look at
+(``make screenshots``; not committed): the lobby, then a two-player Gin table and a Rummy table
+on the player's turn, on a ``gin-service run`` of its own (as ``make run`` starts it).
+
+    python -m tests.browser.screenshots [FOLDER]    (default: var/screenshots)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from service.client import GinClient
+from service.practice import open_practice
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE
+from tests.integration.workers import make_run
+
+SIZES = {"desktop": DESKTOP, "phone": PHONE}
+
+
+def my_turn(page: Any) -> None:
+    page.get_by_role("status").filter(has_text="Your turn").wait_for(timeout=30_000)
+
+
+def main(argv: list[str]) -> int:
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(argv[0] if argv else "var/screenshots").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    with (
+        tempfile.TemporaryDirectory() as run_folder,
+        make_run(Path(run_folder)) as served,
+        GinClient(served.base, served.api_key()) as operator,
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for size, viewport in SIZES.items():
+            practice = open_practice(operator, games=("gin", "rummy"))
+            tables = {t["game"]: t for t in practice.tables}
+            context = browser.new_context(base_url=served.base, viewport=viewport)
+            page = context.new_page()
+            page.goto(f"/play#token={practice.token}")
+            gin = tables["gin"]
+            page.get_by_role("button", name=f"Sit at {gin['name']} ({gin['id']})").wait_for()
+            page.screenshot(path=folder / f"play-lobby-{size}.png", full_page=True)
+            for game in ("gin", "rummy"):
+                table = tables[game]
+                page.get_by_role("button", name=f"Sit at {table['name']} ({table['id']})").click()
+                my_turn(page)
+                page.screenshot(path=folder / f"play-{game}-{size}.png", full_page=True)
+                page.get_by_role("button", name="Resign", exact=True).click()
+                page.get_by_role("button", name="Confirm resign", exact=True).click()
+                # Two-player Gin ends; Rummy's other seats play on without the player.
+                ended = "Match over" if game == "gin" else "You resigned"
+                page.get_by_role("status").filter(has_text=ended).wait_for()
+                if game == "gin":
+                    page.screenshot(path=folder / f"play-over-{size}.png", full_page=True)
+                page.get_by_role("button", name="Back to the tables").click()
+            context.close()
+        browser.close()
+    for shot in sorted(folder.glob("play-*.png")):
+        print(shot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
