@@ -4,20 +4,25 @@ status region; no other seat's card ever reaches the page."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from service.client import GinClient
-from service.practice import open_table, practice_player
-from tests.integration.workers import Served
+from service.practice import GAME_NAMES, PLAY_MONEY, open_table, practice_player
+from tests.browser.conftest import DESKTOP
+from tests.integration.workers import GIN_SERVICE, Served
 
 CARD = re.compile(r"\b[A2-9TJQK][CDHS]\b")
 RANK = "A23456789TJQK"
 #: My actions before the test resigns (a drawn-out hand must not run past the time budget).
 MAX_ACTIONS = 80
+LABELS = "nodes => nodes.map((n) => n.getAttribute('aria-label'))"
 ENDED = re.compile(r"Hand 1 is over|Match over")
 
 
@@ -31,15 +36,16 @@ def status_text(page: Any) -> str:
     return str(page.get_by_role("status").inner_text())
 
 
-def wait_for_my_turn_or_the_end(page: Any) -> None:
+def wait_for_my_turn_or(page: Any, ended: re.Pattern[str]) -> None:
     page.wait_for_function(
-        """() => {
+        """ended => {
           const status = document.getElementById("status").innerText;
-          return /Hand 1 is over|Match over/.test(status) ||
+          return new RegExp(ended).test(status) ||
             (/Your turn/.test(status) &&
              [...document.querySelectorAll("#actions button, #hand button")]
                .some((b) => !b.disabled && b.textContent !== "Resign"));
         }""",
+        arg=ended.pattern,
         timeout=30_000,
     )
 
@@ -74,22 +80,30 @@ def check_no_other_seat_card(page: Any, operator: GinClient, match_id: str, me: 
     seat = next(s["seat"] for s in operator.match(match_id)["seats"] if s["player_id"] == me)
     other_decks = page.locator(f"#piles [data-seats]:not([data-seats~='{seat}'])")
     shown -= {code for text in other_decks.all_inner_texts() for code in CARD.findall(text)}
-    shown -= {
-        str(label)
-        for label in other_decks.locator("[aria-label]").evaluate_all(
-            "nodes => nodes.map((n) => n.getAttribute('aria-label'))"
-        )
-    }
+    shown -= {str(label) for label in other_decks.locator("[aria-label]").evaluate_all(LABELS)}
     hidden = others_cards(operator, match_id, me)
     assert hidden, "the other seats' hands were not read"
     assert not shown & hidden, f"cards of another seat on the page: {shown & hidden}"
 
 
 def highest(page: Any) -> Any:
-    """The enabled card of the highest rank (the most deadwood to shed)."""
-    cards = page.locator("#hand button:enabled")
-    names = [cards.nth(i).get_attribute("aria-label") for i in range(cards.count())]
-    best = max(names, key=lambda code: RANK.index(code[0]))
+    """The enabled card to shed: the highest of those with no neighbour in the hand (no card
+    of its rank, none of its suit within two ranks), else the highest."""
+    hand = [str(code) for code in page.locator("#hand button").evaluate_all(LABELS)]
+    enabled = [str(code) for code in page.locator("#hand button:enabled").evaluate_all(LABELS)]
+
+    def alone(code: str) -> bool:
+        rank = RANK.index(code[0])
+        return not any(
+            other != code
+            and (
+                other[0] == code[0]
+                or (other[1] == code[1] and abs(RANK.index(other[0]) - rank) <= 2)
+            )
+            for other in hand
+        )
+
+    best = max(enabled, key=lambda code: (alone(code), RANK.index(code[0])))
     return page.get_by_role("button", name=best, exact=True)
 
 
@@ -116,26 +130,36 @@ def click_one_action(page: Any) -> None:
     highest(page).click()
 
 
-def play_first_hand(page: Any, operator: GinClient, table: dict[str, Any]) -> str:
-    """Sit at ``table`` with a fresh practice player's token and play its first hand by clicks
-    to its end; returns the status region's text then."""
+def sit_down(page: Any, operator: GinClient, table: dict[str, Any]) -> tuple[str, str]:
+    """A fresh practice player's token handed to the page in the URL's fragment, and a click
+    on the table's Sit button; returns the player's id and token."""
     player_id, minted = practice_player(operator, "Tester", ttl_seconds=600)
     token = minted["token"]
-    requested: list[str] = []
-    page.on("request", lambda request: requested.append(request.url))
     page.goto(f"/play#token={token}")
     assert "token" not in page.url, "the token stays in the address bar"
     assert page.evaluate("sessionStorage.length") == 1
     page.get_by_role("button", name=f"Sit at {table['name']} ({table['id']})").click()
+    return player_id, token
+
+
+def play_by_clicks(
+    page: Any,
+    operator: GinClient,
+    table: dict[str, Any],
+    player_id: str,
+    ended: re.Pattern[str] = ENDED,
+    max_actions: int = MAX_ACTIONS,
+) -> str:
+    """Play by clicks until the status region says ``ended`` (resigning after
+    ``max_actions``); returns the status region's text then."""
     actions = 0
     while True:
-        wait_for_my_turn_or_the_end(page)
-        if ENDED.search(status_text(page)):
-            assert not [url for url in requested if token in url], "the token went into a URL"
+        wait_for_my_turn_or(page, ended)
+        if ended.search(status_text(page)):
             return status_text(page)
         check_no_other_seat_card(page, operator, table["match_id"], player_id)
         actions += 1
-        if actions > MAX_ACTIONS:
+        if actions > max_actions:
             page.get_by_role("button", name="Resign", exact=True).click()
             page.get_by_role("button", name="Confirm resign", exact=True).click()
         else:
@@ -144,6 +168,17 @@ def play_first_hand(page: Any, operator: GinClient, table: dict[str, Any]) -> st
             page.wait_for_function(
                 "v => Number(document.getElementById('status').dataset.version) > v", arg=version
             )
+
+
+def play_first_hand(page: Any, operator: GinClient, table: dict[str, Any]) -> str:
+    """Sit at ``table`` and play its first hand by clicks to its end; no request of the page
+    carries the token in its URL."""
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    player_id, token = sit_down(page, operator, table)
+    status = play_by_clicks(page, operator, table, player_id)
+    assert requested and not [url for url in requested if token in url]
+    return status
 
 
 def check_the_result_shown(status: str, view: dict[str, Any]) -> None:
@@ -171,3 +206,78 @@ def test_a_rummy_hand_played_by_clicks(page: Any, operator: GinClient) -> None:
     table = open_table(operator, "rummy", seat_count=2)
     status = play_first_hand(page, operator, table)
     check_the_result_shown(status, dict(operator.match(table["match_id"])))
+
+
+@pytest.fixture
+def multi_table_page(browser: Any, served: Served) -> Iterator[Any]:
+    """As the ``page`` fixture, but a 409 is no error: at partnership Gin the other table's
+    play moves the match's version, and the page reads the match again and resends."""
+    context = browser.new_context(base_url=served.base, viewport=DESKTOP)
+    errors: list[str] = []
+    opened = context.new_page()
+    opened.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    opened.on(
+        "console",
+        lambda message: (
+            errors.append(f"console {message.type}: {message.text}")
+            if message.type == "error" and "status of 409" not in message.text
+            else None
+        ),
+    )
+    try:
+        yield opened
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("game", ["gin_three", "gin_partnership"])
+def test_three_player_and_partnership_gin_by_clicks(
+    multi_table_page: Any, operator: GinClient, game: str
+) -> None:
+    """A few turns by clicks at a table of several seats (partnership Gin: two tables, each
+    with its own deck), then a resignation ends the match for everyone."""
+    page = multi_table_page
+    table = open_table(operator, game)
+    player_id, _ = sit_down(page, operator, table)
+    over = re.compile("Match over")
+    status = play_by_clicks(page, operator, table, player_id, over, max_actions=6)
+    view = operator.match(table["match_id"])
+    seat = next(s["seat"] for s in view["seats"] if s["player_id"] == player_id)
+    assert view["status"] == "finished" and view["result"]["forfeiters"] == [seat]
+    assert "(you forfeited)" in status
+
+
+def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
+    page: Any, served: Served
+) -> None:
+    """The banner names /play and the command; ``gin-service practice`` (the demo operator's
+    key from the run's folder) prints a link whose fragment the page takes the token from,
+    and opens a practice table of every game, each waiting for one more player."""
+    assert f"Practice table for people: {served.base}/play" in "\n".join(served.lines())
+    done = subprocess.run(
+        [str(GIN_SERVICE), "practice", "--url", served.base, "--name", "Alice"],
+        cwd=served.folder,
+        env={k: v for k, v in os.environ.items() if k not in ("GIN_VAR_DIR", "GIN_API_KEY")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    issued = json.loads(done.stdout)
+    assert issued["play_url"] == f"{served.base}/play#token={issued['token']}"
+    assert sorted(t["game"] for t in issued["tables"]) == sorted(GAME_NAMES.values())
+    with GinClient(served.base, issued["token"]) as player:
+        lobby = {t["id"]: t for t in player.lobby(currency="XPM", limit=100)["data"]}
+        assert all(lobby[t["id"]]["free_seats"] == 1 for t in issued["tables"])
+        wallet = player.wallet(issued["player_id"], "XPM")
+        assert wallet["available"]["amount"] == PLAY_MONEY
+    page.goto(issued["play_url"].removeprefix(served.base))
+    assert page.url == f"{served.base}/play"
+    page.get_by_role("button", name="Forget token").wait_for()
+    assert page.get_by_role("heading", name="Practice tables").is_visible()
+    for table in issued["tables"]:
+        sit = page.get_by_role("button", name=f"Sit at Practice: {table['game']} ({table['id']})")
+        sit.wait_for()
+        assert sit.is_enabled()
