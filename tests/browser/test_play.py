@@ -281,3 +281,37 @@ def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
         sit = page.get_by_role("button", name=f"Sit at Practice: {table['game']} ({table['id']})")
         sit.wait_for()
         assert sit.is_enabled()
+
+
+def seat_hands(operator: GinClient, match_id: str) -> set[str]:
+    """Every card in any seat's hand now, each read from that seat's own view."""
+    view = operator.match(match_id)
+    cards: set[str] = set()
+    for seat in view["seats"]:
+        token = operator.player_token(seat["player_id"], 60)["token"]
+        cards |= set((operator.as_(token).match(match_id).get("hand") or {}).get("hand") or [])
+    return cards
+
+
+def test_a_spectator_watches_a_public_match_without_any_hand(
+    page: Any, operator: GinClient
+) -> None:
+    """Two bots play; a person with a token of their own watches by the match's id: the page
+    follows the match (long-polled) and holds no card of either hand."""
+    table = open_table(operator, "gin", bots=2)
+    _, minted = practice_player(operator, "Watcher", ttl_seconds=600)
+    page.goto(f"/play#token={minted['token']}")
+    page.get_by_label("Match id").fill(table["match_id"])
+    page.get_by_role("button", name="Watch match").click()
+    page.get_by_role("status").filter(has_text="Watching").wait_for()
+    assert page.get_by_role("group", name="Your hand").count() == 0
+    assert page.get_by_role("button", name="Resign").count() == 0
+    shown_at = int(page.locator("#status").get_attribute("data-version"))
+    page.wait_for_function(
+        "v => Number(document.getElementById('status').dataset.version) > v", arg=shown_at
+    )
+    for _ in range(3):
+        before = seat_hands(operator, table["match_id"])
+        shown = set(CARD.findall(page.content()))
+        hidden = before & seat_hands(operator, table["match_id"])  # held throughout
+        assert len(hidden) >= 10 and not shown & hidden, shown & hidden
