@@ -315,3 +315,57 @@ def test_a_spectator_watches_a_public_match_without_any_hand(
         shown = set(CARD.findall(page.content()))
         hidden = before & seat_hands(operator, table["match_id"])  # held throughout
         assert len(hidden) >= 10 and not shown & hidden, shown & hidden
+
+
+def test_what_the_page_offers_for_the_listed_legal_actions(page: Any) -> None:
+    """The page's reading of a view (static/play/model.js, run in the browser): a knock card
+    that leaves every other card in melds is also offered as Gin; Rummy's melds and lay-offs
+    are buttons named by their cards; a hand's result names the winner and the points."""
+    page.goto("/play")
+    got = page.evaluate(
+        """async () => {
+          const m = await import("/assets/play/model.js");
+          const hand = ["AC", "2C", "3C", "7D", "7H", "7S", "9S", "TS", "JS", "QS", "KD"];
+          const legal = [{action: "KNOCK", card: "KD"}, {action: "DISCARD", card: "KD"},
+                         {action: "DISCARD", card: "AC"}];
+          const offered = m.offers({cards: hand, legal});
+          const rummy = m.offers({cards: ["8H", "9H"], legal: [
+            {action: "MELD", cards: ["7S", "7H", "7D"]},
+            {action: "LAY_OFF", cards: ["8H", "9H"], meld: 1}, {action: "DRAW_STOCK"}]});
+          const names = (seat) => ["Bot", "Ann"][seat];
+          return {
+            modes: offered.modes.map((x) => [x.name, [...x.cards.keys()]]),
+            runs: [m.allMelded(["AC", "2C", "3C", "4C"]), m.allMelded(["QS", "KS", "AS"]),
+                   m.allMelded(["5D", "5H", "5S", "5C", "6C", "7C"])],
+            rummy: rummy.buttons.map((b) => b.name),
+            gin: m.handLine({number: 3, kind: "gin", winner: 1, points: 31}, names),
+            rummyLine: m.handLine(
+              {number: 1, winner: 0, points: [12, -12], went_rummy: false}, names),
+            dead: m.handLine({number: 2, kind: "dead", winner: null, points: 0}, names),
+          };
+        }"""
+    )
+    assert got["modes"] == [["Knock", ["KD"]], ["Gin", ["KD"]], ["Discard", ["KD", "AC"]]]
+    assert got["runs"] == [True, False, True]
+    assert got["rummy"] == ["Meld 7S 7H 7D", "Lay off 8H 9H on meld 2", "Draw from stock"]
+    assert got["gin"] == "Hand 3 is over: Ann went gin (31 points)."
+    assert got["rummyLine"] == "Hand 1 is over: Bot went out (12 points)."
+    assert got["dead"] == "Hand 2 is over: a dead hand, nobody scores."
+
+
+def test_a_keyboard_player_keeps_the_focus_across_turns(page: Any, operator: GinClient) -> None:
+    """Each redraw replaces the buttons; the focus goes back to the hand or the actions, so
+    Tab and Enter play on."""
+    table = open_table(operator, "gin")
+    sit_down(page, operator, table)
+    wait_for_my_turn_or(page, ENDED)
+    first = page.locator("#actions button:enabled").first
+    first.focus()
+    version = int(page.locator("#status").get_attribute("data-version"))
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "v => Number(document.getElementById('status').dataset.version) > v", arg=version
+    )
+    wait_for_my_turn_or(page, ENDED)
+    focused = page.evaluate("document.activeElement.closest('#hand, #actions') !== null")
+    assert focused, page.evaluate("document.activeElement.outerHTML")

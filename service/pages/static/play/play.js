@@ -13,6 +13,7 @@ const state = {
   busy: false, // an action is on its way
   resigning: false,
   watcher: null, // the long-poll's AbortController
+  focus: null, // the name of the hand's or actions' button that has the keyboard focus
 };
 
 function el(tag, props = {}, ...children) {
@@ -183,6 +184,20 @@ function render() {
   renderPlayers(view, seen);
   renderPiles(seen);
   renderHand(view, seen);
+  keepFocus();
+}
+
+const nameOfButton = (button) => button.getAttribute("aria-label") || button.textContent;
+
+// Redrawing replaces the buttons: a keyboard player's focus goes back to the button of the
+// same name, else to the first one that can be pressed (once one can).
+function keepFocus() {
+  if (state.focus === null || document.activeElement !== document.body) return;
+  const buttons = [...document.querySelectorAll("#hand button, #actions button")];
+  const next =
+    buttons.find((b) => !b.disabled && nameOfButton(b) === state.focus) ||
+    buttons.find((b) => !b.disabled);
+  if (next) next.focus();
 }
 
 function announce(view, seen) {
@@ -361,6 +376,10 @@ async function act(action) {
 
 function start() {
   tokenFromFragment();
+  document.addEventListener("focusin", (event) => {
+    const inPlay = event.target.closest && event.target.closest("#hand, #actions");
+    state.focus = inPlay ? nameOfButton(event.target) : null;
+  });
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const token = $("token").value.trim();
