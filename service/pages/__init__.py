@@ -56,6 +56,8 @@ def init_pages(app: Flask) -> None:
     """Register every page's blueprint (each page lives in a module of this package, its
     templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
+    # Each page's endpoints are named under ``pages.`` (``pages.play.play``), like this
+    # module's own: the OpenAPI test tells HTML pages from API operations by that prefix.
     from service.pages import play
 
-    app.register_blueprint(play.blp)
+    app.register_blueprint(play.blp, name_prefix="pages")

@@ -273,7 +273,8 @@ def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
         assert all(lobby[t["id"]]["free_seats"] == 1 for t in issued["tables"])
         wallet = player.wallet(issued["player_id"], "XPM")
         assert wallet["available"]["amount"] == PLAY_MONEY
-    page.goto(issued["play_url"].removeprefix(served.base))
+    response = page.goto(issued["play_url"].removeprefix(served.base))
+    assert "script-src 'self'" in response.headers["content-security-policy"]
     assert page.url == f"{served.base}/play"
     page.get_by_role("button", name="Forget token").wait_for()
     assert page.get_by_role("heading", name="Practice tables").is_visible()
