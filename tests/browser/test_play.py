@@ -193,7 +193,7 @@ def check_the_result_shown(status: str, view: dict[str, Any]) -> None:
         winner = view["seats"][record["winner"]]["display_name"]
         points = record["points"]
         points = points[record["winner"]] if isinstance(points, list) else points
-        assert f"{winner} " in status and f"({points} points)" in status
+        assert f"{winner} " in status and f"({points} point{'' if points == 1 else 's'})" in status
 
 
 def test_a_two_player_gin_hand_played_by_clicks(page: Any, operator: GinClient) -> None:
@@ -343,6 +343,7 @@ def test_what_the_page_offers_for_the_listed_legal_actions(page: Any) -> None:
             rummyLine: m.handLine(
               {number: 1, winner: 0, points: [12, -12], went_rummy: false}, names),
             dead: m.handLine({number: 2, kind: "dead", winner: null, points: 0}, names),
+            one: m.handLine({number: 4, kind: "knock", winner: 0, points: 1}, names),
           };
         }"""
     )
@@ -352,6 +353,7 @@ def test_what_the_page_offers_for_the_listed_legal_actions(page: Any) -> None:
     assert got["gin"] == "Hand 3 is over: Ann went gin (31 points)."
     assert got["rummyLine"] == "Hand 1 is over: Bot went out (12 points)."
     assert got["dead"] == "Hand 2 is over: a dead hand, nobody scores."
+    assert got["one"] == "Hand 4 is over: Bot won on a knock (1 point)."
 
 
 def test_a_keyboard_player_keeps_the_focus_across_turns(page: Any, operator: GinClient) -> None:

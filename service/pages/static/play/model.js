@@ -191,7 +191,7 @@ export function handLine(record, nameOf) {
     return `Hand ${number} is over: a dead hand, nobody scores.`;
   }
   const points = Array.isArray(record.points) ? record.points[record.winner] : record.points;
-  const shown = points === undefined || points === null ? "" : ` (${points} points)`;
+  const shown = points === undefined || points === null ? "" : ` (${points} point${points === 1 ? "" : "s"})`;
   let how;
   if (!record.kind) how = record.went_rummy ? "went rummy" : "went out";
   else {
