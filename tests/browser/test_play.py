@@ -15,7 +15,7 @@ import pytest
 
 from service.client import GinClient
 from service.practice import GAME_NAMES, PLAY_MONEY, open_table, practice_player
-from tests.browser.conftest import DESKTOP
+from tests.browser.conftest import DESKTOP, PHONE
 from tests.integration.workers import GIN_SERVICE, Served
 
 CARD = re.compile(r"\b[A2-9TJQK][CDHS]\b")
@@ -158,6 +158,7 @@ def play_by_clicks(
         if ended.search(status_text(page)):
             return status_text(page)
         check_no_other_seat_card(page, operator, table["match_id"], player_id)
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), "overflow"
         actions += 1
         if actions > max_actions:
             page.get_by_role("button", name="Resign", exact=True).click()
@@ -203,6 +204,8 @@ def test_a_two_player_gin_hand_played_by_clicks(page: Any, operator: GinClient) 
 
 
 def test_a_rummy_hand_played_by_clicks(page: Any, operator: GinClient) -> None:
+    """On a phone's screen: nothing runs off its width."""
+    page.set_viewport_size(PHONE)
     table = open_table(operator, "rummy", seat_count=2)
     status = play_first_hand(page, operator, table)
     check_the_result_shown(status, dict(operator.match(table["match_id"])))

@@ -106,8 +106,12 @@ function renderLobby(tables) {
         el("span", { class: "table-name", text: table.name }),
         el("span", { text: `${game}, ${table.format.replaceAll("_", " ")}` }),
         el("span", { text: `${taken} of ${table.seat_count} seats taken, ${stake}` }),
-        el("button", { type: "button", "aria-label": `Sit at ${table.name} (${table.id})`, text: "Sit", onclick: () => sit(table) }),
-        el("button", { type: "button", "aria-label": `Watch ${table.name} (${table.id})`, text: "Watch", onclick: () => openMatch(table.match_id) }),
+        el(
+          "span",
+          { class: "row" },
+          el("button", { type: "button", "aria-label": `Sit at ${table.name} (${table.id})`, text: "Sit", onclick: () => sit(table) }),
+          el("button", { type: "button", "aria-label": `Watch ${table.name} (${table.id})`, text: "Watch", onclick: () => openMatch(table.match_id) }),
+        ),
       ),
     );
   }
@@ -211,6 +215,7 @@ function announce(view, seen) {
   $("result").textContent = lines.join(" ");
   let turn;
   if (view.status === "waiting" || view.status === "open") turn = "Waiting for the table to fill…";
+  else if (view.status === "cancelled") turn = "The table was cancelled before it filled: every stake went back.";
   else if (view.status !== "playing") turn = "";
   else if (view.you === null || view.you === undefined) {
     turn = `Watching: ${seen.toAct.map(seen.nameOf).join(", ") || "nobody"} to act.`;
