@@ -375,3 +375,7 @@ def test_a_keyboard_player_keeps_the_focus_across_turns(page: Any, operator: Gin
     wait_for_my_turn_or(page, ENDED)
     focused = page.evaluate("document.activeElement.closest('#hand, #actions') !== null")
     assert focused, page.evaluate("document.activeElement.outerHTML")
+    # Back in the lobby, the match still being played is one click away.
+    page.get_by_role("button", name="Back to the tables").click()
+    page.get_by_role("button", name="Return to your match").click()
+    page.get_by_role("group", name="Your hand").wait_for()

@@ -5,6 +5,8 @@ import { ApiProblem, api, loadToken, saveToken } from "./api.js";
 import { GAME_NAMES, cardFace, handLine, isRed, offers, readView, resultLine } from "./model.js";
 
 const $ = (id) => document.getElementById(id);
+// The match the player sits in, kept in the tab so that the lobby can lead back to it.
+const MATCH_KEY = "gin.play.match";
 
 const state = {
   matchId: null,
@@ -58,6 +60,11 @@ function tokenFromFragment() {
 function forget(message = "") {
   stopWatching();
   saveToken(null);
+  try {
+    sessionStorage.removeItem(MATCH_KEY);
+  } catch {
+    // nothing kept
+  }
   state.matchId = null;
   $("token-form").hidden = false;
   $("token-held").hidden = true;
@@ -79,6 +86,7 @@ async function showLobby() {
   state.matchId = null;
   $("table").hidden = true;
   $("lobby").hidden = false;
+  $("resume-row").hidden = !remembered();
   try {
     const page = await api.lobby();
     renderLobby(page.data.filter((t) => t.practice && t.status === "open"));
@@ -141,10 +149,32 @@ async function openMatch(matchId) {
   try {
     show(await api.view(matchId), true);
   } catch (error) {
+    showLobby();
     showProblem(error);
     return;
   }
   watch(matchId);
+}
+
+function remember(view) {
+  try {
+    const seated = view.you !== null && view.you !== undefined;
+    if (seated && (view.status === "playing" || view.status === "waiting")) {
+      sessionStorage.setItem(MATCH_KEY, view.id);
+    } else if (sessionStorage.getItem(MATCH_KEY) === view.id) {
+      sessionStorage.removeItem(MATCH_KEY);
+    }
+  } catch {
+    // no storage: no way back but the match id
+  }
+}
+
+function remembered() {
+  try {
+    return sessionStorage.getItem(MATCH_KEY);
+  } catch {
+    return null;
+  }
 }
 
 function stopWatching() {
@@ -175,6 +205,7 @@ function show(view, first = false) {
   if (!first && state.view && view.version <= state.view.version) return;
   if (!state.view || state.view.version !== view.version) state.mode = null;
   state.view = view;
+  remember(view);
   render();
 }
 
@@ -397,6 +428,7 @@ function start() {
   $("forget").addEventListener("click", () => forget());
   $("refresh").addEventListener("click", () => showLobby());
   $("back").addEventListener("click", () => showLobby());
+  $("resume").addEventListener("click", () => openMatch(remembered()));
   $("watch-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const id = $("watch-match").value.trim();
