@@ -243,7 +243,7 @@ function announce(view, seen) {
   // A partnership deal ends at two tables: a line each.
   const lines = records.filter((r) => r.number === latest).map((r) => handLine(r, seen.nameOf));
   if (view.status === "finished" || view.status === "void") lines.push(resultLine(view, seen.nameOf));
-  $("result").textContent = lines.join(" ");
+  say($("result"), lines.join(" "));
   let turn;
   if (view.status === "waiting" || view.status === "open") turn = "Waiting for the table to fill…";
   else if (view.status === "cancelled") turn = "The table was cancelled before it filled: every stake went back.";
@@ -256,7 +256,12 @@ function announce(view, seen) {
     turn = "Your turn.";
   } else if (!seen.mine) turn = "You sit out this hand.";
   else turn = `Waiting for ${seen.toAct.map(seen.nameOf).join(", ") || "the deal"}…`;
-  $("turn").textContent = turn;
+  say($("turn"), turn);
+}
+
+// The status region is announced by screen readers on change: only a change is written.
+function say(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
 
 function renderPlayers(view, seen) {
