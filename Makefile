@@ -5,11 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# Screenshots of every page for people at 1366x768 and 390x844 (var/screenshots, not committed).
-screenshots: $(STAMP)
-	$(BIN)/python -m tests.browser.screenshots
-
-.PHONY: screenshots run test unit lint bench bench-deposits bench-games bench-seamless bench-embedded deploy-check clean
+.PHONY: run practice screenshots test unit lint bench bench-deposits bench-games bench-seamless bench-embedded deploy-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +17,16 @@ $(STAMP): pyproject.toml
 # SEAMLESS=1 also runs the reference operator wallet and a demo operator in seamless mode.
 run: $(STAMP)
 	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND)) $(if $(SEAMLESS),--seamless-demo)
+
+# For a person at /play, while `make run` runs: a practice player's token (play money) and a
+# practice table of each game with bots in its other seats; prints the link to open.
+practice: $(STAMP)
+	$(BIN)/gin-service practice $(if $(BIND),--url http://$(BIND))
+
+# Screenshots of every page for people at 1366x768 and 390x844 in var/screenshots/ (not
+# committed), on a run of its own.
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser.screenshots var/screenshots
 
 # The suite runs on TEST_PROCESSES pytest-xdist processes (auto: one per core, at most 4; 0: in
 # this process alone), each with its own databases, var folder and broker queues. Work is shared

@@ -10,7 +10,9 @@
   discrepancy);
 - ``gin-service api-key create|revoke|list``: an operator's API keys (a new secret is printed
   once); ``gin-service rates set OPERATOR_ID BASE QUOTE RATE``: a display exchange rate;
-- ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``.
+- ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``;
+- ``gin-service practice``: a practice player's token and a practice table of each game with
+  bots in its other seats, for a person at ``/play`` (``service.practice``).
 
 Every command but ``run`` (a server: its banner and logs), ``openapi`` (YAML) and ``simulate``
 (a readable summary; ``--report PATH`` writes its JSON) prints one JSON document on stdout.
@@ -409,6 +411,23 @@ def _parser() -> Parser:
     _add_audit_parser(sub)
     _add_wallet_parser(sub)
     _add_key_and_rate_parsers(sub)
+    practice = sub.add_parser(
+        "practice",
+        help="a new practice player's token (play money) and a practice table of each game "
+        "waiting for it with bots, through the API; prints the /play link",
+    )
+    practice.add_argument(
+        "--url",
+        default=None,
+        help="the service's address (default: http://GIN_BIND, else http://127.0.0.1:8000)",
+    )
+    practice.add_argument(
+        "--api-key",
+        default=None,
+        help="the operator's API key (or GIN_API_KEY; default: the demo operator's, "
+        f"$GIN_VAR_DIR/{DEMO_FILE})",
+    )
+    practice.add_argument("--name", default="Guest", help="the player's display name")
     sub.add_parser(
         "simulate",
         add_help=False,
@@ -660,6 +679,50 @@ def _keys_and_rates(args: argparse.Namespace) -> int:
 # --- gin-service simulate ------------------------------------------------------------------
 
 
+def _practice(args: argparse.Namespace) -> int:
+    import httpx
+
+    from service.client import ApiProblem, GinClient
+    from service.config import simulation_api_key
+    from service.practice import GAME_NAMES, open_practice
+
+    key = args.api_key or simulation_api_key()
+    if key is None:
+        try:
+            key = str(json.loads(demo_file().read_text(encoding="utf-8"))["api_key"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise Refused(
+                f"no --api-key, no GIN_API_KEY and no demo operator in {demo_file()} "
+                "(make run creates one)"
+            ) from None
+    url = (args.url or _base_url(bind_address("127.0.0.1:8000"))).rstrip("/")
+    try:
+        with GinClient(url, key) as operator:
+            practice = open_practice(operator, display_name=args.name)
+    except ApiProblem as exc:
+        raise Refused(f"{url} refused: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise Refused(f"cannot reach {url} ({exc}): is the service running (make run)?") from None
+    print(
+        json.dumps(
+            {
+                "play_url": f"{url}/play#token={practice.token}",
+                "player_id": practice.player_id,
+                "token": practice.token,
+                "expires_at": practice.expires_at,
+                "tables": [
+                    {"id": t["id"], "game": GAME_NAMES[t["game"]], "match_id": t["match_id"]}
+                    for t in practice.tables
+                ],
+                "note": "Open play_url: the page keeps the token in the tab (sessionStorage) "
+                "and clears it from the address bar; a fragment never reaches the server.",
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
 def _simulate(argv: list[str]) -> int:
     """Forward to ``service.simulate.main(argv)``, imported only now (it is optional)."""
     import importlib
@@ -899,6 +962,8 @@ def demo_banner(demo: dict[str, str], base_url: str) -> str:
             f"API key: {demo['api_key']}",
             f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
             f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
+            f"Practice table for people: {base_url}/play  (a player token and tables with "
+            "bots: .venv/bin/gin-service practice, or make practice)",
             "Paste this into bash (python3 and curl needed):",
             rule,
             demo_script(demo, base_url).rstrip("\n"),
@@ -1072,6 +1137,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "wallet": _wallet,
     "api-key": _keys_and_rates,
     "rates": _keys_and_rates,
+    "practice": _practice,
 }
 
 

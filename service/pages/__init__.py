@@ -56,7 +56,10 @@ def init_pages(app: Flask) -> None:
     """Register every page's blueprint (each page lives in a module of this package, its
     templates under ``templates/pages/<page>/`` and its scripts under ``static/<page>/``)."""
     app.register_blueprint(blp)
-    from service.pages import console, verify  # import page_headers from here: imported last
+    # Each page's endpoints are named under ``pages.`` (``pages.play.play``), like this
+    # module's own: the OpenAPI test tells HTML pages from API operations by that prefix.
+    from service.pages import console, play, verify  # they import page_headers from here
 
     app.register_blueprint(console.blp)
     app.register_blueprint(verify.blp)
+    app.register_blueprint(play.blp, name_prefix="pages")

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.tour import DESKTOP
 from tests.conftest import throwaway_postgres
 from tests.integration.workers import Broker, Served, make_run
 
@@ -33,8 +34,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DESKTOP = {"width": 1366, "height": 768}
-PHONE = {"width": 390, "height": 844}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -32,6 +32,7 @@ STOPS = (
     Stop("console-webhooks", "/console/webhooks", signed_in=True),
     Stop("console-api-keys", "/console/api-keys", signed_in=True),
     Stop("verify", "/verify"),
+    Stop("play", "/play"),
 )
 
 

@@ -427,6 +427,26 @@ def test_simulate_without_the_module_says_so(
     assert "service.simulate" in capsys.readouterr().err
 
 
+# --- practice --------------------------------------------------------------------------------
+
+
+def test_practice_without_a_key_or_a_service_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No key anywhere (no demo operator yet), then a key but nothing at the address: one
+    line each, exit 2 (the command talks to the API; ``tests/browser/test_play.py`` runs it
+    against a service)."""
+    import service.config
+
+    monkeypatch.setattr(service.config, "DEFAULT_VAR_DIR", tmp_path / "var")
+    monkeypatch.delenv("GIN_API_KEY", raising=False)
+    status, _, err = cli(capsys, "practice", "--url", f"http://127.0.0.1:{free_port()}")
+    assert status == 2 and "no --api-key" in err and "make run" in err
+    url = f"http://127.0.0.1:{free_port()}"
+    status, _, err = cli(capsys, "practice", "--url", url, "--api-key", "sk_x")
+    assert status == 2 and f"cannot reach {url}" in err and len(err.splitlines()) == 1
+
+
 # --- gin-service run: the demo operator and the printed examples -----------------------------
 
 
