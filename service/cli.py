@@ -34,12 +34,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from service.config import bind_address, database_configured
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import subprocess
@@ -227,11 +230,11 @@ def _serve(
     bind: str,
     workers: int,
     extra: list[subprocess.Popen[bytes]] | None = None,
-    banner: str | None = None,
+    banner: Callable[[], str] | None = None,
 ) -> int:
     """The API under gunicorn plus one Celery worker with beat embedded (settlement, turn
     clocks, the outbox relay, sweeps), as child processes (and ``extra`` ones already
-    started); ``banner`` printed once the API answers ``/readyz``, every gunicorn worker
+    started); ``banner()`` printed once the API answers ``/readyz``, every gunicorn worker
     has booted and the Celery worker is ready, so that it ends what they print on starting;
     a signal or any child exiting stops them all within :data:`SHUTDOWN_GRACE_SECONDS`, a
     second signal at once.
@@ -350,7 +353,7 @@ def _serve(
                 )
                 or time.monotonic() > banner_by
             ):
-                print(banner, flush=True)
+                print(banner(), flush=True)
                 banner = None
             try:
                 web.wait(timeout=1 if banner is None else 0.1)
@@ -469,16 +472,46 @@ def _run(args: argparse.Namespace) -> int:
     _check_free(args.bind)
     upgrade(_settings().database_url)
     demo = not database_configured() if args.demo is None else args.demo
-    banners = [demo_banner(ensure_demo_operator(), _base_url(args.bind))] if demo else []
+    base_url = _base_url(args.bind)
+    banners: list[Callable[[], str]] = []
+    if demo:
+        operator = ensure_demo_operator()
+        banners.append(lambda: demo_banner(operator, base_url, practice_link(operator, base_url)))
     if not args.seamless_demo:
-        return _serve(args.bind, args.workers, banner="\n".join(banners) or None)
+        return _serve(args.bind, args.workers, banner=_joined(banners))
     from service.config import allow_private_networks
 
     allow_private_networks()  # the API's and the worker's: the demo wallet is on loopback
     seamless_demo = ensure_seamless_demo()
     wallet = _start_reference_wallet(seamless_demo["wallet_secret"])
-    banners.append(seamless_banner(seamless_demo))
-    return _serve(args.bind, args.workers, extra=[wallet], banner="\n".join(banners))
+    banners.append(lambda: seamless_banner(seamless_demo))
+    return _serve(args.bind, args.workers, extra=[wallet], banner=_joined(banners))
+
+
+def _joined(banners: list[Callable[[], str]]) -> Callable[[], str] | None:
+    """The banners, made when the service is ready and printed one after the other."""
+    if not banners:
+        return None
+    return lambda: "\n".join(make() for make in banners)
+
+
+def practice_link(demo: dict[str, str], base_url: str) -> str | None:
+    """A ``/play`` link for a person, with a new practice player's token (play money) and a
+    practice table of each game waiting with its bots (:func:`service.practice.open_practice`,
+    through the API that has just started), or ``None`` when that fails (the banner then
+    names the command that makes one)."""
+    import httpx
+
+    from service.client import ApiProblem, GinClient
+    from service.practice import open_practice
+
+    try:
+        with GinClient(base_url, demo["api_key"]) as operator:
+            practice = open_practice(operator)
+    except (ApiProblem, httpx.HTTPError) as exc:
+        log.warning("no practice link for the banner: %s", exc)
+        return None
+    return f"{base_url}/play#token={practice.token}"
 
 
 def _answers(bind: str) -> bool:
@@ -953,8 +986,15 @@ def demo_file(file: str = DEMO_FILE) -> Path:
     return (DEFAULT_VAR_DIR / file).resolve()
 
 
-def demo_banner(demo: dict[str, str], base_url: str) -> str:
+def demo_banner(demo: dict[str, str], base_url: str, play_link: str | None = None) -> str:
     rule = "-" * 78
+    practice = (
+        f"Practice table for people (the token lasts an hour; make practice makes another):\n"
+        f"  {play_link}"
+        if play_link
+        else f"Practice table for people: {base_url}/play  (a player token and tables with "
+        "bots: .venv/bin/gin-service practice, or make practice)"
+    )
     return "\n".join(
         [
             rule,
@@ -962,8 +1002,7 @@ def demo_banner(demo: dict[str, str], base_url: str) -> str:
             f"API key: {demo['api_key']}",
             f"(kept in {demo_file()}: read it again there once the log has scrolled on)",
             f"The API: {base_url}  (docs at {base_url}/docs, health at {base_url}/readyz)",
-            f"Practice table for people: {base_url}/play  (a player token and tables with "
-            "bots: .venv/bin/gin-service practice, or make practice)",
+            practice,
             "Paste this into bash (python3 and curl needed):",
             rule,
             demo_script(demo, base_url).rstrip("\n"),

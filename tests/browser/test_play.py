@@ -254,10 +254,18 @@ def test_three_player_and_partnership_gin_by_clicks(
 def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
     page: Any, served: Served
 ) -> None:
-    """The banner names /play and the command; ``gin-service practice`` (the demo operator's
-    key from the run's folder) prints a link whose fragment the page takes the token from,
-    and opens a practice table of every game, each waiting for one more player."""
-    assert f"Practice table for people: {served.base}/play" in "\n".join(served.lines())
+    """The banner prints a ready /play link with a practice token, which opens the page
+    signed in; ``gin-service practice`` (the demo operator's key from the run's folder) prints
+    another, whose fragment the page takes the token from, and opens a practice table of every
+    game, each waiting for one more player."""
+    linked = re.findall(
+        rf"^  ({re.escape(served.base)}/play#token=\S+)$", served.log.read_text(), re.M
+    )
+    assert len(linked) == 1, served.lines()
+    page.goto(linked[0].removeprefix(served.base))
+    page.get_by_role("button", name="Forget token").wait_for()
+    page.get_by_role("button", name="Forget token").click()
+    page.goto("/")  # so that the next link is a new page, not a new fragment of this one
     done = subprocess.run(
         [str(GIN_SERVICE), "practice", "--url", served.base, "--name", "Alice"],
         cwd=served.folder,
