@@ -673,9 +673,7 @@ def _stop_matches(
             knockout = _record(tournament, knockout, entries, row)
             row.settled_at = now
         elif row.status in ("waiting", "playing"):
-            row.status = "cancelled"
-            row.finished_at = row.updated_at = now
-            row.deadline_at = None
+            play.cancel_match(session, row, now)
             table = session.get(GameTable, row.table_id, with_for_update=True)
             assert table is not None
             table.status = "cancelled"

@@ -5,6 +5,7 @@ paid to the cent, cancellations refunded by docs/tournaments.md, and the stateme
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from service.clock import utcnow
-from service.db.match_models import OutboxEvent
+from service.db.match_models import MatchAction, OutboxEvent
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
 from service.usecases import play, settlement, tournaments, webhooks
@@ -212,6 +213,8 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     )
     assert endpoint.status_code == 201, endpoint.get_json()
     tournament, clients = full_field(api)
+    match_ids = [p["match_id"] for p in tournament["rounds"][0]["matches"]]
+    versions = {m: api.get(f"/v1/matches/{m}").get_json()["version"] for m in match_ids}
     path = f"/v1/tournaments/{tournament['id']}/cancel"
     response = api.post(path, key="cancel-once")
     assert response.status_code == 200, response.get_json()
@@ -225,9 +228,21 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
         assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
     lines, total = statement_sum(api, tournament["id"])
     assert total == 0 and [line["kind"] for line in lines].count("fee_returned") == 1
-    for pairing in tournament["rounds"][0]["matches"]:  # its matches end, unplayed
-        view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
-        assert view["status"] == "cancelled"
+    for match_id, version in versions.items():  # its matches end, unplayed, as a new version
+        started = time.monotonic()
+        view = api.get(f"/v1/matches/{match_id}?wait_for_version={version}&timeout=20")
+        assert time.monotonic() - started < 5  # a client waiting on the version wakes at once
+        assert view.get_json()["status"] == "cancelled"
+        assert view.get_json()["version"] == version + 1
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        logged = session.execute(
+            select(MatchAction.match_id, MatchAction.version, MatchAction.actor)
+            .where(MatchAction.match_id.in_(match_ids), MatchAction.action == "CANCEL")
+        ).all()
+    finally:
+        session.close()
+    assert sorted(logged) == sorted((m, v + 1, "system") for m, v in versions.items())
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
     assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
