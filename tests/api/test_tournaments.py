@@ -39,6 +39,7 @@ def open_tournament(api: ApiClient, **overrides: Any) -> dict[str, Any]:
         "payout_table": "2-5: 7000/3000",
         **overrides,
     }
+    body = {key: value for key, value in body.items() if value is not None}
     response = api.post("/v1/tournaments", body)
     assert response.status_code == 201, response.get_json()
     return dict(response.get_json())
@@ -237,8 +238,9 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     session = app.extensions["gin"]["sessionmaker"]()
     try:
         logged = session.execute(
-            select(MatchAction.match_id, MatchAction.version, MatchAction.actor)
-            .where(MatchAction.match_id.in_(match_ids), MatchAction.action == "CANCEL")
+            select(MatchAction.match_id, MatchAction.version, MatchAction.actor).where(
+                MatchAction.match_id.in_(match_ids), MatchAction.action == "CANCEL"
+            )
         ).all()
     finally:
         session.close()
@@ -433,13 +435,13 @@ def test_an_unfilled_sit_and_go_is_cancelled_at_its_deadline_and_refunded(
     assert register(client, tournament["id"]).status_code == 201
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        assert tournaments.cancel_unfilled(session, utcnow()) == 0  # not yet
+        assert tournaments.start_or_cancel_due(session, utcnow()) == 0  # not yet
         later = utcnow() + timedelta(seconds=61)
         late = Principal(api.operator_id, player_client(api).player_id)  # type: ignore[attr-defined]
         with pytest.raises(TournamentNotOpen):  # registration closed at the deadline
             in_unit(session, tournaments.register, late, tournament["id"], later)
-        assert tournaments.cancel_unfilled(session, later) >= 1
-        assert tournaments.cancel_unfilled(session, later) == 0  # once
+        assert tournaments.start_or_cancel_due(session, later) >= 1
+        assert tournaments.start_or_cancel_due(session, later) == 0  # once
     finally:
         session.close()
     after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
@@ -484,3 +486,152 @@ def test_the_audit_recomputes_the_draw_the_bracket_and_the_prizes(api: ApiClient
     fields = {d["field"] for d in report["discrepancies"]}
     assert report["ok"] is False
     assert {"draw", "rounds[1].matches[1].winner", f"entries[{entry.seat}].prize"} <= fields
+
+
+# --- single tables ----------------------------------------------------------------------
+
+
+def seated(tournament: dict[str, Any], clients: dict[str, ApiClient]) -> list[ApiClient]:
+    """The entrants' clients in table seat order (0 up)."""
+    players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
+    return [clients[players[seat]] for seat in tournament["table"]["seats"]]
+
+
+def resign(client: ApiClient, match_id: str) -> None:
+    answer = client.post(f"/v1/matches/{match_id}/actions", {"action": "RESIGN"})
+    assert answer.status_code == 200, answer.get_json()
+
+
+def test_a_three_player_gin_table_is_played_and_its_tie_paid_to_the_cent(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api,
+        name="Gin for three",
+        kind="single_table",
+        game="gin_three",
+        format="match_play",
+        target=50,
+        buy_in=1_001,
+        entrants=None,  # the game's seat count
+    )
+    assert tournament["status"] == "running" and tournament["entrants"] == 3
+    assert tournament["rounds"] == [] and sorted(tournament["table"]["seats"]) == [1, 2, 3]
+    assert tournament["table"]["seats"] == tournament["draw"]
+    match_id = tournament["table"]["match_id"]
+    at_table = seated(tournament, clients)
+    for place, client in enumerate(at_table):  # each entrant sits where the draw put it
+        view = client.get(f"/v1/matches/{match_id}").get_json()
+        assert view["you"] == place and view["game"] == "gin_three"
+    # Table seat 1 resigns before a hand is won: the other two tie for the pot.
+    resign(at_table[1], match_id)
+    assert conclude(app, match_id) is None and conclude(app, match_id) is None
+    done = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert done["status"] == "finished"
+    forfeiter = tournament["table"]["seats"][1]
+    tied = sorted(s for s in tournament["table"]["seats"] if s != forfeiter)
+    assert done["standings"] == [
+        {"seats": tied, "first_place": 1, "last_place": 2},
+        {"seats": [forfeiter], "first_place": 3, "last_place": 3},
+    ]
+    # A pool of 3,003 at 7000/3000 pays 2,103 and 900: the tied two share 3,003, the odd
+    # unit to the lower seat; the forfeiter is unpaid.
+    by_seat = {e["seat"]: e for e in done["entries"]}
+    assert by_seat[tied[0]]["prize"]["amount"] == 1_502
+    assert by_seat[tied[1]]["prize"]["amount"] == 1_501
+    assert by_seat[forfeiter]["prize"]["amount"] == 0
+    assert {by_seat[s]["state"] for s in tied} == {"champion"}
+    assert by_seat[forfeiter]["state"] == "placed"
+    for entry in done["entries"]:
+        w = wallet(api, entry["player_id"])
+        assert w["held"]["amount"] == 0
+        assert w["available"]["amount"] == DEPOSIT - 1_101 + entry["prize"]["amount"]
+    lines, total = statement_sum(api, done["id"])
+    assert total == 0 and [line["kind"] for line in lines].count("prize") == 2
+    assert next(line for line in lines if line["kind"] == "fee")["amount"]["amount"] == -300
+    recomputed = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert recomputed["ok"] is True and recomputed["matches_checked"] == 1, recomputed
+    assert events(app, done["id"]) == ["tournament.started", "tournament.finished"]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():  # tamper: the places recorded
+            row = session.get(Tournament, done["id"])
+            assert row is not None and row.bracket is not None
+            [[table]] = row.bracket
+            row.bracket = [[{**table, "places": [[forfeiter], tied]}]]
+    finally:
+        session.close()
+    report = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert report["ok"] is False
+    assert "table.places" in {d["field"] for d in report["discrepancies"]}
+
+
+def test_a_rummy_table_of_three_places_its_forfeiters_last_the_later_one_higher(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api,
+        name="Rummy for three",
+        kind="single_table",
+        game="rummy",
+        seat_count=3,
+        format="rummy_target",
+        target=100,
+        entrants=3,
+        payout_table="3-6: 5000/3000/2000",
+    )
+    match_id = tournament["table"]["match_id"]
+    seats = tournament["table"]["seats"]
+    at_table = seated(tournament, clients)
+    resign(at_table[0], match_id)  # table seat 0 first, then table seat 1: seat 2 wins
+    resign(at_table[1], match_id)
+    view = api.get(f"/v1/matches/{match_id}").get_json()
+    assert view["status"] == "finished"
+    assert conclude(app, match_id) is None
+    done = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert done["status"] == "finished"
+    assert [s["seats"] for s in done["standings"]] == [[seats[2]], [seats[1]], [seats[0]]]
+    prizes = {e["seat"]: e["prize"]["amount"] for e in done["entries"]}
+    # A pool of 3,000 at 5000/3000/2000.
+    assert prizes == {seats[2]: 1_500, seats[1]: 900, seats[0]: 600}
+    assert statement_sum(api, done["id"])[1] == 0
+    assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{done['id']}").get_json()["ok"] is True
+
+
+def test_a_single_table_cancelled_while_its_match_is_played_refunds_every_entry(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api, kind="single_table", game="gin_partnership", format="match_play", entrants=4
+    )
+    match_id = tournament["table"]["match_id"]
+    cancelled = cancel(api, tournament["id"]).get_json()
+    assert cancelled["status"] == "cancelled"
+    assert {e["state"] for e in cancelled["entries"]} == {"refunded"}
+    assert api.get(f"/v1/matches/{match_id}").get_json()["status"] == "cancelled"
+    for player_id in clients:
+        w = wallet(api, player_id)
+        assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_single_table_refusals_name_the_field(api: ApiClient) -> None:
+    base = {"kind": "single_table", "currency": "EUR", "buy_in": 100}
+    cases = [
+        ({"game": "gin", "format": "match_play", "entrants": 4}, "game"),
+        ({"game": "gin_three", "format": "classic"}, "format"),
+        ({"game": "gin_three", "format": "match_play", "entrants": 4}, "entrants"),
+        ({"game": "rummy", "format": "rummy_target"}, "seat_count"),
+        # A sit-and-go starts with its field full.
+        ({"game": "gin", "format": "match_play", "entrants": 4, "min_entrants": 3}, "min_entrants"),
+        ({"game": "gin", "format": "match_play", "entrants": 4, "kind": "knockout"}, "game"),
+    ]
+    for extra, field in cases:
+        response = api.post("/v1/tournaments", {**base, **extra})
+        if extra.get("kind") == "knockout":  # the control: a knockout plays two-player Gin
+            assert response.status_code == 201, response.get_json()
+            continue
+        problem = assert_problem(response, 422, "validation_failed")
+        assert field in [e["field"] for e in problem["errors"]], (extra, problem)
