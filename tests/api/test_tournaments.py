@@ -635,3 +635,129 @@ def test_single_table_refusals_name_the_field(api: ApiClient) -> None:
             continue
         problem = assert_problem(response, 422, "validation_failed")
         assert field in [e["field"] for e in problem["errors"]], (extra, problem)
+
+
+# --- scheduled tournaments -----------------------------------------------------------------
+
+
+def sweep(app: Any, now: Any) -> int:
+    """What the beat task does at ``now``."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        return tournaments.start_or_cancel_due(session, now)
+    finally:
+        session.close()
+
+
+def scheduled(api: ApiClient, count: int, **overrides: Any) -> tuple[dict[str, Any], Any]:
+    """A tournament scheduled a minute ahead with ``count`` entrants registered, and its
+    start."""
+    starts_at = (utcnow() + timedelta(seconds=60)).replace(microsecond=0)
+    tournament = open_tournament(
+        api, starts_at=starts_at.strftime("%Y-%m-%dT%H:%M:%SZ"), **overrides
+    )
+    assert tournament["starts_at"] == starts_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert tournament["registration_deadline"] == tournament["starts_at"]
+    for _ in range(count):
+        client = player_client(api, deposit=DEPOSIT)
+        assert register(client, tournament["id"]).status_code == 201
+    return api.get(f"/v1/tournaments/{tournament['id']}").get_json(), starts_at
+
+
+def test_a_scheduled_rummy_table_starts_at_its_time_with_the_entrants_it_has(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, starts_at = scheduled(
+        api,
+        3,
+        kind="single_table",
+        game="rummy",
+        seat_count=4,
+        format="rummy_deals",
+        target=2,
+        entrants=None,
+        min_entrants=3,
+        payout_table="2-6: 10000",
+    )
+    assert (tournament["entrants"], tournament["min_entrants"]) == (4, 3)
+    assert tournament["status"] == "open" and tournament["entries_taken"] == 3
+    assert sweep(app, starts_at - timedelta(seconds=1)) == 0  # not yet
+    assert sweep(app, starts_at) >= 1
+    assert sweep(app, starts_at) == 0  # once
+    started = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert started["status"] == "running" and started["prize_pool"]["amount"] == 3 * BUY_IN
+    match = api.get(f"/v1/matches/{started['table']['match_id']}").get_json()
+    assert len(match["seats"]) == 3 and match["status"] == "playing"
+    late = player_client(api, deposit=DEPOSIT)
+    assert_problem(register(late, tournament["id"]), 409, "tournament_not_open")
+    assert events(app, tournament["id"]) == ["tournament.started"]
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_a_scheduled_tournament_short_of_a_field_it_may_start_with_is_cancelled(
+    api: ApiClient, app: Any
+) -> None:
+    # A knockout of up to 8 from 4 starts with 4 or 8: with 5 registered it cannot.
+    knockout, starts_at = scheduled(api, 5, entrants=8, min_entrants=4, payout_table="2-9: 10000")
+    # A Rummy table of up to 4 from 3, with 2 registered.
+    table, _ = scheduled(
+        api,
+        2,
+        kind="single_table",
+        game="rummy",
+        seat_count=4,
+        format="rummy_target",
+        entrants=None,
+        min_entrants=3,
+    )
+    assert sweep(app, starts_at + timedelta(seconds=1)) >= 2
+    for tournament in (knockout, table):
+        after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+        assert after["status"] == "cancelled"
+        assert {e["state"] for e in after["entries"]} == {"refunded"}
+        for entry in after["entries"]:
+            w = wallet(api, entry["player_id"])
+            assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+        assert statement_sum(api, tournament["id"])[1] == 0
+        assert events(app, tournament["id"]) == ["tournament.cancelled"]
+        assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_a_scheduled_knockout_starts_with_a_field_of_four_from_eight(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, starts_at = scheduled(api, 4, entrants=8, min_entrants=4, payout_table="2-9: 10000")
+    assert sweep(app, starts_at) >= 1
+    started = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert started["status"] == "running" and sorted(started["draw"]) == [1, 2, 3, 4]
+    assert len(started["rounds"][0]["matches"]) == 2
+    assert started["prize_pool"]["amount"] == 4 * BUY_IN
+    lines, held = statement_sum(api, tournament["id"])
+    assert held == 4 * BUY_IN and [line["kind"] for line in lines].count("fee") == 1
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_scheduling_refusals_name_the_field(api: ApiClient) -> None:
+    base = {"format": "match_play", "currency": "EUR", "buy_in": 100, "entrants": 8}
+    past = (utcnow() - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ahead = (utcnow() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cases = [
+        ({"starts_at": past}, "starts_at"),
+        ({"starts_at": ahead, "min_entrants": 9}, "min_entrants"),
+        # It may start with 4: the table must pay 4 too.
+        ({"starts_at": ahead, "payout_table": "6-9: 6500/3500"}, "payout_table"),
+        (
+            {
+                "starts_at": ahead,
+                "kind": "single_table",
+                "game": "gin_three",
+                "entrants": 3,
+                "min_entrants": 2,
+            },
+            "min_entrants",
+        ),
+    ]
+    for extra, field in cases:
+        response = api.post("/v1/tournaments", {**base, **extra})
+        problem = assert_problem(response, 422, "validation_failed")
+        assert [e["field"] for e in problem["errors"]] == [field], (extra, problem)
