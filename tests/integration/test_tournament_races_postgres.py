@@ -17,11 +17,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from datetime import timedelta
-
 from sqlalchemy import func, select, text
 
 from service.clock import utcnow
