@@ -1,18 +1,23 @@
 """Tournaments: an operator opens one, players register with their entry held, and it runs
 itself (docs/tournaments.md, "Lifecycle").
 
-A **sit-and-go knockout** for two-player Gin: registering holds the entry (buy-in plus fee)
-from the player's available funds in its escrow for the tournament, as a seat holds a stake
-for a match; unregistering before the start releases it. The registration that fills the
-field starts the tournament in its own transaction, under the tournament's row lock (so
-exactly one start happens however the last registrations race): the fees go to the house,
-the seed draws the bracket and round 1's matches are dealt, each at a table the system opens
-with both entrants seated and nothing held (``GameTable.tournament_id``). A match's end
-reaches :func:`record_result` through the settlement task (:mod:`service.usecases.settlement`
-sends a tournament's match here instead of settling it): under the tournament's row lock,
-the result is recorded once (the match's ``settled_at`` is the guard), and a completed round
-opens the next one. The final's end pays the prizes from the pool by the payout table. An
-operator may cancel: refunds by the rule of docs/tournaments.md, "Cancellation".
+Two kinds share everything but how they are played: a **knockout** for two-player Gin (a
+bracket of matches, :class:`~service.tournaments.bracket.Knockout`) and a **single table**
+for a multi-player game (one match for the whole field,
+:class:`~service.tournaments.single_table.SingleTable`). Registering holds the entry (buy-in
+plus fee) from the player's available funds in its escrow for the tournament, as a seat
+holds a stake for a match; unregistering before the start releases it. A sit-and-go starts
+when the registration that fills the field commits; a scheduled one at its ``starts_at``
+(:func:`start_or_cancel_due`, the beat task's). Either way the start happens under the
+tournament's row lock (so exactly one start happens however the last registrations or the
+sweeps race): the fees go to the house, the seed draws the bracket (or the seating) and the
+first matches are dealt, each at a table the system opens with its entrants seated and
+nothing held (``GameTable.tournament_id``). A match's end reaches :func:`record_result`
+through the settlement task (:mod:`service.usecases.settlement` sends a tournament's match
+here instead of settling it): under the tournament's row lock, the result is recorded once
+(the match's ``settled_at`` is the guard), and a completed round opens the next one. The
+last match's end pays the prizes from the pool by the payout table. An operator may cancel:
+refunds by the rule of docs/tournaments.md, "Cancellation".
 
 Every money movement is a ledger posting with its own idempotency key, named after the
 tournament or the entry's hold, so a retry moves nothing twice. The pure rules (payout
