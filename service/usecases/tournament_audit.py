@@ -232,7 +232,8 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
             if isinstance(match, Match) and match.winner is not None:
                 winners[row.id] = seats.get(row.seats[match.winner]["player_id"])
             elif not isinstance(match, Match) and match.over:
-                at_table = [seats[s["player_id"]] for s in row.seats]
+                # A player not entered (tampered records) sits as seat 0: never a real seat.
+                at_table = [seats.get(s["player_id"], 0) for s in row.seats]
                 order = tournaments.forfeit_order(session, row.id)
                 table = SingleTable(tuple(at_table)).finish(match_result(match), order)
                 table_places = [list(g) for g in table.places or ()]

@@ -617,6 +617,26 @@ def test_a_single_table_cancelled_while_its_match_is_played_refunds_every_entry(
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
 
 
+def test_a_single_table_cancelled_after_its_match_ended_pays_by_its_places(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api, kind="single_table", game="gin_three", format="match_play", entrants=None
+    )
+    match_id = tournament["table"]["match_id"]
+    resign(seated(tournament, clients)[0], match_id)
+    # Cancelled before the result was recorded: the cancellation records it and pays.
+    cancelled = cancel(api, tournament["id"]).get_json()
+    assert conclude(app, match_id) is None
+    forfeiter = tournament["table"]["seats"][0]
+    prizes = {e["seat"]: e["prize"]["amount"] for e in cancelled["entries"]}
+    # A pool of 3,000 at 7000/3000 (2,100 + 900), shared by the two still in: 1,500 each.
+    assert prizes == {seat: 0 if seat == forfeiter else 1_500 for seat in (1, 2, 3)}
+    assert cancelled["status"] == "cancelled"
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
 def test_single_table_refusals_name_the_field(api: ApiClient) -> None:
     base = {"kind": "single_table", "currency": "EUR", "buy_in": 100}
     cases = [
