@@ -583,17 +583,18 @@ def test_a_rummy_table_of_three_places_its_forfeiters_last_the_later_one_higher(
     match_id = tournament["table"]["match_id"]
     seats = tournament["table"]["seats"]
     at_table = seated(tournament, clients)
-    resign(at_table[0], match_id)  # table seat 0 first, then table seat 1: seat 2 wins
-    resign(at_table[1], match_id)
+    resign(at_table[1], match_id)  # table seat 1 first, then table seat 0: seat 2 wins
+    resign(at_table[0], match_id)
     view = api.get(f"/v1/matches/{match_id}").get_json()
     assert view["status"] == "finished"
     assert conclude(app, match_id) is None
     done = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
     assert done["status"] == "finished"
-    assert [s["seats"] for s in done["standings"]] == [[seats[2]], [seats[1]], [seats[0]]]
+    # The later forfeit (table seat 0) above the earlier, whatever their cards counted.
+    assert [s["seats"] for s in done["standings"]] == [[seats[2]], [seats[0]], [seats[1]]]
     prizes = {e["seat"]: e["prize"]["amount"] for e in done["entries"]}
     # A pool of 3,000 at 5000/3000/2000.
-    assert prizes == {seats[2]: 1_500, seats[1]: 900, seats[0]: 600}
+    assert prizes == {seats[2]: 1_500, seats[0]: 900, seats[1]: 600}
     assert statement_sum(api, done["id"])[1] == 0
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
     assert api.get(f"/v1/audit/tournaments/{done['id']}").get_json()["ok"] is True
