@@ -214,8 +214,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
                 "schedule": 10.0,
                 "options": {"expires": 30},
             },
-            "cancel-unfilled-tournaments": {
-                "task": "tournaments.cancel_unfilled",
+            "start-or-cancel-due-tournaments": {
+                "task": "tournaments.start_or_cancel_due",
                 "schedule": 10.0,
                 "options": {"expires": 30},
             },

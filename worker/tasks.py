@@ -87,11 +87,12 @@ def cancel_unfilled_tables() -> int:
     return _with_session(lambda session: tables.cancel_unfilled(session, utcnow()))
 
 
-@app.task(name="tournaments.cancel_unfilled", acks_late=True, ignore_result=True)
-def cancel_unfilled_tournaments() -> int:
-    """Cancel sit-and-gos not filled by their registration deadline and refund every entry
-    (docs/tournaments.md, "Lifecycle")."""
-    return _with_session(lambda session: tournaments.cancel_unfilled(session, utcnow()))
+@app.task(name="tournaments.start_or_cancel_due", acks_late=True, ignore_result=True)
+def start_or_cancel_due_tournaments() -> int:
+    """Start scheduled tournaments due with enough entrants; cancel and refund the others
+    whose registration closed (unfilled sit-and-gos, scheduled ones short of their field)
+    (docs/tournaments.md, "Lifecycle", "Scheduled tournaments")."""
+    return _with_session(lambda session: tournaments.start_or_cancel_due(session, utcnow()))
 
 
 @app.task(name="outbox.relay", acks_late=True, ignore_result=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from service.api.play_schemas import ClockIn
+from service.api.play_schemas import ClockIn, RummyIn
 from service.api.schemas import (
     ListEnvelope,
     ListQuery,
@@ -14,35 +14,57 @@ from service.api.schemas import (
     StrictInteger,
     Timestamp,
 )
-from service.db.tournament_models import ENTRY_STATES, TOURNAMENT_STATUSES
+from service.db.tournament_models import ENTRY_STATES, TOURNAMENT_KINDS, TOURNAMENT_STATUSES
 from service.ledger.money import EXPONENTS
 from service.tournaments.bracket import SIZES
 from service.tournaments.payouts import DEFAULT_TABLE
-from service.usecases.tournaments import KNOCKOUT_FORMATS
+from service.usecases.tournaments import KIND_GAMES, KNOCKOUT_FORMATS, SINGLE_TABLE_FORMATS
 
-#: The kinds of tournament offered, and their games.
-KINDS = ["knockout"]
-GAMES = ["gin"]
+#: The kinds of tournament offered, their games and their matches' formats.
+KINDS = list(TOURNAMENT_KINDS)
+GAMES = sorted({game for games in KIND_GAMES.values() for game in games})
+FORMATS = sorted({*KNOCKOUT_FORMATS, *(f for fs in SINGLE_TABLE_FORMATS.values() for f in fs)})
 #: What a statement line records (``service.usecases.tournaments.statement``).
 LINE_KINDS = ["entry", "refund", "fee", "prize", "fee_returned", "fee_refund"]
 
 
 class TournamentIn(Schema):
-    """A new sit-and-go knockout for two-player Gin."""
+    """A new tournament: a knockout for two-player Gin (`game` `gin`, `format`
+    `first_to_knock` or `match_play`, `entrants` 4, 8, 16 or 32) or a single table for a
+    multi-player game (`gin_three` or `gin_partnership` in `match_play`, `rummy` in
+    `rummy_target` or `rummy_deals` with `seat_count` 2 to 6; `entrants` is the seat count
+    and may be left out). A sit-and-go starts when full; with `starts_at` it is scheduled
+    (docs/tournaments.md)."""
 
     name = fields.String(load_default="", validate=validate.Length(max=100))
     kind = fields.String(load_default="knockout", validate=validate.OneOf(KINDS))
     game = fields.String(load_default="gin", validate=validate.OneOf(GAMES))
+    seat_count = StrictInteger(
+        minimum=2,
+        maximum=6,
+        metadata={
+            "description": "A single table's seats, as at a table: 3 (`gin_three`), 4 "
+            "(`gin_partnership`), 2 to `rummy.max_players` (`rummy`, required)."
+        },
+    )
     format = fields.String(
         required=True,
-        validate=validate.OneOf(KNOCKOUT_FORMATS),
-        metadata={"description": "The format of every match of the bracket."},
+        validate=validate.OneOf(FORMATS),
+        metadata={"description": "The format of every match (a knockout's) or the table's."},
     )
     target = StrictInteger(
         load_default=100,
         minimum=1,
         maximum=10_000,
-        metadata={"description": "Match Play's target (each match is played to it)."},
+        metadata={
+            "description": "The target of `match_play` and `rummy_target`; the number of "
+            "deals of `rummy_deals`."
+        },
+    )
+    rummy = fields.Nested(
+        RummyIn,
+        load_default=dict,
+        metadata={"description": "Rummy options, as at a table (`match` follows from the format)."},
     )
     clock = fields.Nested(
         ClockIn,
@@ -62,11 +84,29 @@ class TournamentIn(Schema):
         metadata={"description": "Each entry's fee, the house's once the tournament starts."},
     )
     entrants = StrictInteger(
-        required=True,
-        minimum=4,
+        minimum=2,
         maximum=32,
-        validate=validate.OneOf(SIZES, error="Must be 4, 8, 16 or 32."),
-        metadata={"description": "The field: 4, 8, 16 or 32; it starts when full."},
+        metadata={
+            "description": "The field (the most entrants): a knockout's 4, 8, 16 or 32 "
+            f"(one of {list(SIZES)}; required), a single table's its `seat_count`. A "
+            "sit-and-go starts when it is full."
+        },
+    )
+    min_entrants = StrictInteger(
+        minimum=2,
+        maximum=32,
+        metadata={
+            "description": "A scheduled tournament's fewest entrants, 2 to `entrants`: a "
+            "knockout's at least 4 (default 4), a Rummy table's default 2, a Gin table's its "
+            "seat count. A sit-and-go's is its field (leave it out)."
+        },
+    )
+    starts_at = Timestamp(
+        metadata={
+            "description": "Scheduled: registration closes and it starts at this time (ahead, "
+            "within 7 days) if its field is one it may start with; otherwise it is cancelled "
+            "and refunded. Left out: a sit-and-go."
+        },
     )
     payout_table = fields.String(
         validate=validate.Length(min=1, max=1000),
@@ -81,8 +121,8 @@ class TournamentIn(Schema):
         minimum=60,
         maximum=7 * 86_400,
         metadata={
-            "description": "How long registration stays open; unfilled by then, the "
-            "tournament is cancelled and every entry refunded."
+            "description": "A sit-and-go's: how long registration stays open; unfilled by "
+            "then, the tournament is cancelled and every entry refunded."
         },
     )
 
@@ -118,6 +158,15 @@ class TournamentRoundOut(Schema):
     matches = fields.List(fields.Nested(TournamentPairingOut), required=True)
 
 
+class TournamentTableOut(Schema):
+    match_id = fields.String(required=True, metadata={"description": "`GET /v1/matches/{id}`."})
+    seats = fields.List(
+        fields.Integer(),
+        required=True,
+        metadata={"description": "The entrants' seats in table seat order (0 up), as drawn."},
+    )
+
+
 class TournamentStandingOut(Schema):
     seats = fields.List(fields.Integer(), required=True)
     first_place = fields.Integer(required=True)
@@ -130,7 +179,7 @@ class TournamentOut(Schema):
     name = fields.String(required=True)
     kind = fields.String(required=True, metadata={"enum": KINDS})
     game = fields.String(required=True, metadata={"enum": GAMES})
-    format = fields.String(required=True, metadata={"enum": list(KNOCKOUT_FORMATS)})
+    format = fields.String(required=True, metadata={"enum": FORMATS})
     settings = fields.Dict(required=True, metadata={"description": "Its matches' settings."})
     currency = fields.String(required=True)
     practice = fields.Boolean(required=True)
@@ -138,9 +187,15 @@ class TournamentOut(Schema):
     buy_in = fields.Nested(MoneyOut, required=True)
     fee = fields.Nested(MoneyOut, required=True)
     prize_pool = fields.Nested(
-        MoneyOut, required=True, metadata={"description": "The buy-ins of a full field."}
+        MoneyOut,
+        required=True,
+        metadata={
+            "description": "The buy-ins of the entrants it started with; before the start, "
+            "of a full field."
+        },
     )
-    entrants = fields.Integer(required=True)
+    entrants = fields.Integer(required=True, metadata={"description": "The field."})
+    min_entrants = fields.Integer(required=True, metadata={"description": "The fewest to start."})
     entries_taken = fields.Integer(required=True)
     payout_table = fields.String(required=True)
     commitment = fields.String(
@@ -155,16 +210,31 @@ class TournamentOut(Schema):
         fields.Integer(),
         allow_none=True,
         required=True,
-        metadata={"description": "The seats in drawn order, once the field is full."},
+        metadata={
+            "description": "The seats in drawn order (a single table's seating), once started."
+        },
     )
     entries = fields.List(fields.Nested(TournamentEntryOut), required=True)
-    rounds = fields.List(fields.Nested(TournamentRoundOut), required=True)
+    rounds = fields.List(
+        fields.Nested(TournamentRoundOut),
+        required=True,
+        metadata={"description": "A knockout's rounds (empty for a single table)."},
+    )
+    table = fields.Nested(
+        TournamentTableOut,
+        allow_none=True,
+        required=True,
+        metadata={"description": "A single table's match, once started."},
+    )
     standings = fields.List(
         fields.Nested(TournamentStandingOut),
         required=True,
         metadata={"description": "Best first; tied seats share their places."},
     )
     registration_deadline = Timestamp(required=True)
+    starts_at = Timestamp(
+        allow_none=True, required=True, metadata={"description": "A scheduled start."}
+    )
     created_at = Timestamp(required=True)
     started_at = Timestamp(allow_none=True, required=True)
     finished_at = Timestamp(allow_none=True, required=True)
@@ -178,6 +248,7 @@ class TournamentList(ListEnvelope):
 class TournamentQuery(ListQuery):
     status = fields.String(validate=validate.OneOf(TOURNAMENT_STATUSES))
     game = fields.String(validate=validate.OneOf(GAMES))
+    kind = fields.String(validate=validate.OneOf(KINDS))
     currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
 
 

@@ -35,12 +35,15 @@ from service.errors import (
     UnsupportedCurrency,
     ValidationFailed,
 )
-from service.tournaments.bracket import Knockout
+from service.tournaments.single_table import SingleTable
 from service.usecases import tournaments
 from service.usecases.tournaments import TournamentView
 
 blp = Blueprint(
-    "tournaments", __name__, url_prefix="/v1", description="Tournaments: sit-and-go knockouts."
+    "tournaments",
+    __name__,
+    url_prefix="/v1",
+    description="Tournaments: knockouts and single tables, sit-and-go or scheduled.",
 )
 
 ENTRY_PROBLEMS = (
@@ -61,13 +64,13 @@ ENTRY_PROBLEMS = (
 @documents(blp, Unauthenticated, Forbidden, ValidationFailed, UnsupportedCurrency)
 @unit
 def create_tournament(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """Open a sit-and-go knockout for two-player Gin (operator only): the format of its
-    matches, the entry (buy-in and fee), the field (4, 8, 16 or 32) and the payout table.
-    Its seed's commitment is published now; it starts when the field is full."""
-    settings, problems = tournaments.match_settings(
-        {"format": body["format"], "target": body["target"], "clock": body["clock"]},
-        buy_in=body["buy_in"],
-    )
+    """Open a tournament (operator only): a knockout for two-player Gin or a single table
+    for a multi-player game, the format of its matches, the entry (buy-in and fee), the
+    field and the payout table; a sit-and-go, or scheduled with `starts_at`. Its seed's
+    commitment is published now."""
+    keys = ("game", "seat_count", "format", "target", "clock", "rummy")
+    table: dict[str, Any] = {key: body[key] for key in keys if key in body}
+    settings, problems = tournaments.match_settings(table, buy_in=body["buy_in"])
     if settings is None:
         detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
         raise ValidationFailed(detail, errors=problems)
@@ -80,10 +83,13 @@ def create_tournament(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         settings=settings,
         buy_in=body["buy_in"],
         fee=body["fee"],
-        entrants=body["entrants"],
+        entrants=body.get("entrants"),
         payout_table=body.get("payout_table"),
         registration_seconds=body["registration_seconds"],
         now=utcnow(),
+        kind=body["kind"],
+        starts_at=body.get("starts_at"),
+        min_entrants=body.get("min_entrants"),
     )
     return tournament_json(view), 201
 
@@ -94,11 +100,12 @@ def create_tournament(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 @documents(blp, Unauthenticated, TokenExpired, ValidationFailed, InvalidCursor)
 @unit
 def lobby(query: dict[str, Any]) -> dict[str, Any]:
-    """The tournament lobby, newest first, filtered by status, game and currency."""
+    """The tournament lobby, newest first, filtered by status, kind, game and currency."""
     page = tournaments.list_tournaments(
         db_session(),
         principal(),
         status=query.get("status"),
+        kind=query.get("kind"),
         game=query.get("game"),
         currency=query.get("currency"),
         limit=query["limit"],
@@ -206,12 +213,16 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
                 for m, p in enumerate(pairings, 1)
             ],
         }
-        for r, pairings in enumerate(t.bracket or [], 1)
+        for r, pairings in enumerate(t.bracket if t.kind == "knockout" and t.bracket else [], 1)
     ]
+    table = None
+    if t.kind == "single_table" and t.bracket is not None:
+        [[stored]] = t.bracket
+        table = {"match_id": stored["match_id"], "seats": SingleTable.from_dict(t.bracket).seating}
     standings = []
     if t.bracket is not None:
         place = 1
-        for group in Knockout.from_dict(t.bracket).standings():
+        for group in tournaments.played_so_far(t).standings():
             standings.append(
                 {"seats": group, "first_place": place, "last_place": place + len(group) - 1}
             )
@@ -229,8 +240,11 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
         "status": t.status,
         "buy_in": render.money(t.buy_in, t.currency),
         "fee": render.money(t.fee, t.currency),
-        "prize_pool": render.money(t.buy_in * t.entrants, t.currency),
+        "prize_pool": render.money(
+            t.buy_in * (t.entries_taken if t.started_at else t.entrants), t.currency
+        ),
         "entrants": t.entrants,
+        "min_entrants": t.min_entrants,
         "entries_taken": t.entries_taken,
         "payout_table": t.payout_table,
         "commitment": t.commitment,
@@ -249,8 +263,10 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
             for e in view.entries
         ],
         "rounds": rounds,
+        "table": table,
         "standings": standings,
         "registration_deadline": t.registration_deadline,
+        "starts_at": t.starts_at,
         "created_at": t.created_at,
         "started_at": t.started_at,
         "finished_at": t.finished_at,

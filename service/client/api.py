@@ -575,29 +575,37 @@ class GinClient:
         "/v1/tournaments",
         body=(
             "name",
+            "kind",
+            "game",
+            "seat_count",
             "format",
             "target",
+            "rummy",
             "clock",
             "currency",
             "practice",
             "buy_in",
             "fee",
             "entrants",
+            "min_entrants",
+            "starts_at",
             "payout_table",
             "registration_seconds",
         ),
         returns=t.Tournament,
     )
     def create_tournament(
-        self, format: str, currency: str, buy_in: int, entrants: int, **fields: Any
+        self, format: str, currency: str, buy_in: int, entrants: int | None = None, **fields: Any
     ) -> t.Tournament:
-        """Open a sit-and-go knockout: ``fields`` are the other body fields (fee,
-        payout_table, target, ...)."""
+        """Open a tournament: a knockout (``entrants`` 4, 8, 16 or 32) or, with
+        ``kind="single_table"``, a table of ``game`` (its ``entrants`` the seat count, may be
+        left out); with ``starts_at`` (RFC 3339) a scheduled one. ``fields`` are the other
+        body fields (fee, payout_table, target, seat_count, min_entrants, ...)."""
         body = {
             "format": format,
             "currency": currency,
             "buy_in": buy_in,
-            "entrants": entrants,
+            **({} if entrants is None else {"entrants": entrants}),
             **fields,
         }
         return cast(t.Tournament, self._call("POST", "/v1/tournaments", json=body))
@@ -605,7 +613,7 @@ class GinClient:
     @operation(
         "GET",
         "/v1/tournaments",
-        query=("status", "game", "currency", "limit", "starting_after", "ending_before"),
+        query=("status", "kind", "game", "currency", "limit", "starting_after", "ending_before"),
         returns=t.Page,
     )
     def tournaments(self, **filters: Any) -> t.Page:

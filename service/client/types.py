@@ -198,7 +198,7 @@ class SettlementAudit(TypedDict):
 class TournamentEntry(TypedDict):
     seat: int
     player_id: str
-    state: str  # registered, playing, knocked_out, champion, refunded
+    state: str  # registered, playing, knocked_out, champion, placed, refunded
     prize: Money | None
     first_place: int | None
     last_place: int | None
@@ -217,8 +217,21 @@ class TournamentRound(TypedDict):
     matches: list[TournamentPairing]
 
 
+class TournamentTable(TypedDict):
+    match_id: str
+    seats: list[int]  # the entrants' seats in table seat order
+
+
+class TournamentStanding(TypedDict):
+    seats: list[int]
+    first_place: int
+    last_place: int
+
+
 class Tournament(TypedDict):
     id: str
+    kind: str  # knockout, single_table
+    game: str
     status: str  # open, running, finished, cancelled
     format: str
     currency: str
@@ -226,6 +239,7 @@ class Tournament(TypedDict):
     fee: Money
     prize_pool: Money
     entrants: int
+    min_entrants: int
     entries_taken: int
     payout_table: str
     commitment: str
@@ -233,6 +247,9 @@ class Tournament(TypedDict):
     draw: list[int] | None
     entries: list[TournamentEntry]
     rounds: list[TournamentRound]
+    table: TournamentTable | None
+    standings: list[TournamentStanding]
+    starts_at: str | None
 
 
 class TournamentStatementLine(TypedDict):

@@ -32,15 +32,17 @@ from sqlalchemy.orm import Mapped, mapped_column
 from service.db.models import Base, UTCDateTime
 
 TOURNAMENT_STATUSES = ("open", "running", "finished", "cancelled")
-ENTRY_STATES = ("registered", "playing", "knocked_out", "champion", "refunded")
+ENTRY_STATES = ("registered", "playing", "knocked_out", "champion", "placed", "refunded")
+TOURNAMENT_KINDS = ("knockout", "single_table")
 
 
 class Tournament(Base):
     __tablename__ = "tournaments"
     __table_args__ = (
         CheckConstraint("status IN ('open', 'running', 'finished', 'cancelled')", name="status"),
-        CheckConstraint("kind IN ('knockout')", name="kind"),
-        CheckConstraint("entrants IN (4, 8, 16, 32)", name="entrants"),
+        CheckConstraint("kind IN ('knockout', 'single_table')", name="kind"),
+        CheckConstraint("entrants BETWEEN 2 AND 32", name="entrants"),
+        CheckConstraint("min_entrants BETWEEN 2 AND entrants", name="min_entrants"),
         CheckConstraint("entries_taken BETWEEN 0 AND entrants", name="entries_taken"),
         CheckConstraint("buy_in >= 1 AND fee >= 0", name="entry_amounts"),
         Index(None, "operator_id", "status", "created_at"),
@@ -59,16 +61,21 @@ class Tournament(Base):
     buy_in: Mapped[int] = mapped_column(BigInteger)
     fee: Mapped[int] = mapped_column(BigInteger)
     entrants: Mapped[int] = mapped_column(Integer)
+    #: The fewest entrants it starts with: the field (``entrants``) for a sit-and-go.
+    min_entrants: Mapped[int] = mapped_column(Integer)
     entries_taken: Mapped[int] = mapped_column(Integer, default=0)
     payout_table: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(12))
     server_seed: Mapped[str] = mapped_column(String(64))  # secret until the draw
     commitment: Mapped[str] = mapped_column(String(64))
-    #: The drawn order of seats (``bracket.draw``), once the field is full.
+    #: The drawn order of seats (``bracket.draw``; a single table's seating), once started.
     draw: Mapped[list[int] | None] = mapped_column(JSON)
-    #: ``Knockout.to_dict()``, each pairing with its ``match_id`` once its match is opened.
+    #: ``Knockout.to_dict()``, each pairing with its ``match_id`` once its match is opened;
+    #: a single table's ``SingleTable.to_dict(match_id)``.
     bracket: Mapped[list[list[dict[str, Any]]] | None] = mapped_column(JSON)
     registration_deadline: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: A scheduled tournament's start (its registration closes then); None: a sit-and-go.
+    starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -81,7 +88,7 @@ class TournamentEntry(Base):
         UniqueConstraint("tournament_id", "player_id"),
         CheckConstraint("seat BETWEEN 1 AND 32", name="seat"),
         CheckConstraint(
-            "state IN ('registered', 'playing', 'knocked_out', 'champion', 'refunded')",
+            "state IN ('registered', 'playing', 'knocked_out', 'champion', 'placed', 'refunded')",
             name="state",
         ),
         CheckConstraint("prize IS NULL OR prize >= 0", name="prize_non_negative"),

@@ -29,6 +29,16 @@ from service.tournaments.errors import BracketError
 SIZES = (4, 8, 16, 32)
 
 
+def shuffle(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
+    """Seats 1..N (``player_ids`` in seat order) in the order the seed draws them: a
+    knockout's bracket order, a single table's seating.
+
+    :raises FairnessError: on a malformed seed or player id.
+    """
+    stream = ByteStream(server_seed, tuple(player_ids), 0)
+    return tuple(fisher_yates(range(1, len(player_ids) + 1), stream))
+
+
 def draw(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
     """The bracket order of seats 1..N (``player_ids`` in seat order, N in :data:`SIZES`).
 
@@ -37,8 +47,7 @@ def draw(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
     """
     if len(player_ids) not in SIZES:
         raise BracketError(f"a knockout has 4, 8, 16 or 32 entrants, not {len(player_ids)}")
-    stream = ByteStream(server_seed, tuple(player_ids), 0)
-    return tuple(fisher_yates(range(1, len(player_ids) + 1), stream))
+    return shuffle(server_seed, player_ids)
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,16 @@ class Knockout:
     @property
     def champion(self) -> int | None:
         return self.rounds[-1][0].winner if self.finished else None
+
+    @property
+    def champions(self) -> tuple[int, ...]:
+        """The seats placed first once finished (a knockout has one)."""
+        return () if self.champion is None else (self.champion,)
+
+    @property
+    def decided(self) -> bool:
+        """Whether any of its matches has ended (what a cancellation's refund rule asks)."""
+        return any(p.winner is not None for pairings in self.rounds for p in pairings)
 
     def record(self, round_no: int, match_no: int, winner: int) -> Knockout:
         """The bracket after match ``match_no`` (from 1) of round ``round_no`` was won by seat

@@ -14,4 +14,4 @@ class PayoutTableError(TournamentError):
 
 class BracketError(TournamentError):
     """A knockout given a field it cannot draw (not 4, 8, 16 or 32 entrants) or a result for a
-    match that is not being played."""
+    match that is not being played; a single table given a match that does not fit it."""

@@ -405,6 +405,21 @@ def start_match(
     _record(session, row, match, actor=SYSTEM, seat=None, action="START", before=before, now=now)
 
 
+def cancel_match(session: Session, row: MatchRow, now: datetime) -> None:
+    """End a match that has not ended without a result (its table or tournament was
+    cancelled), in the caller's transaction under the row's lock: ``cancelled``, no turn
+    clock, and, as every change to a match, the version bumped and the change logged
+    (``CANCEL``), so a client waiting for the next version wakes at once."""
+    match = None if row.state is None else games.from_state(row.state)
+    hand_number = 1 if match is None else Before.of(match).hand_number
+    row.status = "cancelled"
+    row.finished_at = row.updated_at = now
+    row.deadline_at = None
+    row.version += 1
+    session.flush()  # the ORM row first: the log entry names its version
+    session.execute(_LOG_ACTION, _logged(row, hand_number, SYSTEM, None, "CANCEL", now))
+
+
 # --- reading ---------------------------------------------------------------------------
 
 

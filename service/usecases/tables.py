@@ -830,7 +830,5 @@ def _cancel(session: Session, table_id: str, now: datetime) -> bool:
     table.status = "cancelled"
     match = session.get(MatchRow, table.match_id, with_for_update=True)
     assert match is not None
-    match.status = "cancelled"
-    match.updated_at = now
-    match.finished_at = now
+    play.cancel_match(session, match, now)
     return True

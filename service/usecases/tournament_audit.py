@@ -1,5 +1,5 @@
-"""Auditing tournaments: the draw, the bracket and the money recomputed (docs/tournaments.md,
-"Audit").
+"""Auditing tournaments: the draw, the bracket or table and the money recomputed
+(docs/tournaments.md, "Audit").
 
 For each tournament, from what anyone holding its revealed seed and its records can see:
 
@@ -8,7 +8,9 @@ For each tournament, from what anyone holding its revealed seed and its records 
    order.
 2. **The bracket.** Replayed from the draw: each recorded winner is the winner of its match
    (the match's own state says who won), and each round's pairings follow from the one
-   before (:meth:`Knockout.record`).
+   before (:meth:`Knockout.record`). A single table's seating is the seed's shuffle
+   (:func:`~service.tournaments.bracket.shuffle`) and its recorded places are those its
+   ended match's final standing gives (:mod:`service.tournaments.single_table`).
 3. **The money.** From the tournament's ledger movements (its statement): the fees the house
    kept, each entrant's prize (recomputed with :func:`award` from the payout table and the
    replayed standings) or full refund after a cancellation before any match finished, and
@@ -33,9 +35,10 @@ from service.db.tournament_models import Tournament
 from service.errors import NotFound
 from service.formats import Match, games
 from service.rules import fair
-from service.tournaments.bracket import Knockout, draw
+from service.tournaments.bracket import Knockout, draw, shuffle
 from service.tournaments.errors import TournamentError
 from service.tournaments.payouts import PayoutTable, award
+from service.tournaments.single_table import SingleTable, match_result
 from service.usecases import tournaments
 from service.usecases.audit import Discrepancy
 from service.usecases.auth import Principal, require_operator
@@ -72,6 +75,7 @@ class TournamentFacts:
     """What the audit of one tournament reads, as plain data."""
 
     status: str
+    kind: str
     server_seed: str
     commitment: str
     buy_in: int
@@ -86,6 +90,9 @@ class TournamentFacts:
     bracket: Sequence[Sequence[Mapping[str, Any]]] | None
     #: The seat that won each ended match, by match id (None: not ended).
     match_winners: Mapping[str, int | None]
+    #: A single table's places (groups of seats, best first) recomputed from its ended and
+    #: recorded match (None: not ended, or a knockout).
+    table_places: Sequence[Sequence[int]] | None
     #: The stored prize of each seat.
     prizes: Mapping[int, int | None]
     #: The statement's lines: (kind, player id, amount into the pool).
@@ -102,16 +109,14 @@ def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
                 "commitment", fair.commitment(facts.server_seed), facts.commitment, "SHA-256"
             )
         )
-    knockout = _replayed(facts, found)
+    played = _replayed(facts, found) if facts.kind == "knockout" else _seated(facts, found)
     per_player: dict[tuple[str, str | None], int] = defaultdict(int)
     for kind, player_id, amount in facts.lines:
         per_player[kind, player_id] += amount
     kept_fees = -sum(a for (k, _), a in per_player.items() if k in ("fee", "fee_returned"))
     held = sum(amount for _, _, amount in facts.lines)
-    played = knockout is not None and any(
-        p.winner is not None for pairings in knockout.rounds for p in pairings
-    )
-    full_refund = facts.status == "cancelled" and not played
+    full_refund = facts.status == "cancelled" and not (played is not None and played.decided)
+    field = len(facts.players)
     over = facts.status in ("finished", "cancelled")
     expected_held = {
         "open": len(facts.players) * entry,
@@ -119,7 +124,7 @@ def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
     }.get(facts.status, 0)
     if held != expected_held:
         found.append(Discrepancy("ledger.held", expected_held, held, "what it still holds"))
-    expected_fees = 0 if facts.status == "open" or full_refund else facts.fee * facts.entrants
+    expected_fees = 0 if facts.status == "open" or full_refund else facts.fee * field
     if kept_fees != expected_fees:
         found.append(Discrepancy("ledger.fees", expected_fees, kept_fees, "the house's fees"))
     if full_refund:
@@ -129,12 +134,11 @@ def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
                 found.append(
                     Discrepancy(f"ledger.refund[{seat}]", 0, kept, "every entry refunded whole")
                 )
-    elif over and knockout is not None:
+    elif over and played is not None:
         try:
-            shares = PayoutTable.parse(facts.payout_table).band_for(facts.entrants).shares
+            shares = PayoutTable.parse(facts.payout_table).band_for(field).shares
             due = {
-                p.seat: p.amount
-                for p in award(facts.buy_in * facts.entrants, shares, knockout.standings())
+                p.seat: p.amount for p in award(facts.buy_in * field, shares, played.standings())
             }
         except TournamentError as exc:
             return [*found, Discrepancy("payout_table", "a table that pays", str(exc))]
@@ -190,6 +194,27 @@ def _replayed(facts: TournamentFacts, found: list[Discrepancy]) -> Knockout | No
     return knockout
 
 
+def _seated(facts: TournamentFacts, found: list[Discrepancy]) -> SingleTable | None:
+    """A single table's seating recomputed from the seed and its places from its match
+    (findings into ``found``); ``None`` before the start."""
+    if facts.draw is None or facts.bracket is None:
+        if facts.status not in ("open", "cancelled"):
+            found.append(Discrepancy("draw", "drawn", None, "a started tournament"))
+        return None
+    expected = shuffle(facts.server_seed, [facts.players[s] for s in sorted(facts.players)])
+    if list(expected) != list(facts.draw):
+        found.append(Discrepancy("draw", list(expected), list(facts.draw), "the seed's shuffle"))
+    stored = SingleTable.from_dict(facts.bracket)
+    if list(stored.seating) != list(expected):
+        found.append(Discrepancy("table.seats", list(expected), list(stored.seating)))
+    recomputed = None if facts.table_places is None else [list(g) for g in facts.table_places]
+    kept = None if stored.places is None else [list(g) for g in stored.places]
+    if kept != recomputed:
+        found.append(Discrepancy("table.places", recomputed, kept, "its match's final standing"))
+    places = None if recomputed is None else tuple(tuple(g) for g in recomputed)
+    return SingleTable(tuple(expected), places)
+
+
 def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
     entries = tournaments.entries_of(session, tournament.id)
     players = {e.seat: e.player_id for e in entries}
@@ -198,6 +223,7 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
         p["match_id"] for pairings in tournament.bracket or [] for p in pairings if p["match_id"]
     ]
     winners: dict[str, int | None] = {}
+    table_places: list[list[int]] | None = None
     for row in session.scalars(select(MatchRow).where(MatchRow.id.in_(match_ids))):
         winners[row.id] = None
         recorded = row.settled_at is not None  # a result not recorded yet counts later
@@ -205,9 +231,17 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
             match = games.from_state(row.state)
             if isinstance(match, Match) and match.winner is not None:
                 winners[row.id] = seats.get(row.seats[match.winner]["player_id"])
+            elif not isinstance(match, Match) and match.over:
+                # A player not entered (tampered records) sits as seat 0: never a real seat.
+                at_table = [seats.get(s["player_id"], 0) for s in row.seats]
+                order = tournaments.forfeit_order(session, row.id)
+                table = SingleTable(tuple(at_table)).finish(match_result(match), order)
+                table_places = [list(g) for g in table.places or ()]
+                winners[row.id] = table.champions[0]
     _, lines = tournaments.statement(session, Principal(tournament.operator_id), tournament.id)
     return TournamentFacts(
         status=tournament.status,
+        kind=tournament.kind,
         server_seed=tournament.server_seed,
         commitment=tournament.commitment,
         buy_in=tournament.buy_in,
@@ -218,6 +252,7 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
         draw=tournament.draw,
         bracket=tournament.bracket,
         match_winners=winners,
+        table_places=table_places,
         prizes={e.seat: e.prize for e in entries},
         lines=[(line.kind, line.player_id, line.amount) for line in lines],
     )

@@ -1,18 +1,23 @@
 """Tournaments: an operator opens one, players register with their entry held, and it runs
 itself (docs/tournaments.md, "Lifecycle").
 
-A **sit-and-go knockout** for two-player Gin: registering holds the entry (buy-in plus fee)
-from the player's available funds in its escrow for the tournament, as a seat holds a stake
-for a match; unregistering before the start releases it. The registration that fills the
-field starts the tournament in its own transaction, under the tournament's row lock (so
-exactly one start happens however the last registrations race): the fees go to the house,
-the seed draws the bracket and round 1's matches are dealt, each at a table the system opens
-with both entrants seated and nothing held (``GameTable.tournament_id``). A match's end
-reaches :func:`record_result` through the settlement task (:mod:`service.usecases.settlement`
-sends a tournament's match here instead of settling it): under the tournament's row lock,
-the result is recorded once (the match's ``settled_at`` is the guard), and a completed round
-opens the next one. The final's end pays the prizes from the pool by the payout table. An
-operator may cancel: refunds by the rule of docs/tournaments.md, "Cancellation".
+Two kinds share everything but how they are played: a **knockout** for two-player Gin (a
+bracket of matches, :class:`~service.tournaments.bracket.Knockout`) and a **single table**
+for a multi-player game (one match for the whole field,
+:class:`~service.tournaments.single_table.SingleTable`). Registering holds the entry (buy-in
+plus fee) from the player's available funds in its escrow for the tournament, as a seat
+holds a stake for a match; unregistering before the start releases it. A sit-and-go starts
+when the registration that fills the field commits; a scheduled one at its ``starts_at``
+(:func:`start_or_cancel_due`, the beat task's). Either way the start happens under the
+tournament's row lock (so exactly one start happens however the last registrations or the
+sweeps race): the fees go to the house, the seed draws the bracket (or the seating) and the
+first matches are dealt, each at a table the system opens with its entrants seated and
+nothing held (``GameTable.tournament_id``). A match's end reaches :func:`record_result`
+through the settlement task (:mod:`service.usecases.settlement` sends a tournament's match
+here instead of settling it): under the tournament's row lock, the result is recorded once
+(the match's ``settled_at`` is the guard), and a completed round opens the next one. The
+last match's end pays the prizes from the pool by the payout table. An operator may cancel:
+refunds by the rule of docs/tournaments.md, "Cancellation".
 
 Every money movement is a ledger posting with its own idempotency key, named after the
 tournament or the entry's hold, so a retry moves nothing twice. The pure rules (payout
@@ -31,7 +36,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db.match_models import GameTable, MatchRow, OutboxEvent, Seat
+from service.db.match_models import GameTable, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import (
@@ -45,19 +50,32 @@ from service.errors import (
     ValidationFailed,
 )
 from service.formats import Format, Match, MatchSettings, games
+from service.formats.match import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
 from service.rules import fair
-from service.tournaments.bracket import SIZES, Knockout, draw
+from service.tournaments.bracket import SIZES, Knockout, draw, shuffle
 from service.tournaments.errors import PayoutTableError
 from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award
+from service.tournaments.single_table import SingleTable, match_result
 from service.usecases import play, tables, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
 
 #: The formats a knockout's matches are played in: each has a winner.
 KNOCKOUT_FORMATS = (Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value)
+#: The games a single table is played at, and the formats of its match: to a target or a
+#: number of deals (docs/games.md).
+SINGLE_TABLE_FORMATS = {
+    "gin_three": (Format.MATCH_PLAY.value,),
+    "gin_partnership": (Format.MATCH_PLAY.value,),
+    "rummy": (Format.RUMMY_TARGET.value, Format.RUMMY_DEALS.value),
+}
+#: A tournament's kind -> the games it is offered for.
+KIND_GAMES = {"knockout": ("gin",), "single_table": tuple(SINGLE_TABLE_FORMATS)}
+#: How far ahead a scheduled tournament may start.
+LONGEST_SCHEDULE = timedelta(days=7)
 #: How long a sit-and-go takes registrations unless its operator says otherwise.
 DEFAULT_REGISTRATION = timedelta(hours=1)
 
@@ -111,34 +129,42 @@ def create_tournament(
     settings: MatchSettings,
     buy_in: int,
     fee: int,
-    entrants: int,
+    entrants: int | None,
     payout_table: str | None,
     registration_seconds: int | None,
     now: datetime,
+    kind: str = "knockout",
+    starts_at: datetime | None = None,
+    min_entrants: int | None = None,
 ) -> TournamentView:
-    """Open a sit-and-go knockout (operator only): its server seed is drawn and its
-    commitment published now; it starts when the last of ``entrants`` registers.
+    """Open a tournament (operator only): its server seed is drawn and its commitment
+    published now. A sit-and-go (no ``starts_at``) starts when the last of ``entrants``
+    registers; a scheduled one at ``starts_at`` with at least ``min_entrants``
+    (:func:`start_or_cancel_due`). A knockout's field is 4, 8, 16 or 32; a single table's
+    is its game's seat count (Rummy: up to it).
 
-    :raises ValidationFailed: on a field size other than 4, 8, 16 or 32, a payout table that
-        cannot pay that field, a format without a winner, or play money at a real tournament.
+    :raises ValidationFailed: naming each field at fault: a field the kind cannot play, a
+        payout table that cannot pay every field it may start with, a game or format the
+        kind does not play, a start not ahead, or play money at a real tournament.
     """
     operator_id = require_operator(principal)
     exponent(currency)
     problems = tables.practice_problems(practice, currency)
-    if entrants not in SIZES:
-        problems.append(FieldError("entrants", f"must be 4, 8, 16 or 32, not {entrants}"))
-    if settings.format.value not in KNOCKOUT_FORMATS:
-        problems.append(FieldError("format", "a knockout plays first_to_knock or match_play"))
+    field, fewest = _field_problems(
+        kind, settings, entrants, min_entrants, starts_at, now, problems
+    )
     if problems:
         detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
         raise ValidationFailed(detail, errors=problems)
-    table = payout_table_of(payout_table, entrants)
+    table = payout_table_of(payout_table, field)
+    for size in start_sizes(kind, fewest, field):
+        payout_table_of(str(table), size)
     seed = fair.new_server_seed()
     tournament = Tournament(
         id=new_id("trn"),
         operator_id=operator_id,
         name=name,
-        kind="knockout",
+        kind=kind,
         game=settings.game.value,
         settings=settings.to_dict(),
         format=settings.format.value,
@@ -146,7 +172,8 @@ def create_tournament(
         practice=practice,
         buy_in=buy_in,
         fee=fee,
-        entrants=entrants,
+        entrants=field,
+        min_entrants=fewest,
         entries_taken=0,
         payout_table=str(table),
         status="open",
@@ -154,12 +181,14 @@ def create_tournament(
         commitment=fair.commitment(seed),
         draw=None,
         bracket=None,
-        registration_deadline=now
+        registration_deadline=starts_at
+        or now
         + (
             DEFAULT_REGISTRATION
             if registration_seconds is None
             else timedelta(seconds=registration_seconds)
         ),
+        starts_at=starts_at,
         created_at=now,
     )
     session.add(tournament)
@@ -167,13 +196,74 @@ def create_tournament(
     return TournamentView(tournament, [])
 
 
+def _field_problems(
+    kind: str,
+    settings: MatchSettings,
+    entrants: int | None,
+    min_entrants: int | None,
+    starts_at: datetime | None,
+    now: datetime,
+    problems: list[FieldError],
+) -> tuple[int, int]:
+    """The field (most entrants) and the fewest it may start with, the problems with them
+    (and with the game and format for the kind) added to ``problems``."""
+    game, fmt = settings.game.value, settings.format.value
+    if game not in KIND_GAMES[kind]:
+        problems.append(FieldError("game", f"a {kind} plays {', '.join(KIND_GAMES[kind])}"))
+    if kind == "knockout":
+        if fmt not in KNOCKOUT_FORMATS:
+            problems.append(FieldError("format", "a knockout plays first_to_knock or match_play"))
+        field = 4 if entrants is None else entrants
+        if entrants not in SIZES:
+            problems.append(FieldError("entrants", f"must be 4, 8, 16 or 32, not {entrants}"))
+    else:
+        formats = SINGLE_TABLE_FORMATS.get(game, ())
+        if game in SINGLE_TABLE_FORMATS and fmt not in formats:
+            problems.append(FieldError("format", f"a {game} table plays {', '.join(formats)}"))
+        field = settings.seats if entrants is None else entrants
+        if field != settings.seats:
+            message = f"a single table's field is its seat_count, {settings.seats}, not {field}"
+            problems.append(FieldError("entrants", message))
+    if starts_at is None:
+        fewest = field if min_entrants is None else min_entrants
+        if fewest != field:
+            message = "a sit-and-go starts when its field is full: leave it out"
+            problems.append(FieldError("min_entrants", message))
+        return field, field
+    if not now < starts_at <= now + LONGEST_SCHEDULE:
+        problems.append(FieldError("starts_at", "must be ahead, within 7 days"))
+    rummy = settings.game.value == "rummy"
+    default = SIZES[0] if kind == "knockout" else (2 if rummy else field)
+    fewest = default if min_entrants is None else min_entrants
+    if not 2 <= fewest <= field:
+        problems.append(FieldError("min_entrants", f"must be from 2 to {field}, not {fewest}"))
+    elif kind == "single_table" and not rummy and fewest != field:
+        message = f"a {game} table starts with all its {field} seats taken"
+        problems.append(FieldError("min_entrants", message))
+    elif not start_sizes(kind, fewest, field):
+        problems.append(FieldError("min_entrants", "no field of 4, 8, 16 or 32 reaches it"))
+    return field, max(2, min(fewest, field))
+
+
+def start_sizes(kind: str, fewest: int, field: int) -> list[int]:
+    """The numbers of entrants a tournament may start with: a knockout's 4, 8, 16 or 32
+    from ``fewest`` to ``field``, a single table's any of them."""
+    sizes = range(fewest, field + 1)
+    return [n for n in sizes if n in SIZES] if kind == "knockout" else list(sizes)
+
+
 def match_settings(
     data: dict[str, Any], *, buy_in: int
 ) -> tuple[MatchSettings | None, list[FieldError]]:
-    """The settings of a knockout's matches from request data (a two-player Gin table's,
-    :func:`tables.settings_problems`), or every problem with them. A tournament's tables
-    hold nothing: their stake is the tournament's buy-in, for the record only."""
-    return tables.settings_problems({**data, "game": "gin", "stake": max(buy_in, 1)})
+    """The settings of a tournament's matches from request data (a table's,
+    :func:`tables.settings_problems`: ``game``, ``seat_count``, ``format``, ``target``,
+    ``rummy``, ``clock``), or every problem with them. A tournament's tables hold nothing:
+    their stake (or buy-in) is the tournament's buy-in, for the record only."""
+    if data.get("format") in KNOCKOUT_FORMATS:
+        stakes = {"stake": max(buy_in, 1)}
+    else:
+        stakes = {"stake_per_point": 1, "min_buyin": buy_in, "max_buyin": buy_in}
+    return tables.settings_problems({**data, **stakes})
 
 
 def _tournament(
@@ -197,6 +287,7 @@ def list_tournaments(
     game: str | None,
     currency: str | None,
     limit: int,
+    kind: str | None = None,
     starting_after: str | None,
     ending_before: str | None,
 ) -> Page[TournamentView]:
@@ -206,6 +297,8 @@ def list_tournaments(
     stmt = select(Tournament).where(Tournament.operator_id == principal.operator_id)
     if status is not None:
         stmt = stmt.where(Tournament.status == status)
+    if kind is not None:
+        stmt = stmt.where(Tournament.kind == kind)
     if game is not None:
         stmt = stmt.where(Tournament.game == game)
     if currency is not None:
@@ -277,7 +370,7 @@ def register(
     session.add(entry)
     tournament.entries_taken = len(entries) + 1
     session.flush()
-    if tournament.entries_taken == tournament.entrants:
+    if tournament.entries_taken == tournament.entrants and tournament.starts_at is None:
         _start(session, tournament, now)
     return _view(session, tournament)
 
@@ -381,14 +474,25 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
             f"tournament-fees:{tournament.id}",
             now,
         )
-    order = draw(tournament.server_seed, [e.player_id for e in entries])
-    knockout = Knockout.start(order)
-    tournament.draw = list(order)
+    players = [e.player_id for e in entries]
     tournament.status = "running"
     tournament.started_at = now
     for entry in entries:
         entry.state = "playing"
-    tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
+    if tournament.kind == "knockout":
+        order = draw(tournament.server_seed, players)
+        tournament.draw = list(order)
+        knockout = Knockout.start(order)
+        tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
+        matches = [p["match_id"] for p in tournament.bracket[0]]
+    else:
+        order = shuffle(tournament.server_seed, players)
+        tournament.draw = list(order)
+        by_seat = {e.seat: e for e in entries}
+        seated = [by_seat[seat] for seat in order]
+        match_id = _open_match(session, tournament, f"{tournament.name} table", seated, now)
+        tournament.bracket = SingleTable(order).to_dict(match_id)
+        matches = [match_id]
     _event(
         session,
         tournament,
@@ -397,7 +501,7 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
             "server_seed": tournament.server_seed,
             "draw": tournament.draw,
             "players": [e.player_id for e in entries],
-            "matches": [p["match_id"] for p in tournament.bracket[0]],
+            "matches": matches,
         },
         now,
     )
@@ -424,8 +528,9 @@ def _with_matches(
             match_id = known[r][m]["match_id"] if r < len(known) else None
             first, second = pairing["first"], pairing["second"]
             if match_id is None and deal and first is not None and second is not None:
+                name = f"{tournament.name} round {r + 1} match {m + 1}"
                 match_id = _open_match(
-                    session, tournament, r + 1, m + 1, (by_seat[first], by_seat[second]), now
+                    session, tournament, name, (by_seat[first], by_seat[second]), now
                 )
             row.append({**pairing, "match_id": match_id})
         out.append(row)
@@ -435,33 +540,34 @@ def _with_matches(
 def _open_match(
     session: Session,
     tournament: Tournament,
-    round_no: int,
-    match_no: int,
-    entries: tuple[TournamentEntry, TournamentEntry],
+    name: str,
+    entries: Sequence[TournamentEntry],
     now: datetime,
 ) -> str:
-    """A table the system opens for one pairing, both entrants seated (the first of the
-    pairing in seat 0) and nothing held, its match dealt at once; the match id."""
-    settings = MatchSettings.from_dict(tournament.settings)
+    """A table the system opens for a knockout's pairing or a single table, every entrant
+    seated (``entries`` in seat order, 0 up) and nothing held, its match dealt at once; the
+    match id. A Rummy table that started short of its field seats the entrants there are."""
+    stored = {**tournament.settings, "seats": len(entries)}
+    settings = MatchSettings.from_dict(stored)
     table = GameTable(
         id=new_id("tbl"),
         operator_id=tournament.operator_id,
         match_id=new_id("mch"),
-        name=f"{tournament.name} round {round_no} match {match_no}"[-100:],
+        name=name[-100:],
         game=tournament.game,
-        seat_count=2,
+        seat_count=len(entries),
         format=tournament.format,
         currency=tournament.currency,
         practice=tournament.practice,
         private=True,  # never in the lobby, joined by nobody else
         invite_code=None,
         stake=settings.stake,
-        stake_per_point=0,
-        min_buyin=settings.stake,
-        max_buyin=settings.stake,
-        settings=tournament.settings,
+        stake_per_point=settings.stake_per_point,
+        min_buyin=settings.min_buyin or settings.stake,
+        max_buyin=settings.max_buyin or settings.stake,
+        settings=settings.to_dict(),
         status="playing",
-        seats_taken=2,
+        seats_taken=len(entries),
         fill_deadline=now,
         created_at=now,
         tournament_id=tournament.id,
@@ -517,15 +623,64 @@ def record_result(session: Session, tournament_id: str, match_id: str, now: date
     if tournament.status != "running" or tournament.bracket is None:
         return False  # cancelled meanwhile: the cancellation placed everyone
     entries = entries_of(session, tournament.id)
-    knockout = _record(tournament, Knockout.from_dict(tournament.bracket), entries, row)
-    tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
-    if knockout.finished:
-        _pay(session, tournament, entries, knockout, now)
+    played = _recorded(session, tournament, played_so_far(tournament), entries, row, now)
+    if played.finished:
+        _pay(session, tournament, entries, played, now)
         tournament.status = "finished"
         tournament.finished_at = now
         _event(session, tournament, "tournament.finished", _prizes_data(entries), now)
     session.flush()
     return True
+
+
+Played = Knockout | SingleTable
+
+
+def played_so_far(tournament: Tournament) -> Played:
+    """A started tournament's bracket or table as its record stands."""
+    assert tournament.bracket is not None
+    if tournament.kind == "knockout":
+        return Knockout.from_dict(tournament.bracket)
+    return SingleTable.from_dict(tournament.bracket)
+
+
+def _recorded(
+    session: Session,
+    tournament: Tournament,
+    played: Played,
+    entries: Sequence[TournamentEntry],
+    row: MatchRow,
+    now: datetime,
+    *,
+    deal: bool = True,
+) -> Played:
+    """``played`` with ``row``'s ended match recorded (its ``settled_at`` written), stored
+    on the tournament; with ``deal``, a completed knockout round's next matches dealt."""
+    row.settled_at = now
+    if isinstance(played, Knockout):
+        knockout = _record(tournament, played, entries, row)
+        tournament.bracket = _with_matches(session, tournament, knockout, entries, now, deal=deal)
+        return knockout
+    assert row.state is not None
+    table = played.finish(match_result(games.from_state(row.state)), forfeit_order(session, row.id))
+    tournament.bracket = table.to_dict(row.id)
+    return table
+
+
+def forfeit_order(session: Session, match_id: str) -> list[int]:
+    """The match's forfeiters (its seats), earliest first, from its log: a resignation or a
+    forfeit on the turn clock."""
+    logged = session.execute(
+        select(MatchAction.seat, MatchAction.action)
+        .where(MatchAction.match_id == match_id, MatchAction.seat.is_not(None))
+        .order_by(MatchAction.version)
+    ).all()
+    order: list[int] = []
+    for seat, action in logged:
+        forfeit = action == RESIGN or action.startswith("TIMEOUT forfeit")
+        if forfeit and seat is not None and seat not in order:
+            order.append(seat)
+    return order
 
 
 def _record(
@@ -557,13 +712,14 @@ def _pay(
     session: Session,
     tournament: Tournament,
     entries: Sequence[TournamentEntry],
-    knockout: Knockout,
+    played: Played,
     now: datetime,
 ) -> list[Prize]:
-    """Pay the pool by the standings (:func:`award`): every buy-in out of escrow, each prize
-    to its player's available funds, in one capture; each entry placed."""
-    band = PayoutTable.parse(tournament.payout_table).band_for(tournament.entrants)
-    prizes = award(tournament.buy_in * tournament.entrants, band.shares, knockout.standings())
+    """Pay the pool (the buy-ins of the entrants it started with) by the standings
+    (:func:`award`): every buy-in out of escrow, each prize to its player's available
+    funds, in one capture; each entry placed."""
+    band = PayoutTable.parse(tournament.payout_table).band_for(len(entries))
+    prizes = award(tournament.buy_in * len(entries), band.shares, played.standings())
     by_seat = {e.seat: e for e in entries}
     wallets.capture(
         session,
@@ -580,8 +736,10 @@ def _pay(
         entry = by_seat[prize.seat]
         entry.prize = prize.amount
         entry.first_place, entry.last_place = prize.first_place, prize.last_place
-        if knockout.champion == prize.seat:
+        if prize.seat in played.champions:
             entry.state = "champion"
+        elif isinstance(played, SingleTable):
+            entry.state = "placed"
         elif entry.state == "playing":  # still in when it was cancelled
             entry.state = "knocked_out"
     return prizes
@@ -625,19 +783,16 @@ def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: 
     if tournament.status not in ("open", "running"):
         raise TournamentNotOpen(f"Tournament {tournament.id} is {tournament.status}.")
     entries = entries_of(session, tournament.id)
-    knockout = _stop_matches(session, tournament, entries, now)
-    played = knockout is not None and any(
-        p.winner is not None for pairings in knockout.rounds for p in pairings
-    )
-    if knockout is not None and played:
-        _pay(session, tournament, entries, knockout, now)
+    played = _stop_matches(session, tournament, entries, now)
+    if played is not None and played.decided:
+        _pay(session, tournament, entries, played, now)
         data = _prizes_data(entries)
     else:
         for entry in entries:
-            held = tournament.buy_in + (0 if knockout is not None else tournament.fee)
+            held = tournament.buy_in + (0 if played is not None else tournament.fee)
             _release(session, tournament, entry, held, now)
             entry.state = "refunded"
-        if knockout is not None and tournament.fee:  # the house gives the fees back
+        if played is not None and tournament.fee:  # the house gives the fees back
             wallets.refund_fees(
                 session,
                 tournament.operator_id,
@@ -657,53 +812,59 @@ def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: 
 
 def _stop_matches(
     session: Session, tournament: Tournament, entries: Sequence[TournamentEntry], now: datetime
-) -> Knockout | None:
-    """A running tournament's bracket as it stands (``None`` before the start): a match of
-    the round being played that has ended is recorded, one still being played ends,
-    cancelled (its table too), and its two players stay in, tied."""
+) -> Played | None:
+    """A running tournament's bracket or table as it stands (``None`` before the start): a
+    match being played that has ended is recorded, one still being played ends, cancelled
+    (its table too), and its players stay in, tied."""
     if tournament.bracket is None:
         return None
-    knockout = Knockout.from_dict(tournament.bracket)
+    played = played_so_far(tournament)
     for pairing in tournament.bracket[-1]:
-        if pairing["winner"] is not None or pairing["match_id"] is None:
+        if pairing.get("winner") is not None or pairing.get("places") is not None:
+            continue
+        if pairing["match_id"] is None:
             continue
         row = session.get(MatchRow, pairing["match_id"], with_for_update=True)
         assert row is not None
         if row.status in ("finished", "void") and row.settled_at is None:
-            knockout = _record(tournament, knockout, entries, row)
-            row.settled_at = now
+            played = _recorded(session, tournament, played, entries, row, now, deal=False)
         elif row.status in ("waiting", "playing"):
-            row.status = "cancelled"
-            row.finished_at = row.updated_at = now
-            row.deadline_at = None
+            play.cancel_match(session, row, now)
             table = session.get(GameTable, row.table_id, with_for_update=True)
             assert table is not None
             table.status = "cancelled"
-    tournament.bracket = _with_matches(session, tournament, knockout, entries, now, deal=False)
-    return knockout
+    return played
 
 
-def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:
-    """Cancel open sit-and-gos past their registration deadline and refund every entry; each
-    in a unit of work of its own. How many were cancelled."""
+def start_or_cancel_due(session: Session, now: datetime, *, limit: int = 100) -> int:
+    """Open tournaments whose registration has closed (a sit-and-go's deadline, a scheduled
+    one's ``starts_at``): a scheduled one whose field is one it may start with
+    (:func:`start_sizes`) starts, any other is cancelled and every entry refunded; each in
+    a unit of work of its own, under the tournament's row lock (so two sweeps at once act
+    once). How many were started or cancelled."""
     due = unit_of_work.run(
         session,
         lambda: list(
             session.scalars(
                 select(Tournament.id)
                 .where(Tournament.status == "open", Tournament.registration_deadline <= now)
+                .order_by(Tournament.registration_deadline, Tournament.id)
                 .limit(limit)
             )
         ),
     )
-    return sum(unit_of_work.run(session, _cancel_due, session, t, now) for t in due)
+    return sum(unit_of_work.run(session, _start_or_cancel_due, session, t, now) for t in due)
 
 
-def _cancel_due(session: Session, tournament_id: str, now: datetime) -> bool:
+def _start_or_cancel_due(session: Session, tournament_id: str, now: datetime) -> bool:
     tournament = session.get(Tournament, tournament_id, with_for_update=True)
     if tournament is None or tournament.status != "open" or tournament.registration_deadline > now:
-        return False
-    _cancel(session, tournament, now, reason="unfilled")
+        return False  # started, cancelled or moved meanwhile
+    sizes = start_sizes(tournament.kind, tournament.min_entrants, tournament.entrants)
+    if tournament.starts_at is not None and tournament.entries_taken in sizes:
+        _start(session, tournament, now)
+    else:
+        _cancel(session, tournament, now, reason="unfilled")
     return True
 
 

@@ -5,6 +5,7 @@ paid to the cent, cancellations refunded by docs/tournaments.md, and the stateme
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from service.clock import utcnow
-from service.db.match_models import OutboxEvent
+from service.db.match_models import MatchAction, OutboxEvent
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
 from service.usecases import play, settlement, tournaments, webhooks
@@ -38,6 +39,7 @@ def open_tournament(api: ApiClient, **overrides: Any) -> dict[str, Any]:
         "payout_table": "2-5: 7000/3000",
         **overrides,
     }
+    body = {key: value for key, value in body.items() if value is not None}
     response = api.post("/v1/tournaments", body)
     assert response.status_code == 201, response.get_json()
     return dict(response.get_json())
@@ -212,6 +214,8 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
     )
     assert endpoint.status_code == 201, endpoint.get_json()
     tournament, clients = full_field(api)
+    match_ids = [p["match_id"] for p in tournament["rounds"][0]["matches"]]
+    versions = {m: api.get(f"/v1/matches/{m}").get_json()["version"] for m in match_ids}
     path = f"/v1/tournaments/{tournament['id']}/cancel"
     response = api.post(path, key="cancel-once")
     assert response.status_code == 200, response.get_json()
@@ -225,9 +229,22 @@ def test_cancelling_before_any_match_finished_refunds_every_entry_in_full(
         assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
     lines, total = statement_sum(api, tournament["id"])
     assert total == 0 and [line["kind"] for line in lines].count("fee_returned") == 1
-    for pairing in tournament["rounds"][0]["matches"]:  # its matches end, unplayed
-        view = api.get(f"/v1/matches/{pairing['match_id']}").get_json()
-        assert view["status"] == "cancelled"
+    for match_id, version in versions.items():  # its matches end, unplayed, as a new version
+        started = time.monotonic()
+        view = api.get(f"/v1/matches/{match_id}?wait_for_version={version}&timeout=20")
+        assert time.monotonic() - started < 5  # a client waiting on the version wakes at once
+        assert view.get_json()["status"] == "cancelled"
+        assert view.get_json()["version"] == version + 1
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        logged = session.execute(
+            select(MatchAction.match_id, MatchAction.version, MatchAction.actor).where(
+                MatchAction.match_id.in_(match_ids), MatchAction.action == "CANCEL"
+            )
+        ).all()
+    finally:
+        session.close()
+    assert sorted(logged) == sorted((m, v + 1, "system") for m, v in versions.items())
     assert api.get("/v1/audit/ledger").get_json()["ok"] is True
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
     assert events(app, tournament["id"]) == ["tournament.started", "tournament.cancelled"]
@@ -418,13 +435,13 @@ def test_an_unfilled_sit_and_go_is_cancelled_at_its_deadline_and_refunded(
     assert register(client, tournament["id"]).status_code == 201
     session = app.extensions["gin"]["sessionmaker"]()
     try:
-        assert tournaments.cancel_unfilled(session, utcnow()) == 0  # not yet
+        assert tournaments.start_or_cancel_due(session, utcnow()) == 0  # not yet
         later = utcnow() + timedelta(seconds=61)
         late = Principal(api.operator_id, player_client(api).player_id)  # type: ignore[attr-defined]
         with pytest.raises(TournamentNotOpen):  # registration closed at the deadline
             in_unit(session, tournaments.register, late, tournament["id"], later)
-        assert tournaments.cancel_unfilled(session, later) >= 1
-        assert tournaments.cancel_unfilled(session, later) == 0  # once
+        assert tournaments.start_or_cancel_due(session, later) >= 1
+        assert tournaments.start_or_cancel_due(session, later) == 0  # once
     finally:
         session.close()
     after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
@@ -469,3 +486,299 @@ def test_the_audit_recomputes_the_draw_the_bracket_and_the_prizes(api: ApiClient
     fields = {d["field"] for d in report["discrepancies"]}
     assert report["ok"] is False
     assert {"draw", "rounds[1].matches[1].winner", f"entries[{entry.seat}].prize"} <= fields
+
+
+# --- single tables ----------------------------------------------------------------------
+
+
+def seated(tournament: dict[str, Any], clients: dict[str, ApiClient]) -> list[ApiClient]:
+    """The entrants' clients in table seat order (0 up)."""
+    players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
+    return [clients[players[seat]] for seat in tournament["table"]["seats"]]
+
+
+def resign(client: ApiClient, match_id: str) -> None:
+    answer = client.post(f"/v1/matches/{match_id}/actions", {"action": "RESIGN"})
+    assert answer.status_code == 200, answer.get_json()
+
+
+def test_a_three_player_gin_table_is_played_and_its_tie_paid_to_the_cent(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api,
+        name="Gin for three",
+        kind="single_table",
+        game="gin_three",
+        format="match_play",
+        target=50,
+        buy_in=1_001,
+        entrants=None,  # the game's seat count
+    )
+    assert tournament["status"] == "running" and tournament["entrants"] == 3
+    assert tournament["rounds"] == [] and sorted(tournament["table"]["seats"]) == [1, 2, 3]
+    assert tournament["table"]["seats"] == tournament["draw"]
+    match_id = tournament["table"]["match_id"]
+    at_table = seated(tournament, clients)
+    for place, client in enumerate(at_table):  # each entrant sits where the draw put it
+        view = client.get(f"/v1/matches/{match_id}").get_json()
+        assert view["you"] == place and view["game"] == "gin_three"
+    # Table seat 1 resigns before a hand is won: the other two tie for the pot.
+    resign(at_table[1], match_id)
+    assert conclude(app, match_id) is None and conclude(app, match_id) is None
+    done = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert done["status"] == "finished"
+    forfeiter = tournament["table"]["seats"][1]
+    tied = sorted(s for s in tournament["table"]["seats"] if s != forfeiter)
+    assert done["standings"] == [
+        {"seats": tied, "first_place": 1, "last_place": 2},
+        {"seats": [forfeiter], "first_place": 3, "last_place": 3},
+    ]
+    # A pool of 3,003 at 7000/3000 pays 2,103 and 900: the tied two share 3,003, the odd
+    # unit to the lower seat; the forfeiter is unpaid.
+    by_seat = {e["seat"]: e for e in done["entries"]}
+    assert by_seat[tied[0]]["prize"]["amount"] == 1_502
+    assert by_seat[tied[1]]["prize"]["amount"] == 1_501
+    assert by_seat[forfeiter]["prize"]["amount"] == 0
+    assert {by_seat[s]["state"] for s in tied} == {"champion"}
+    assert by_seat[forfeiter]["state"] == "placed"
+    for entry in done["entries"]:
+        w = wallet(api, entry["player_id"])
+        assert w["held"]["amount"] == 0
+        assert w["available"]["amount"] == DEPOSIT - 1_101 + entry["prize"]["amount"]
+    lines, total = statement_sum(api, done["id"])
+    assert total == 0 and [line["kind"] for line in lines].count("prize") == 2
+    assert next(line for line in lines if line["kind"] == "fee")["amount"]["amount"] == -300
+    recomputed = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert recomputed["ok"] is True and recomputed["matches_checked"] == 1, recomputed
+    assert events(app, done["id"]) == ["tournament.started", "tournament.finished"]
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        with session.begin():  # tamper: the places recorded
+            row = session.get(Tournament, done["id"])
+            assert row is not None and row.bracket is not None
+            [[table]] = row.bracket
+            row.bracket = [[{**table, "places": [[forfeiter], tied]}]]
+    finally:
+        session.close()
+    report = api.get(f"/v1/audit/tournaments/{done['id']}").get_json()
+    assert report["ok"] is False
+    assert "table.places" in {d["field"] for d in report["discrepancies"]}
+
+
+def test_a_rummy_table_of_three_places_its_forfeiters_last_the_later_one_higher(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api,
+        name="Rummy for three",
+        kind="single_table",
+        game="rummy",
+        seat_count=3,
+        format="rummy_target",
+        target=100,
+        entrants=3,
+        payout_table="3-6: 5000/3000/2000",
+    )
+    match_id = tournament["table"]["match_id"]
+    seats = tournament["table"]["seats"]
+    at_table = seated(tournament, clients)
+    resign(at_table[1], match_id)  # table seat 1 first, then table seat 0: seat 2 wins
+    resign(at_table[0], match_id)
+    view = api.get(f"/v1/matches/{match_id}").get_json()
+    assert view["status"] == "finished"
+    assert conclude(app, match_id) is None
+    done = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert done["status"] == "finished"
+    # The later forfeit (table seat 0) above the earlier, whatever their cards counted.
+    assert [s["seats"] for s in done["standings"]] == [[seats[2]], [seats[0]], [seats[1]]]
+    prizes = {e["seat"]: e["prize"]["amount"] for e in done["entries"]}
+    # A pool of 3,000 at 5000/3000/2000.
+    assert prizes == {seats[2]: 1_500, seats[0]: 900, seats[1]: 600}
+    assert statement_sum(api, done["id"])[1] == 0
+    assert api.get("/v1/audit/ledger").get_json()["ok"] is True
+    assert api.get(f"/v1/audit/tournaments/{done['id']}").get_json()["ok"] is True
+
+
+def test_a_single_table_cancelled_while_its_match_is_played_refunds_every_entry(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api, kind="single_table", game="gin_partnership", format="match_play", entrants=4
+    )
+    match_id = tournament["table"]["match_id"]
+    cancelled = cancel(api, tournament["id"]).get_json()
+    assert cancelled["status"] == "cancelled"
+    assert {e["state"] for e in cancelled["entries"]} == {"refunded"}
+    assert api.get(f"/v1/matches/{match_id}").get_json()["status"] == "cancelled"
+    for player_id in clients:
+        w = wallet(api, player_id)
+        assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_a_single_table_cancelled_after_its_match_ended_pays_by_its_places(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, clients = full_field(
+        api, kind="single_table", game="gin_three", format="match_play", entrants=None
+    )
+    match_id = tournament["table"]["match_id"]
+    resign(seated(tournament, clients)[0], match_id)
+    # Cancelled before the result was recorded: the cancellation records it and pays.
+    cancelled = cancel(api, tournament["id"]).get_json()
+    assert conclude(app, match_id) is None
+    forfeiter = tournament["table"]["seats"][0]
+    prizes = {e["seat"]: e["prize"]["amount"] for e in cancelled["entries"]}
+    # A pool of 3,000 at 7000/3000 (2,100 + 900), shared by the two still in: 1,500 each.
+    assert prizes == {seat: 0 if seat == forfeiter else 1_500 for seat in (1, 2, 3)}
+    assert cancelled["status"] == "cancelled"
+    assert statement_sum(api, tournament["id"])[1] == 0
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_single_table_refusals_name_the_field(api: ApiClient) -> None:
+    base = {"kind": "single_table", "currency": "EUR", "buy_in": 100}
+    cases = [
+        ({"game": "gin", "format": "match_play", "entrants": 4}, "game"),
+        ({"game": "gin_three", "format": "classic"}, "format"),
+        ({"game": "gin_three", "format": "match_play", "entrants": 4}, "entrants"),
+        ({"game": "rummy", "format": "rummy_target"}, "seat_count"),
+        # A sit-and-go starts with its field full.
+        ({"game": "gin", "format": "match_play", "entrants": 4, "min_entrants": 3}, "min_entrants"),
+        ({"game": "gin", "format": "match_play", "entrants": 4, "kind": "knockout"}, "game"),
+    ]
+    for extra, field in cases:
+        response = api.post("/v1/tournaments", {**base, **extra})
+        if extra.get("kind") == "knockout":  # the control: a knockout plays two-player Gin
+            assert response.status_code == 201, response.get_json()
+            continue
+        problem = assert_problem(response, 422, "validation_failed")
+        assert field in [e["field"] for e in problem["errors"]], (extra, problem)
+
+
+# --- scheduled tournaments -----------------------------------------------------------------
+
+
+def sweep(app: Any, now: Any) -> int:
+    """What the beat task does at ``now``."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        return tournaments.start_or_cancel_due(session, now)
+    finally:
+        session.close()
+
+
+def scheduled(api: ApiClient, count: int, **overrides: Any) -> tuple[dict[str, Any], Any]:
+    """A tournament scheduled a minute ahead with ``count`` entrants registered, and its
+    start."""
+    starts_at = (utcnow() + timedelta(seconds=60)).replace(microsecond=0)
+    tournament = open_tournament(
+        api, starts_at=starts_at.strftime("%Y-%m-%dT%H:%M:%SZ"), **overrides
+    )
+    assert tournament["starts_at"] == starts_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert tournament["registration_deadline"] == tournament["starts_at"]
+    for _ in range(count):
+        client = player_client(api, deposit=DEPOSIT)
+        assert register(client, tournament["id"]).status_code == 201
+    return api.get(f"/v1/tournaments/{tournament['id']}").get_json(), starts_at
+
+
+def test_a_scheduled_rummy_table_starts_at_its_time_with_the_entrants_it_has(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, starts_at = scheduled(
+        api,
+        3,
+        kind="single_table",
+        game="rummy",
+        seat_count=4,
+        format="rummy_deals",
+        target=2,
+        entrants=None,
+        min_entrants=3,
+        payout_table="2-6: 10000",
+    )
+    assert (tournament["entrants"], tournament["min_entrants"]) == (4, 3)
+    assert tournament["status"] == "open" and tournament["entries_taken"] == 3
+    assert sweep(app, starts_at - timedelta(seconds=1)) == 0  # not yet
+    assert sweep(app, starts_at) >= 1
+    assert sweep(app, starts_at) == 0  # once
+    started = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert started["status"] == "running" and started["prize_pool"]["amount"] == 3 * BUY_IN
+    match = api.get(f"/v1/matches/{started['table']['match_id']}").get_json()
+    assert len(match["seats"]) == 3 and match["status"] == "playing"
+    late = player_client(api, deposit=DEPOSIT)
+    assert_problem(register(late, tournament["id"]), 409, "tournament_not_open")
+    assert events(app, tournament["id"]) == ["tournament.started"]
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_a_scheduled_tournament_short_of_a_field_it_may_start_with_is_cancelled(
+    api: ApiClient, app: Any
+) -> None:
+    # A knockout of up to 8 from 4 starts with 4 or 8: with 5 registered it cannot.
+    knockout, starts_at = scheduled(api, 5, entrants=8, min_entrants=4, payout_table="2-9: 10000")
+    # A Rummy table of up to 4 from 3, with 2 registered.
+    table, _ = scheduled(
+        api,
+        2,
+        kind="single_table",
+        game="rummy",
+        seat_count=4,
+        format="rummy_target",
+        entrants=None,
+        min_entrants=3,
+    )
+    assert sweep(app, starts_at + timedelta(seconds=1)) >= 2
+    for tournament in (knockout, table):
+        after = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+        assert after["status"] == "cancelled"
+        assert {e["state"] for e in after["entries"]} == {"refunded"}
+        for entry in after["entries"]:
+            w = wallet(api, entry["player_id"])
+            assert (w["available"]["amount"], w["held"]["amount"]) == (DEPOSIT, 0)
+        assert statement_sum(api, tournament["id"])[1] == 0
+        assert events(app, tournament["id"]) == ["tournament.cancelled"]
+        assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_a_scheduled_knockout_starts_with_a_field_of_four_from_eight(
+    api: ApiClient, app: Any
+) -> None:
+    tournament, starts_at = scheduled(api, 4, entrants=8, min_entrants=4, payout_table="2-9: 10000")
+    assert sweep(app, starts_at) >= 1
+    started = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert started["status"] == "running" and sorted(started["draw"]) == [1, 2, 3, 4]
+    assert len(started["rounds"][0]["matches"]) == 2
+    assert started["prize_pool"]["amount"] == 4 * BUY_IN
+    lines, held = statement_sum(api, tournament["id"])
+    assert held == 4 * BUY_IN and [line["kind"] for line in lines].count("fee") == 1
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+def test_scheduling_refusals_name_the_field(api: ApiClient) -> None:
+    base = {"format": "match_play", "currency": "EUR", "buy_in": 100, "entrants": 8}
+    past = (utcnow() - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ahead = (utcnow() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cases = [
+        ({"starts_at": past}, "starts_at"),
+        ({"starts_at": ahead, "min_entrants": 9}, "min_entrants"),
+        # It may start with 4: the table must pay 4 too.
+        ({"starts_at": ahead, "payout_table": "6-9: 6500/3500"}, "payout_table"),
+        (
+            {
+                "starts_at": ahead,
+                "kind": "single_table",
+                "game": "gin_three",
+                "entrants": 3,
+                "min_entrants": 2,
+            },
+            "min_entrants",
+        ),
+    ]
+    for extra, field in cases:
+        response = api.post("/v1/tournaments", {**base, **extra})
+        problem = assert_problem(response, 422, "validation_failed")
+        assert [e["field"] for e in problem["errors"]] == [field], (extra, problem)

@@ -109,3 +109,25 @@ def test_a_tournament_through_the_client(operator: GinClient) -> None:
     assert statement["held"]["amount"] == 0
     assert operator.audit_tournament(tournament["id"])["ok"] is True
     assert operator.tournament(tournament["id"])["entries"][0]["state"] == "refunded"
+
+
+def test_a_single_table_tournament_through_the_client(operator: GinClient) -> None:
+    tournament = operator.create_tournament(
+        "rummy_deals", "EUR", 300, kind="single_table", game="rummy", seat_count=3, target=1
+    )
+    assert (tournament["kind"], tournament["entrants"], tournament["table"]) == (
+        "single_table",
+        3,
+        None,
+    )
+    for n in range(3):
+        player = operator.create_player(f"st-{n}", f"S{n}")
+        operator.deposit(player["id"], 1000, "EUR")
+        running = operator.as_(operator.player_token(player["id"])["token"]).register(
+            tournament["id"]
+        )
+    assert running["status"] == "running" and running["table"] is not None
+    assert sorted(running["table"]["seats"]) == [1, 2, 3]
+    assert [t["id"] for t in operator.tournaments(kind="single_table")["data"]] == [
+        tournament["id"]
+    ]

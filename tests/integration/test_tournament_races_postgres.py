@@ -1,4 +1,5 @@
-"""The last registrations of a sit-and-go at once, on PostgreSQL.
+"""The last registrations of a sit-and-go at once, and two sweeps starting a scheduled
+tournament at once, on PostgreSQL.
 
 Two entrants are registered; three more players ask for the last two seats at the same moment,
 queued behind the tournament's row lock (held meanwhile by a fourth transaction). Whatever the
@@ -16,13 +17,14 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
 
 from service.clock import utcnow
-from service.db.match_models import OutboxEvent
+from service.db.match_models import GameTable, OutboxEvent
 from service.db.models import LedgerTransaction
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
@@ -62,17 +64,21 @@ def _until_waiting(funded: Funded, count: int) -> None:
 
 
 def _queued(
-    funded: Funded, lock: Callable[[Any], Any], works: list[Callable[[Any], Any]]
+    funded: Funded,
+    lock: Callable[[Any], Any],
+    works: list[Callable[[Any], Any]],
+    *,
+    unit: bool = True,
 ) -> list[Any]:
-    """Run each of ``works`` (given a session) in a unit of work of its own thread, all
-    queued behind ``lock`` held by another transaction, then released; what each returned
-    or raised."""
+    """Run each of ``works`` (given a session) in a unit of work of its own thread (without
+    ``unit``: a process that runs its own units, as a sweep does), all queued behind
+    ``lock`` held by another transaction, then released; what each returned or raised."""
     results: list[Any] = [None] * len(works)
 
     def body(i: int) -> None:
         db = funded.session()
         try:
-            results[i] = in_unit(db, works[i])
+            results[i] = in_unit(db, works[i]) if unit else works[i](db)
         except BaseException as exc:
             results[i] = exc
         finally:
@@ -262,6 +268,74 @@ def test_an_unregistration_racing_the_last_registration(funded: Funded, first: s
             assert isinstance(results["unregister"], TournamentNotOpen)
             assert tournament.status == "running" and tournament.entries_taken == 4
             assert (leaver.available, leaver.held) == (10_000 - BUY_IN - FEE, BUY_IN)
+        session.rollback()
+        assert in_unit(session, audit_ledger, funded.operator_id).ok
+    finally:
+        session.close()
+
+
+def test_two_sweeps_at_once_start_a_scheduled_tournament_once(funded: Funded) -> None:
+    """Both sweeps find the scheduled tournament due and queue behind its row lock: the
+    first starts it (one fee capture, one `tournament.started`, round 1's two tables), the
+    second finds it running and does nothing."""
+    operator = Principal(funded.operator_id)
+    now = utcnow()
+    session = funded.session()
+    try:
+        ids = [funded.player_id, funded.other_player_id]
+        for n in range(2):
+            player = in_unit(
+                session, players.create_player, operator, f"ext-sch-{n}", f"S{n}", None, now
+            )
+            in_unit(session, wallets.deposit, operator, player.id, "EUR", DEPOSIT, f"s-{n}", now)
+            ids.append(player.id)
+        starts_at = now + timedelta(seconds=60)
+        tid = in_unit(
+            session,
+            tournaments.create_tournament,
+            operator,
+            name="scheduled race",
+            currency="EUR",
+            practice=False,
+            settings=MatchSettings(Format.MATCH_PLAY, stake=BUY_IN, target=50),
+            buy_in=BUY_IN,
+            fee=FEE,
+            entrants=8,
+            payout_table="2-9: 10000",
+            registration_seconds=None,
+            now=now,
+            starts_at=starts_at,
+            min_entrants=4,
+        ).tournament.id
+        for player_id in ids:
+            in_unit(
+                session, tournaments.register, Principal(funded.operator_id, player_id), tid, now
+            )
+        swept = _queued(
+            funded,
+            lambda db: db.get(Tournament, tid, with_for_update=True),
+            [lambda db: tournaments.start_or_cancel_due(db, starts_at)] * 2,
+            unit=False,
+        )
+        assert sorted(swept) == [0, 1], swept
+        session.expire_all()
+        tournament = session.get(Tournament, tid)
+        assert tournament is not None and tournament.status == "running"
+        assert tournament.bracket is not None and len(tournament.bracket[0]) == 2
+        fees = session.scalar(
+            select(func.count())
+            .select_from(LedgerTransaction)
+            .where(LedgerTransaction.match_ref == tid, LedgerTransaction.kind == "capture")
+        )
+        started = session.scalar(
+            select(func.count())
+            .select_from(OutboxEvent)
+            .where(OutboxEvent.subject_id == tid, OutboxEvent.type == "tournament.started")
+        )
+        opened = session.scalar(
+            select(func.count()).select_from(GameTable).where(GameTable.tournament_id == tid)
+        )
+        assert (fees, started, opened) == (1, 1, 2)
         session.rollback()
         assert in_unit(session, audit_ledger, funded.operator_id).ok
     finally:
