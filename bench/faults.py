@@ -44,6 +44,9 @@ def main() -> int:
     parser.add_argument("--redis-at", type=float, default=45.0)
     parser.add_argument("--outage", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=75.0, help="how long matches end")
+    parser.add_argument(
+        "--trace", action="store_true", help="print every second: ended, settled, queued tasks"
+    )
     args = parser.parse_args()
     os.environ.pop("CELERY_BROKER_URL", None)  # it would override every Celery app here
     logging.disable(logging.WARNING)  # the API's 503s while the connections are terminated
@@ -140,6 +143,28 @@ def main() -> int:
                 with contextlib.suppress(Exception):  # Redis down: the catch-up relays it
                     broker.send("outbox.relay", [])
 
+        trace: list[tuple[float, int, int, int | None]] = []
+
+        def tracer() -> None:
+            import redis
+            from sqlalchemy import func
+
+            client = redis.Redis.from_url(redis_url, socket_timeout=0.5)
+            key = f"{broker.env['CELERY_KEY_PREFIX']}{broker.queue}"
+            while time.monotonic() - began < args.seconds + 60 and not done.is_set():
+                try:
+                    queued: int | None = int(client.llen(key))  # type: ignore[arg-type]
+                except redis.RedisError:
+                    queued = None
+                with admin.connect() as connection:
+                    count = connection.execute(select(func.count()).select_from(Settlement))
+                    settled_now = int(count.scalar_one())
+                trace.append((time.monotonic() - began, len(ended), settled_now, queued))
+                done.wait(1.0)
+
+        done = threading.Event()
+        if args.trace:
+            threading.Thread(target=tracer, daemon=True).start()
         threads = [threading.Thread(target=faults)] + [
             threading.Thread(target=client) for _ in range(args.clients)
         ]
@@ -154,12 +179,15 @@ def main() -> int:
                 rows = connection.execute(select(Settlement.match_id, Settlement.created_at)).all()
             settled = {match_id: (at_ - began_at).total_seconds() for match_id, at_ in rows}
             time.sleep(0.5)
+        done.set()
         kill(processes["worker"])
         admin.dispose()
         app.extensions["gin"]["engine"].dispose()
 
     for seconds, what in timeline:
         print(f"{seconds:6.1f} s  {what}")
+    for seconds, count, settled_now, queued in trace:
+        print(f"{seconds:6.1f} s  ended {count:4d}  settled {settled_now:4d}  queued {queued}")
     report(ended, settled, [seconds for seconds, _, _ in plan], args.seconds)
     print(f"worker log: {var}/worker.log")
     return 0

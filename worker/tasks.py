@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cache, partial
@@ -122,37 +123,68 @@ def settle_match(self: Any, match_id: str) -> str | None:
     return done.id
 
 
-#: Matches a sweep reads at once; it reads page after page until it has them all.
-SWEEP_BATCH = 100
+#: Seconds a sweep settles for; what is left then, it hands to a sweep it queues.
+SWEEP_SECONDS = 30.0
 
 
-def _unsettled_page(session: Session, cutoff: datetime | None, after: str | None) -> list[str]:
-    return settlement.unsettled_finished_matches(
-        session, SWEEP_BATCH, finished_before=cutoff, after=after
-    )
+def _settle_next(
+    session: Session, cutoff: datetime | None, passing: set[str], claimed: list[str]
+) -> str | None:
+    """One unit of a sweep: claim the oldest unsettled match and settle it."""
+    match_id = settlement.claim_unsettled(session, finished_before=cutoff, passing=passing)
+    if match_id is not None:
+        claimed.append(match_id)
+        settlement.settle_match(session, match_id, utcnow())
+    return match_id
 
 
-@app.task(name="settlement.sweep", acks_late=True, ignore_result=True)
+@app.task(
+    name="settlement.sweep",
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=1,
+    retry_backoff_max=10,
+    retry_jitter=True,
+    max_retries=None,
+)
 def sweep_unsettled(older_than: float = 0) -> int:
-    """Queue a settlement for every finished match still without one (belt and braces
-    behind the outbox); with ``older_than`` (seconds), only for those finished that long ago,
-    so that beat's frequent sweeps leave the settlements still on their way alone.
+    """Settle every finished match still without a settlement (belt and braces behind the
+    outbox), oldest first, in this task: each in a unit of work of its own, through the
+    settlement task's own use case, so each is settled exactly once. With ``older_than``
+    (seconds), only those finished that long ago, so that beat's frequent sweeps leave the
+    settlements still on their way to their own tasks.
 
-    Without ``older_than`` (a worker's catch-up) it reads every page: after an outage that
-    lost more than a page of tasks with Redis, the rest would wait for a beat sweep, and
-    those expire unread while the worker drains the first page. Beat's sweeps read one page
-    each (the next comes in SETTLEMENT_SWEEP_SECONDS), so that a worker running behind is
-    not sent its whole backlog again every interval."""
+    A backlog (a Redis that came back empty lost every queued task, a worker killed with
+    SIGKILL took its tasks with it) is settled at the rate of the settlements themselves, not
+    one queued task per match behind everything else in the queue. Each match is claimed
+    with ``SKIP LOCKED``: sweeps side by side (beat's and a worker's catch-up) and the
+    settlement tasks share the backlog out instead of waiting on each other. A match whose
+    settlement fails is logged and left to the next sweep; after :data:`SWEEP_SECONDS` the
+    rest goes to a sweep queued behind the tasks that arrived meanwhile."""
     cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
-    queued, after = 0, None
-    while True:
-        page = _in_unit(partial(_unsettled_page, cutoff=cutoff, after=after))
-        for match_id in page:
-            send_task("settlement.settle_match", [match_id])
-        queued += len(page)
-        if len(page) < SWEEP_BATCH or older_than:
-            return queued
-        after = page[-1]
+    settled, failed = 0, set[str]()
+    until = time.monotonic() + SWEEP_SECONDS
+    while time.monotonic() < until:
+        claimed: list[str] = []
+        try:
+            match_id = _in_unit(
+                partial(_settle_next, cutoff=cutoff, passing=failed, claimed=claimed)
+            )
+        except OperationalError:
+            raise  # the database is away: the task is retried
+        except Exception:
+            if not claimed:
+                raise
+            log.exception("sweep could not settle %s", claimed[0])
+            failed.add(claimed[0])
+            continue
+        if match_id is None:
+            return settled
+        _with_session(partial(seamless.send_credits, match_id=match_id, post=operator_sender()))
+        settled += 1
+    send_task("settlement.sweep", [older_than])
+    return settled
 
 
 #: What a worker queues each time it connects to the broker: the relay (events an outage
@@ -161,16 +193,18 @@ def sweep_unsettled(older_than: float = 0) -> int:
 CATCH_UP: tuple[str, ...] = ("outbox.relay", "settlement.sweep", "webhooks.sweep")
 
 
-def catch_up() -> None:
-    """Queue :data:`CATCH_UP` (called by the worker's consumer on every broker connection,
-    see :class:`worker.celery_app.CatchUp`). Best effort: a broker gone again meanwhile means
-    another connection, and another catch-up, later."""
+def catch_up(sweeps: int = 1) -> None:
+    """Queue :data:`CATCH_UP`, the settlement sweep ``sweeps`` times (one per pool process:
+    they share the backlog out), called by the worker's consumer on every broker connection
+    (see :class:`worker.celery_app.CatchUp`). Best effort: a broker gone again meanwhile
+    means another connection, and another catch-up, later."""
     for name in CATCH_UP:
-        try:
-            send_task(name, [])
-        except Exception as exc:
-            log.warning("could not queue %s after connecting: %s", name, exc)
-            return
+        for _ in range(sweeps if name == "settlement.sweep" else 1):
+            try:
+                send_task(name, [])
+            except Exception as exc:
+                log.warning("could not queue %s after connecting: %s", name, exc)
+                return
 
 
 @app.task(name="ops.ping", acks_late=True, ignore_result=True)

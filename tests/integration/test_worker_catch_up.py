@@ -85,6 +85,10 @@ def test_catching_up_queues_the_relay_and_the_sweeps(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append(name))
     celery_app.CatchUp(types.SimpleNamespace()).start(types.SimpleNamespace())
     assert sent == ["outbox.relay", "settlement.sweep", "webhooks.sweep"]
+    sent.clear()  # a sweep per pool process: they share the backlog out
+    consumer = types.SimpleNamespace(pool=types.SimpleNamespace(num_processes=2))
+    celery_app.CatchUp(types.SimpleNamespace()).start(consumer)
+    assert sent == ["outbox.relay", "settlement.sweep", "settlement.sweep", "webhooks.sweep"]
 
 
 def test_catching_up_stops_quietly_when_the_broker_is_gone_again(
