@@ -53,6 +53,14 @@ def _transport_options(settings: Settings) -> dict[str, object]:
     return options
 
 
+#: The priority of a relay kick (the API's, after a match ends): the lowest of Redis's steps
+#: (kombu serves 0, the default, first and 9 last; other brokers here ignore it). A kick is a
+#: nudge: a relay finds every unpublished event, whichever kick runs it. A worker that comes
+#: back to a queue holding one kick per match that ended while it was away runs its
+#: catch-up's settlement sweeps first, instead of after every one of those kicks.
+KICK_PRIORITY = 9
+
+
 #: Seconds between a worker's attempts to reach a broker it lost. Celery waits 2, 4, 6, ...
 #: up to 30 s between attempts, so a worker came back up to 10 s after a 20 s outage ended
 #: (30 s after a long one). An attempt costs a worker one refused connection.

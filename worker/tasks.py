@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 from functools import cache, partial
 from typing import Any, TypeVar
 
+from celery import signals
 from kombu.entity import Queue
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +34,18 @@ T = TypeVar("T")
 def _sessions(url: str) -> sessionmaker[Session]:
     """One engine (and pool) per database and worker process, built on first use."""
     return make_sessionmaker(make_engine(url, pool_size=2))
+
+
+@signals.worker_process_init.connect(weak=False, dispatch_uid="gin-connect-early")
+def _connect_early(**_: Any) -> None:
+    """Open a pool process's database connection as soon as it is forked, while the worker's
+    main process still connects to the broker: a worker started with a backlog waiting (after
+    a crash) otherwise paid for the connection, and the database's own start of a session,
+    on its first settlement. Best effort: a database still away is the first task's to find."""
+    try:
+        _with_session(lambda session: session.execute(text("SELECT 1")))
+    except OperationalError as exc:
+        log.warning("could not connect to the database yet: %s", exc)
 
 
 def _with_session(work: Callable[[Session], T]) -> T:
@@ -92,10 +106,36 @@ def cancel_unfilled_tables() -> int:
 def relay_outbox() -> int:
     """Publish what the outbox holds (after a commit, swept by beat, and when a worker
     connects). A full batch queues the next one at once: a backlog left by a broker outage
-    drains in a few seconds, not one batch per beat tick."""
-    published = _in_unit(lambda session: relay_events(session, send_task, utcnow()))
+    drains in a few seconds, not one batch per beat tick.
+
+    Finished matches are settled here, after the relay's commit, one unit each, as their
+    ``settlement.settle_match`` task would (:func:`_settle_one`), rather than queued: a
+    match's settlement is one task away from its end, not two, and a backlog (the events a
+    dead worker or a broker outage left) is settled as soon as a relay takes it, not behind
+    everything queued meanwhile. A relay that dies after its commit leaves its matches to the
+    sweeps, as a lost settlement task would; one that meets a database error queues the
+    rest as settlement tasks, which retry."""
+    finished: list[str] = []
+
+    def send(name: str, args: list[Any]) -> None:
+        if name == "settlement.settle_match":
+            finished.extend(args)  # settled below
+        else:
+            send_task(name, args)
+
+    published = _in_unit(lambda session: relay_events(session, send, utcnow()))
     if published == RELAY_BATCH:
         send_task("outbox.relay", [])
+    for done, match_id in enumerate(finished):
+        try:
+            _settle_one(match_id)
+        except OperationalError as exc:
+            log.warning("relay queues %d settlements: %s", len(finished) - done, exc)
+            for left in finished[done:]:
+                send_task("settlement.settle_match", [left])
+            break
+        except Exception:
+            log.exception("relay could not settle %s; the sweep will", match_id)
     return published
 
 
@@ -114,6 +154,12 @@ def settle_match(self: Any, match_id: str) -> str | None:
     """Settle one finished match: statement and ledger postings exactly once, however often
     this runs, then a seamless operator's credits sent (the wallet sweep sends what is left).
     Transient database errors retry with backoff."""
+    return _settle_one(match_id)
+
+
+def _settle_one(match_id: str) -> str | None:
+    """Settle ``match_id`` in a unit of its own, then send a seamless operator's credits; the
+    settlement's id (``None``: no such match, or not finished)."""
     try:
         done = _in_unit(lambda session: settlement.settle_match(session, match_id, utcnow()))
     except (NotFound, MatchNotLive) as exc:
@@ -162,6 +208,13 @@ def sweep_unsettled(older_than: float = 0) -> int:
     settlement tasks share the backlog out instead of waiting on each other. A match whose
     settlement fails is logged and left to the next sweep; after :data:`SWEEP_SECONDS` the
     rest goes to a sweep queued behind the tasks that arrived meanwhile."""
+    return _settle_unsettled(older_than)
+
+
+def _settle_unsettled(older_than: float) -> int:
+    """Settle every unsettled match (finished ``older_than`` seconds ago), each in a unit of
+    its own, for :data:`SWEEP_SECONDS` at most; how many were settled (see
+    :func:`sweep_unsettled`)."""
     cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
     settled, failed = 0, set[str]()
     until = time.monotonic() + SWEEP_SECONDS
@@ -187,10 +240,11 @@ def sweep_unsettled(older_than: float = 0) -> int:
     return settled
 
 
-#: What a worker queues each time it connects to the broker: the relay (events an outage
-#: kept from the broker), the settlement sweep with no grace (tasks a Redis that restarted
-#: empty, or a worker killed with SIGKILL, lost) and the webhook sweep (retries that came due).
-CATCH_UP: tuple[str, ...] = ("outbox.relay", "settlement.sweep", "webhooks.sweep")
+#: What a worker queues each time it connects to the broker: the settlement sweep with no
+#: grace (tasks a Redis that restarted empty, or a worker killed with SIGKILL, lost; first,
+#: so that settling starts at once), the relay (events an outage kept from the broker) and
+#: the webhook sweep (retries that came due).
+CATCH_UP: tuple[str, ...] = ("settlement.sweep", "outbox.relay", "webhooks.sweep")
 
 
 def catch_up(sweeps: int = 1) -> None:
