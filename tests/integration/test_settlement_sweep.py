@@ -4,6 +4,7 @@ itself, read from ix_matches_unsettled and claimed with SKIP LOCKED."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,15 +34,23 @@ def test_beat_sweeps_every_settlement_sweep_seconds(monkeypatch: pytest.MonkeyPa
         Settings.from_env()
 
 
+@pytest.fixture
+def sweeping(fresh_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The tasks' database is ``fresh_database_url``; their engine is closed afterwards."""
+    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
+    yield fresh_database_url
+    tasks._sessions(fresh_database_url).kw["bind"].dispose()
+    tasks._sessions.cache_clear()
+
+
 def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
-    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch
+    sweeping: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Beat's sweep skips a match that finished less than an interval ago (its settlement is
     probably on its way); a worker's catch-up settles every unsettled one. Both read
     ix_matches_unsettled."""
-    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     monkeypatch.setattr(tasks, "send_task", lambda name, args: pytest.fail(f"queued {name}"))
-    with serving(fresh_database_url) as app:
+    with serving(sweeping) as app:
         [match_id] = finished_matches(app, 1)
         assert tasks.sweep_unsettled(older_than=3600) == 0
         assert not settled_once(app, [match_id])
@@ -61,15 +70,14 @@ def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
 
 
 def test_the_sweep_settles_the_backlog_oldest_first_each_once(
-    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch
+    sweeping: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Redis that came back empty lost every queued settlement: one sweep settles them all
     itself, oldest first, each in its own unit and exactly once, queueing nothing per match;
     a match whose settlement fails is left for the next sweep and the others still settled."""
-    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     sent: list[tuple[str, list[Any]]] = []
     monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append((name, args)))
-    with serving(fresh_database_url) as app:
+    with serving(sweeping) as app:
         match_ids = finished_matches(app, 5)
         order: list[str] = []
         real = settlement.settle_match
@@ -91,31 +99,29 @@ def test_the_sweep_settles_the_backlog_oldest_first_each_once(
 
 
 def test_a_long_sweep_hands_the_rest_to_a_sweep_it_queues(
-    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch
+    sweeping: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     monkeypatch.setattr(tasks, "SWEEP_SECONDS", 0.0)
     sent: list[tuple[str, list[Any]]] = []
     monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append((name, args)))
-    with serving(fresh_database_url) as app:
+    with serving(sweeping) as app:
         finished_matches(app, 2)
         assert tasks.sweep_unsettled(older_than=7) == 0
     assert sent == [("settlement.sweep", [7])]
 
 
 def test_a_sweep_passes_over_a_match_another_transaction_holds(
-    fresh_database_url: str, monkeypatch: pytest.MonkeyPatch
+    sweeping: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Sweeps side by side, or a sweep beside a settlement task, never wait on each other:
     a match whose row another transaction holds is skipped (``SKIP LOCKED``), the others
     settled; the held one is left to its holder or a later sweep."""
-    if not fresh_database_url.startswith("postgresql"):
+    if not sweeping.startswith("postgresql"):
         pytest.skip("SKIP LOCKED: PostgreSQL (SQLite serialises writers)")
-    monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     monkeypatch.setattr(tasks, "send_task", lambda name, args: None)
-    with serving(fresh_database_url) as app:
+    with serving(sweeping) as app:
         match_ids = finished_matches(app, 3)
-        engine = create_engine(fresh_database_url, poolclass=NullPool)
+        engine = create_engine(sweeping, poolclass=NullPool)
         try:
             with engine.connect() as holder, holder.begin():
                 holder.execute(
