@@ -226,6 +226,7 @@ def test_request_id_travels_into_the_tasks_a_request_causes(
         )
     finally:
         kill(process, signal.SIGTERM)
+        app.extensions["gin"]["engine"].dispose()
     for entry in task_lines():
         assert entry["state"] == "SUCCESS"
         assert entry["task_id"] and entry["duration_ms"] >= 0
