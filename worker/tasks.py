@@ -112,7 +112,8 @@ def relay_outbox() -> int:
     ``settlement.settle_match`` task would (:func:`_settle_one`), rather than queued: a
     match's settlement is one task away from its end, not two, and a backlog (the events a
     dead worker or a broker outage left) is settled as soon as a relay takes it, not behind
-    everything queued meanwhile. A relay that dies after its commit leaves its matches to the
+    everything queued meanwhile (with a sweep queued for another process to share it out).
+    A relay that dies after its commit leaves its matches to the
     sweeps, as a lost settlement task would; one that meets a database error queues the
     rest as settlement tasks, which retry."""
     finished: list[str] = []
@@ -126,6 +127,8 @@ def relay_outbox() -> int:
     published = _in_unit(lambda session: relay_events(session, send, utcnow()))
     if published == RELAY_BATCH:
         send_task("outbox.relay", [])
+    if len(finished) > 1:  # a backlog: a sweep lets another pool process share it out
+        send_task("settlement.sweep", [])
     for done, match_id in enumerate(finished):
         try:
             _settle_one(match_id)

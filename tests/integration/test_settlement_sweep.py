@@ -142,3 +142,23 @@ def test_a_sweep_passes_over_a_match_another_transaction_holds(
             .limit(1),
         )
         assert "ix_matches_unsettled" in claim, claim
+
+
+def test_the_relay_settles_what_it_publishes_and_shares_a_backlog_out(
+    sweeping: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay settles the finished matches it takes itself, each once, instead of queueing
+    a settlement task per match; more than one, and it queues a sweep for another process."""
+    sent: list[tuple[str, list[Any]]] = []
+    monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append((name, args)))
+    with serving(sweeping) as app:
+        [alone] = finished_matches(app, 1)
+        tasks.relay_outbox()
+        assert settled_once(app, [alone])
+        assert sent == []
+        backlog = finished_matches(app, 3)
+        tasks.relay_outbox()
+        assert settled_once(app, [alone, *backlog])
+        assert sent == [("settlement.sweep", [])]
+        tasks.relay_outbox()  # the settlements' own events: nothing to settle
+        assert sent == [("settlement.sweep", [])]
