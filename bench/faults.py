@@ -76,10 +76,8 @@ def main() -> int:
         print(f"{seconds:6.1f} s  ended {count:4d}  settled {settled:4d}  queued {queued}")
     stops = sorted({plan.database_at, plan.kill_at, plan.redis_at, *plan.ends().values()})
     report(mix.ended, mix.settled, stops, plan.seconds)
-    for fault, took in plan.ends().items():
-        before = [m for m, t in mix.ended.items() if t < took]
-        last = max((mix.settled.get(m, float("inf")) for m in before), default=took)
-        print(f"{fault} at {took:5.1f} s: what ended before it settled by {last - took:+5.1f} s")
+    for fault, took in mix.after_faults().items():
+        print(f"{fault} at {plan.ends()[fault]:5.1f} s: all that ended before, {took:+5.1f} s")
     print(f"worker log: {mix.worker_log}")
     return 0
 

@@ -217,8 +217,10 @@ def test_a_mix_of_faults_while_matches_end(tmp_path: Path) -> None:
         finally:
             app.extensions["gin"]["engine"].dispose()
     print(
-        f"{len(mix.ended)} matches; {sorted(mix.faults)}; after each fault's end: "
-        + ", ".join(f"{fault} {took:+.1f} s" for fault, took in mix.after_fault(-60).items())
+        f"{len(mix.ended)} matches; "
+        + ", ".join(f"{what} at {seconds:.1f} s" for seconds, what in sorted(mix.faults))
+        + "; the last match that ended before each fault's end settled after it: "
+        + ", ".join(f"{fault} {took:+.1f} s" for fault, took in mix.after_faults().items())
     )
     assert len(mix.ended) > 20, "the clients finished too few matches to tell"
     stretches = {what for _, what in mix.faults}

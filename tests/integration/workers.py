@@ -408,16 +408,18 @@ class FaultMix:
             if self.settled.get(match_id, float("inf")) - end > within
         }
 
-    def after_fault(self, within: float) -> dict[str, float]:
-        """Each fault whose matches (those that ended before its end) were not all settled
-        within ``within`` seconds of it: the seconds its last one took after it."""
+    def after_faults(self) -> dict[str, float]:
+        """For each fault, seconds from its end to the last settlement of the matches that
+        ended before that end (negative: all settled before it ended)."""
         out = {}
         for fault, end in self.plan.ends().items():
             before = [m for m, t in self.ended.items() if t < end]
-            last = max((self.settled.get(m, float("inf")) for m in before), default=end)
-            if last - end > within:
-                out[fault] = last - end
+            out[fault] = max((self.settled.get(m, float("inf")) for m in before), default=end) - end
         return out
+
+    def after_fault(self, within: float) -> dict[str, float]:
+        """:meth:`after_faults` of the faults whose matches took more than ``within``."""
+        return {fault: took for fault, took in self.after_faults().items() if took > within}
 
 
 def fault_mix(
