@@ -7,11 +7,14 @@ terminates every database connection but its own (``pg_terminate_backend``), SIG
 (pool and beat) and starts it again ``--restart`` seconds later, and stops Redis for
 ``--outage`` seconds (it comes back empty). Prints, for the matches that ended in each stretch
 between faults, how many there were, their longest delay (end to settlement) and when the last
-was settled, then p50 / p99 / max over all of them. Target: every delay under 30 s, and each
-stretch settled within 5 s of the fault's end.
+was settled, then p50 / p99 / max over all of them, and for each fault how long after its end
+the last match that ended before that end was settled. Target: every delay under 30 s, and
+every match settled within 5 s of the end of each fault it ended before. The clock starts
+once the worker consumes. The machinery is tests/integration/workers.fault_mix, which
+tests/integration/test_fault_mix.py runs on a shorter timeline.
 
     .venv/bin/python bench/faults.py [--clients 4] [--database-at 20] [--kill-at 30]
-        [--restart 6] [--redis-at 45] [--outage 20] [--seconds 75]
+        [--restart 6] [--redis-at 45] [--outage 20] [--seconds 75] [--trace]
 
 Needs PostgreSQL (BENCH_DATABASE_URL / TEST_DATABASE_URL / local) and redis-server on the PATH.
 """
@@ -19,16 +22,12 @@ Needs PostgreSQL (BENCH_DATABASE_URL / TEST_DATABASE_URL / local) and redis-serv
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,124 +43,42 @@ def main() -> int:
     parser.add_argument("--redis-at", type=float, default=45.0)
     parser.add_argument("--outage", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=75.0, help="how long matches end")
+    parser.add_argument(
+        "--trace", action="store_true", help="print every second: ended, settled, queued tasks"
+    )
     args = parser.parse_args()
     os.environ.pop("CELERY_BROKER_URL", None)  # it would override every Celery app here
     logging.disable(logging.WARNING)  # the API's 503s while the connections are terminated
 
-    from sqlalchemy import create_engine, select, text
-    from sqlalchemy.pool import NullPool
-
-    from service.clock import utcnow
-    from service.db.match_models import Settlement
-    from tests.conftest import make_test_app, throwaway_postgres
-    from tests.integration.workers import (
-        Broker,
-        finished_matches,
-        kill,
-        private_redis,
-        worker_command,
-    )
+    from tests.conftest import throwaway_postgres
+    from tests.integration.workers import FaultPlan, fault_mix
 
     base = (
         os.environ.get("BENCH_DATABASE_URL")
         or os.environ.get("TEST_DATABASE_URL")
         or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
     )
-    var = tempfile.mkdtemp(prefix="gin-bench-faults-")
+    plan = FaultPlan(
+        database_at=args.database_at,
+        kill_at=args.kill_at,
+        restart=args.restart,
+        redis_at=args.redis_at,
+        outage=args.outage,
+        seconds=args.seconds,
+    )
+    folder = Path(tempfile.mkdtemp(prefix="gin-bench-faults-"))
+    with throwaway_postgres(base) as url:
+        mix = fault_mix(url, plan, args.clients, folder, trace=args.trace)
 
-    def start_worker(url: str, broker: Broker) -> subprocess.Popen[bytes]:
-        env = dict(os.environ, DATABASE_URL=url, **broker.env)
-        env.pop("CELERY_VISIBILITY_TIMEOUT")  # production's: a killed worker's tasks stay taken
-        log = open(Path(var) / "worker.log", "ab")  # noqa: SIM115 - the child keeps it
-        return subprocess.Popen(
-            worker_command(broker.queue, beat_schedule=Path(var) / "celerybeat-schedule"),
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    with throwaway_postgres(base) as url, private_redis() as (redis_url, stop, start):
-        broker = Broker(redis_url)
-        app = make_test_app(url)
-        admin = create_engine(url, poolclass=NullPool)
-        processes = {"worker": start_worker(url, broker)}
-        began, began_at = time.monotonic(), utcnow()
-        timeline: list[tuple[float, str]] = []
-
-        def at(seconds: float) -> None:
-            time.sleep(max(0.0, began + seconds - time.monotonic()))
-
-        def note(what: str) -> None:
-            timeline.append((time.monotonic() - began, what))
-
-        def terminate() -> None:
-            with admin.connect() as connection:
-                connection.execute(
-                    text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-            app.extensions["gin"]["engine"].dispose()  # as gunicorn's pool after a lost one
-
-        plan = sorted(
-            [
-                (args.database_at, "database connections terminated", terminate),
-                (args.kill_at, "worker SIGKILLed", lambda: kill(processes["worker"])),
-                (
-                    args.kill_at + args.restart,
-                    "worker started",
-                    lambda: processes.update(worker=start_worker(url, broker)),
-                ),
-                (args.redis_at, "redis stopped", stop),
-                (args.redis_at + args.outage, "redis started", start),
-            ],
-            key=lambda step: step[0],
-        )
-
-        def faults() -> None:
-            for seconds, what, act in plan:
-                at(seconds)
-                act()
-                note(what)
-
-        ended: dict[str, float] = {}
-
-        def client() -> None:
-            while time.monotonic() - began < args.seconds:
-                try:
-                    [match_id] = finished_matches(app, 1)
-                except Exception:  # a terminated connection: the API answered 503
-                    app.extensions["gin"]["engine"].dispose()
-                    continue
-                ended[match_id] = time.monotonic() - began
-                with contextlib.suppress(Exception):  # Redis down: the catch-up relays it
-                    broker.send("outbox.relay", [])
-
-        threads = [threading.Thread(target=faults)] + [
-            threading.Thread(target=client) for _ in range(args.clients)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        deadline = time.monotonic() + 60
-        settled: dict[str, float] = {}
-        while time.monotonic() < deadline and len(settled) < len(ended):
-            with admin.connect() as connection:
-                rows = connection.execute(select(Settlement.match_id, Settlement.created_at)).all()
-            settled = {match_id: (at_ - began_at).total_seconds() for match_id, at_ in rows}
-            time.sleep(0.5)
-        kill(processes["worker"])
-        admin.dispose()
-        app.extensions["gin"]["engine"].dispose()
-
-    for seconds, what in timeline:
+    for seconds, what in mix.faults:
         print(f"{seconds:6.1f} s  {what}")
-    report(ended, settled, [seconds for seconds, _, _ in plan], args.seconds)
-    print(f"worker log: {var}/worker.log")
+    for seconds, count, settled, queued in mix.trace:
+        print(f"{seconds:6.1f} s  ended {count:4d}  settled {settled:4d}  queued {queued}")
+    stops = sorted({plan.database_at, plan.kill_at, plan.redis_at, *plan.ends().values()})
+    report(mix.ended, mix.settled, stops, plan.seconds)
+    for fault, took in mix.after_faults().items():
+        print(f"{fault} at {plan.ends()[fault]:5.1f} s: all that ended before, {took:+5.1f} s")
+    print(f"worker log: {mix.worker_log}")
     return 0
 
 

@@ -65,6 +65,9 @@ def _rate_limit(name: str, default: str) -> str:
     """A rate limit string in the ``limits`` library's syntax ("300000 per minute", several
     joined by ";"), checked now so a typo fails at start-up rather than on the first request."""
     raw = os.environ.get(name) or default
+    if raw == default:  # a default is good (the web app parses it); a worker, which has no
+        # use for limits, starts without importing it (about 0.1 s)
+        return raw
     from limits import parse_many
 
     try:

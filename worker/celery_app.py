@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,14 @@ def _transport_options(settings: Settings) -> dict[str, object]:
     if prefix and broker_url.startswith("redis"):
         options["global_keyprefix"] = prefix
     return options
+
+
+#: The priority of a relay kick (the API's, after a match ends): the lowest of Redis's steps
+#: (kombu serves 0, the default, first and 9 last; other brokers here ignore it). A kick is a
+#: nudge: a relay finds every unpublished event, whichever kick runs it. A worker that comes
+#: back to a queue holding one kick per match that ended while it was away runs its
+#: catch-up's settlement sweeps first, instead of after every one of those kicks.
+KICK_PRIORITY = 9
 
 
 #: Seconds between a worker's attempts to reach a broker it lost. Celery waits 2, 4, 6, ...
@@ -118,7 +127,7 @@ class CatchUp(bootsteps.StartStopStep):
     def start(self, parent: Any) -> None:
         from worker.tasks import catch_up
 
-        catch_up()
+        catch_up(sweeps=getattr(getattr(parent, "pool", None), "num_processes", 1) or 1)
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -232,11 +241,26 @@ def _say_ready(**_: Any) -> None:
         Path(ready).touch()
 
 
+def _before_the_pool_forks(**_: Any) -> None:
+    """In the worker's main process, once the task modules are imported and before the pool's
+    processes are forked: what each process would otherwise do on its own after the fork, on a
+    worker that has just (re)started with a backlog waiting. SQLAlchemy's mappers are
+    configured (else on each process's first query), and what importing left is moved out of
+    the garbage collector's reach (``gc.freeze``, as gunicorn's master does): a process's
+    collections never walk it, nor copy its pages (figures in docs/performance.md)."""
+    from sqlalchemy.orm import configure_mappers
+
+    configure_mappers()
+    gc.collect()
+    gc.freeze()
+
+
 # Request ids into tasks, one log line and metrics per task, LOG_FORMAT/LOG_LEVEL logging,
 # worker metrics on WORKER_METRICS_PORT.
 task_signals.prepare_worker_metrics()
 task_signals.connect()
 signals.worker_ready.connect(_say_ready, weak=False, dispatch_uid="gin-ready-file")
+signals.worker_init.connect(_before_the_pool_forks, weak=False, dispatch_uid="gin-before-fork")
 app = make_celery()
 
 

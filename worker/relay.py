@@ -27,8 +27,11 @@ log = logging.getLogger(__name__)
 Send = Callable[[str, list[Any]], None]
 
 
-def tasks_for(event: OutboxEvent) -> list[tuple[str, list[Any]]]:
-    """The tasks an event causes."""
+def tasks_for(
+    event: OutboxEvent, endpoints: dict[str, bool] | None = None
+) -> list[tuple[str, list[Any]]]:
+    """The tasks an event causes. ``endpoints``: whether each operator has a webhook endpoint,
+    as far as the caller's batch has looked it up (filled in here)."""
     out: list[tuple[str, list[Any]]] = []
     if event.type == "match.finished":
         out.append(("settlement.settle_match", [event.subject_id]))
@@ -39,7 +42,13 @@ def tasks_for(event: OutboxEvent) -> list[tuple[str, list[Any]]]:
     from service.usecases.webhooks import has_endpoints
 
     session = object_session(event)
-    if session is None or has_endpoints(session, event.operator_id):
+    if session is None:
+        out.append(("webhooks.fan_out", [event.id]))
+        return out
+    endpoints = {} if endpoints is None else endpoints
+    if event.operator_id not in endpoints:
+        endpoints[event.operator_id] = has_endpoints(session, event.operator_id)
+    if endpoints[event.operator_id]:
         out.append(("webhooks.fan_out", [event.id]))
     return out
 
@@ -59,9 +68,10 @@ def relay_events(session: Session, send: Send, now: datetime, limit: int = BATCH
     )
     if is_postgres(session):
         stmt = stmt.with_for_update(skip_locked=True)
+    endpoints: dict[str, bool] = {}  # a backlog's events are mostly of a few operators
     for event in session.scalars(stmt):
         try:
-            for name, args in tasks_for(event):
+            for name, args in tasks_for(event, endpoints):
                 send(name, args)
         except Exception as exc:  # the broker is down: keep the event for the next sweep
             event.attempts += 1

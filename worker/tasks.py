@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cache, partial
 from typing import Any, TypeVar
 
+from celery import signals
 from kombu.entity import Queue
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,6 +34,18 @@ T = TypeVar("T")
 def _sessions(url: str) -> sessionmaker[Session]:
     """One engine (and pool) per database and worker process, built on first use."""
     return make_sessionmaker(make_engine(url, pool_size=2))
+
+
+@signals.worker_process_init.connect(weak=False, dispatch_uid="gin-connect-early")
+def _connect_early(**_: Any) -> None:
+    """Open a pool process's database connection as soon as it is forked, while the worker's
+    main process still connects to the broker: a worker started with a backlog waiting (after
+    a crash) otherwise paid for the connection, and the database's own start of a session,
+    on its first settlement. Best effort: a database still away is the first task's to find."""
+    try:
+        _with_session(lambda session: session.execute(text("SELECT 1")))
+    except OperationalError as exc:
+        log.warning("could not connect to the database yet: %s", exc)
 
 
 def _with_session(work: Callable[[Session], T]) -> T:
@@ -99,10 +114,39 @@ def start_or_cancel_due_tournaments() -> int:
 def relay_outbox() -> int:
     """Publish what the outbox holds (after a commit, swept by beat, and when a worker
     connects). A full batch queues the next one at once: a backlog left by a broker outage
-    drains in a few seconds, not one batch per beat tick."""
-    published = _in_unit(lambda session: relay_events(session, send_task, utcnow()))
+    drains in a few seconds, not one batch per beat tick.
+
+    Finished matches are settled here, after the relay's commit, one unit each, as their
+    ``settlement.settle_match`` task would (:func:`_settle_one`), rather than queued: a
+    match's settlement is one task away from its end, not two, and a backlog (the events a
+    dead worker or a broker outage left) is settled as soon as a relay takes it, not behind
+    everything queued meanwhile (with a sweep queued for another process to share it out).
+    A relay that dies after its commit leaves its matches to the
+    sweeps, as a lost settlement task would; one that meets a database error queues the
+    rest as settlement tasks, which retry."""
+    finished: list[str] = []
+
+    def send(name: str, args: list[Any]) -> None:
+        if name == "settlement.settle_match":
+            finished.extend(args)  # settled below
+        else:
+            send_task(name, args)
+
+    published = _in_unit(lambda session: relay_events(session, send, utcnow()))
     if published == RELAY_BATCH:
         send_task("outbox.relay", [])
+    if len(finished) > 1:  # a backlog: a sweep lets another pool process share it out
+        send_task("settlement.sweep", [])
+    for done, match_id in enumerate(finished):
+        try:
+            _settle_one(match_id)
+        except OperationalError as exc:
+            log.warning("relay queues %d settlements: %s", len(finished) - done, exc)
+            for left in finished[done:]:
+                send_task("settlement.settle_match", [left])
+            break
+        except Exception:
+            log.exception("relay could not settle %s; the sweep will", match_id)
     return published
 
 
@@ -122,6 +166,13 @@ def settle_match(self: Any, match_id: str) -> str | None:
     this runs, then a seamless operator's credits sent (the wallet sweep sends what is left);
     a tournament's match advances its tournament instead, once. Transient database errors
     retry with backoff."""
+    return _settle_one(match_id)
+
+
+def _settle_one(match_id: str) -> str | None:
+    """Settle ``match_id`` in a unit of its own (a tournament's match: advance its
+    tournament), then send a seamless operator's credits; the settlement's id (``None``: no
+    such match, not finished, or a tournament's match)."""
     try:
         done = _in_unit(lambda session: settlement.conclude(session, match_id, utcnow()))
     except (NotFound, MatchNotLive) as exc:
@@ -132,55 +183,96 @@ def settle_match(self: Any, match_id: str) -> str | None:
     return done
 
 
-#: Matches a sweep reads at once; it reads page after page until it has them all.
-SWEEP_BATCH = 100
+#: Seconds a sweep settles for; what is left then, it hands to a sweep it queues.
+SWEEP_SECONDS = 30.0
 
 
-def _unsettled_page(session: Session, cutoff: datetime | None, after: str | None) -> list[str]:
-    return settlement.unsettled_finished_matches(
-        session, SWEEP_BATCH, finished_before=cutoff, after=after
-    )
+def _settle_next(
+    session: Session, cutoff: datetime | None, passing: set[str], claimed: list[str]
+) -> str | None:
+    """One unit of a sweep: claim the oldest unsettled match and settle it."""
+    match_id = settlement.claim_unsettled(session, finished_before=cutoff, passing=passing)
+    if match_id is not None:
+        claimed.append(match_id)
+        settlement.conclude(session, match_id, utcnow())  # a tournament's match advances it
+    return match_id
 
 
-@app.task(name="settlement.sweep", acks_late=True, ignore_result=True)
+@app.task(
+    name="settlement.sweep",
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=1,
+    retry_backoff_max=10,
+    retry_jitter=True,
+    max_retries=None,
+)
 def sweep_unsettled(older_than: float = 0) -> int:
-    """Queue a settlement for every finished match still without one (belt and braces
-    behind the outbox); with ``older_than`` (seconds), only for those finished that long ago,
-    so that beat's frequent sweeps leave the settlements still on their way alone.
+    """Settle every finished match still without a settlement (belt and braces behind the
+    outbox), oldest first, in this task: each in a unit of work of its own, through the
+    settlement task's own use case, so each is settled exactly once. With ``older_than``
+    (seconds), only those finished that long ago, so that beat's frequent sweeps leave the
+    settlements still on their way to their own tasks.
 
-    Without ``older_than`` (a worker's catch-up) it reads every page: after an outage that
-    lost more than a page of tasks with Redis, the rest would wait for a beat sweep, and
-    those expire unread while the worker drains the first page. Beat's sweeps read one page
-    each (the next comes in SETTLEMENT_SWEEP_SECONDS), so that a worker running behind is
-    not sent its whole backlog again every interval."""
+    A backlog (a Redis that came back empty lost every queued task, a worker killed with
+    SIGKILL took its tasks with it) is settled at the rate of the settlements themselves, not
+    one queued task per match behind everything else in the queue. Each match is claimed
+    with ``SKIP LOCKED``: sweeps side by side (beat's and a worker's catch-up) and the
+    settlement tasks share the backlog out instead of waiting on each other. A match whose
+    settlement fails is logged and left to the next sweep; after :data:`SWEEP_SECONDS` the
+    rest goes to a sweep queued behind the tasks that arrived meanwhile."""
+    return _settle_unsettled(older_than)
+
+
+def _settle_unsettled(older_than: float) -> int:
+    """Settle every unsettled match (finished ``older_than`` seconds ago), each in a unit of
+    its own, for :data:`SWEEP_SECONDS` at most; how many were settled (see
+    :func:`sweep_unsettled`)."""
     cutoff = utcnow() - timedelta(seconds=older_than) if older_than else None
-    queued, after = 0, None
-    while True:
-        page = _in_unit(partial(_unsettled_page, cutoff=cutoff, after=after))
-        for match_id in page:
-            send_task("settlement.settle_match", [match_id])
-        queued += len(page)
-        if len(page) < SWEEP_BATCH or older_than:
-            return queued
-        after = page[-1]
-
-
-#: What a worker queues each time it connects to the broker: the relay (events an outage
-#: kept from the broker), the settlement sweep with no grace (tasks a Redis that restarted
-#: empty, or a worker killed with SIGKILL, lost) and the webhook sweep (retries that came due).
-CATCH_UP: tuple[str, ...] = ("outbox.relay", "settlement.sweep", "webhooks.sweep")
-
-
-def catch_up() -> None:
-    """Queue :data:`CATCH_UP` (called by the worker's consumer on every broker connection,
-    see :class:`worker.celery_app.CatchUp`). Best effort: a broker gone again meanwhile means
-    another connection, and another catch-up, later."""
-    for name in CATCH_UP:
+    settled, failed = 0, set[str]()
+    until = time.monotonic() + SWEEP_SECONDS
+    while time.monotonic() < until:
+        claimed: list[str] = []
         try:
-            send_task(name, [])
-        except Exception as exc:
-            log.warning("could not queue %s after connecting: %s", name, exc)
-            return
+            match_id = _in_unit(
+                partial(_settle_next, cutoff=cutoff, passing=failed, claimed=claimed)
+            )
+        except OperationalError:
+            raise  # the database is away: the task is retried
+        except Exception:
+            if not claimed:
+                raise
+            log.exception("sweep could not settle %s", claimed[0])
+            failed.add(claimed[0])
+            continue
+        if match_id is None:
+            return settled
+        _with_session(partial(seamless.send_credits, match_id=match_id, post=operator_sender()))
+        settled += 1
+    send_task("settlement.sweep", [older_than])
+    return settled
+
+
+#: What a worker queues each time it connects to the broker: the settlement sweep with no
+#: grace (tasks a Redis that restarted empty, or a worker killed with SIGKILL, lost; first,
+#: so that settling starts at once), the relay (events an outage kept from the broker) and
+#: the webhook sweep (retries that came due).
+CATCH_UP: tuple[str, ...] = ("settlement.sweep", "outbox.relay", "webhooks.sweep")
+
+
+def catch_up(sweeps: int = 1) -> None:
+    """Queue :data:`CATCH_UP`, the settlement sweep ``sweeps`` times (one per pool process:
+    they share the backlog out), called by the worker's consumer on every broker connection
+    (see :class:`worker.celery_app.CatchUp`). Best effort: a broker gone again meanwhile
+    means another connection, and another catch-up, later."""
+    for name in CATCH_UP:
+        for _ in range(sweeps if name == "settlement.sweep" else 1):
+            try:
+                send_task(name, [])
+            except Exception as exc:
+                log.warning("could not queue %s after connecting: %s", name, exc)
+                return
 
 
 @app.task(name="ops.ping", acks_late=True, ignore_result=True)

@@ -106,9 +106,10 @@ def kick_relay() -> None:
     publishes it anyway if the broker is unreachable). Call it after the transaction that
     wrote the event committed."""
     try:
+        from worker.celery_app import KICK_PRIORITY
         from worker.celery_app import app as celery_app
 
-        celery_app.send_task("outbox.relay", retry=False)
+        celery_app.send_task("outbox.relay", retry=False, priority=KICK_PRIORITY)
     except Exception as exc:  # the broker is down: the sweep will do it
         log.warning("could not kick the outbox relay: %s", exc)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from service.rules.cards import DECK, SUIT_CARDS, Card, to_card
+from service.rules.cards import DECK, Card, rank_subsets, to_card
 from service.rules.errors import IllegalAction, RulesError
 from service.rules.melds import parse_melds
 
@@ -153,9 +153,7 @@ def with_card(kind: ActionKind, card: Card) -> Action:
 
 def _suit_discards() -> list[list[tuple[Action, ...]]]:
     by_index = _BY_CARD[ActionKind.DISCARD]
-    return [
-        [tuple(by_index[c.index] for c in SUIT_CARDS[s][m]) for m in range(8192)] for s in range(4)
-    ]
+    return [rank_subsets([by_index[c.index] for c in DECK[13 * s : 13 * s + 13]]) for s in range(4)]
 
 
 _SUIT_DISCARDS = _suit_discards()

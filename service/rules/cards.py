@@ -12,10 +12,12 @@ Cards order by display order (1.4), not alphabetically: suit C < D < H < S, then
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
 
 from service.rules.errors import InvalidCard, InvalidCards
+
+T = TypeVar("T")
 
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"
@@ -177,11 +179,19 @@ def cards_to_mask(cards: str | Iterable[Card | str]) -> int:
     return mask
 
 
+def rank_subsets(by_rank: Sequence[T]) -> list[tuple[T, ...]]:
+    """For every 13-bit mask ``m``, the items of ``by_rank`` (one per rank) whose ranks are
+    its bits, in rank order. Each tuple is the one of ``m`` without its lowest bit, that
+    bit's item put in front: a tenth of the time of building each from its bits, paid at
+    every process's start (docs/performance.md)."""
+    table: list[tuple[T, ...]] = [()] * 8192
+    for m in range(1, 8192):
+        table[m] = (by_rank[(m & -m).bit_length() - 1], *table[m & (m - 1)])
+    return table
+
+
 def _suit_card_table() -> list[list[tuple[Card, ...]]]:
-    return [
-        [tuple(DECK[13 * s + r] for r in range(13) if m >> r & 1) for m in range(8192)]
-        for s in range(4)
-    ]
+    return [rank_subsets(DECK[13 * s : 13 * s + 13]) for s in range(4)]
 
 
 # SUIT_CARDS[s][m]: the cards of suit s whose ranks are the bits of the 13-bit mask m.

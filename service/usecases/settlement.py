@@ -12,7 +12,7 @@ set of postings.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -275,6 +275,36 @@ UNSETTLED = (
     .order_by(MatchRow.finished_at, MatchRow.id)
     .limit(bindparam("limit", type_=Integer))
 )
+
+
+def claim_unsettled(
+    session: Session,
+    finished_before: datetime | None = None,
+    passing: Collection[str] = (),
+) -> str | None:
+    """Inside the caller's unit: the oldest finished or void match without a settlement that
+    no other transaction holds, its row now locked by this one (``FOR UPDATE SKIP LOCKED`` on
+    PostgreSQL, from ``ix_matches_unsettled``), or ``None`` when none is left. Sweeps running
+    side by side, and a settlement task holding its match, each take other matches, never
+    waiting on one another. With ``finished_before``, only those that finished by then;
+    ``passing``: match ids to leave out (those that failed earlier in the same sweep)."""
+    stmt = (
+        select(MatchRow.id)
+        .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+        .where(
+            MatchRow.status.in_(SETTLED_STATUSES),
+            MatchRow.settled_at.is_(None),
+            Settlement.id.is_(None),
+        )
+        .order_by(MatchRow.finished_at, MatchRow.id)
+        .limit(1)
+        .with_for_update(of=MatchRow, skip_locked=True)
+    )
+    if finished_before is not None:
+        stmt = stmt.where(MatchRow.finished_at <= finished_before)
+    if passing:
+        stmt = stmt.where(MatchRow.id.not_in(list(passing)))
+    return session.scalars(stmt).first()
 
 
 def unsettled_finished_matches(

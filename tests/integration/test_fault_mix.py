@@ -5,6 +5,12 @@ hand (held on the match's row lock, as a settlement waits behind a player's acti
 each fault every finished match is settled within seconds of the fault's end, exactly once,
 with no beat running: what settles them is the worker's own retry and catch-up.
 
+Then the same faults one after the other while matches end without pause (the mix of
+bench/faults.py on a shorter timeline, the worker with beat as deployed): every settlement
+within 30 s of its match's end, and every match settled within 5 s of the end of each fault
+it ended before (a killed worker's fault ends when its replacement consumes: booting a Celery
+process takes 3-5 s on a loaded two-core machine, and the figures printed include it).
+
 The figures (seconds from each fault's end to every match settled) are printed; run with
 ``-s`` to see them. Needs TEST_DATABASE_URL (PostgreSQL) and TEST_BROKER_URL (CI sets both;
 Redis is the broker this models), and redis-server on the PATH.
@@ -18,10 +24,10 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.pool import NullPool
 
@@ -31,6 +37,9 @@ from service.db.match_models import MatchRow
 from tests.conftest import in_unit, make_test_app, throwaway_postgres
 from tests.integration.workers import (
     Broker,
+    FaultPlan,
+    consuming,
+    fault_mix,
     finished_matches,
     kill,
     private_redis,
@@ -114,17 +123,6 @@ class Faults:
         return int(terminated)
 
 
-def consuming(redis_url: str) -> bool:
-    """Whether a worker's consumer waits on a queue of this (private) Redis."""
-    client = redis.Redis.from_url(redis_url)
-    try:
-        return any(c.get("cmd") == "brpop" for c in client.client_list())
-    except redis.ConnectionError:
-        return False
-    finally:
-        client.close()
-
-
 def settled_within(app: Any, match_ids: list[str], since: float) -> float:
     """Seconds from ``since`` (a monotonic time) to every match settled exactly once."""
     wait_until(lambda: settled_once(app, match_ids), PROMPTLY + 30, "every match settled")
@@ -200,3 +198,35 @@ def test_every_fault_of_the_mix_is_settled_within_seconds_of_its_end(
     assert settled_once(app, everything + after)
     late = {fault: seconds for fault, seconds in took.items() if seconds > PROMPTLY}
     assert not late, f"settled more than {PROMPTLY} s after the fault's end: {late}"
+
+
+#: The mix of bench/faults.py on a shorter timeline: the same faults in the same order, the
+#: worker down 4 s, Redis away 10 s.
+MIX = FaultPlan(database_at=4, kill_at=8, restart=4, redis_at=20, outage=10, seconds=34)
+#: Seconds from a match's end to its settlement, whatever the faults.
+SETTLED_WITHIN = 30
+
+
+# A client's connection that the terminated backend left open is garbage-collected unclosed.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_mix_of_faults_while_matches_end(tmp_path: Path) -> None:
+    with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+        mix = fault_mix(url, MIX, clients=2, folder=tmp_path, settle_within=SETTLED_WITHIN)
+        app = make_test_app(url)
+        try:
+            assert settled_once(app, list(mix.ended))  # each exactly once
+        finally:
+            app.extensions["gin"]["engine"].dispose()
+    print(
+        f"{len(mix.ended)} matches; "
+        + ", ".join(f"{what} at {seconds:.1f} s" for seconds, what in sorted(mix.faults))
+        + "; the last match that ended before each fault's end settled after it: "
+        + ", ".join(f"{fault} {took:+.1f} s" for fault, took in mix.after_faults().items())
+    )
+    assert len(mix.ended) > 20, "the clients finished too few matches to tell"
+    stretches = {what for _, what in mix.faults}
+    assert stretches >= set(MIX.ends()), mix.faults
+    late = mix.late(SETTLED_WITHIN)
+    assert not late, f"settled more than {SETTLED_WITHIN} s after their end: {late}"
+    slow = mix.after_fault(PROMPTLY)
+    assert not slow, f"matches settled more than {PROMPTLY} s after the fault's end: {slow}"

@@ -84,7 +84,11 @@ def test_catching_up_queues_the_relay_and_the_sweeps(monkeypatch: pytest.MonkeyP
     sent: list[str] = []
     monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append(name))
     celery_app.CatchUp(types.SimpleNamespace()).start(types.SimpleNamespace())
-    assert sent == ["outbox.relay", "settlement.sweep", "webhooks.sweep"]
+    assert sent == ["settlement.sweep", "outbox.relay", "webhooks.sweep"]
+    sent.clear()  # a sweep per pool process: they share the backlog out
+    consumer = types.SimpleNamespace(pool=types.SimpleNamespace(num_processes=2))
+    celery_app.CatchUp(types.SimpleNamespace()).start(consumer)
+    assert sent == ["settlement.sweep", "settlement.sweep", "outbox.relay", "webhooks.sweep"]
 
 
 def test_catching_up_stops_quietly_when_the_broker_is_gone_again(
@@ -98,7 +102,7 @@ def test_catching_up_stops_quietly_when_the_broker_is_gone_again(
 
     monkeypatch.setattr(tasks, "send_task", refused)
     tasks.catch_up()  # no exception: the next connection catches up again
-    assert tried == ["outbox.relay"]
+    assert tried == ["settlement.sweep"]
 
 
 @pytest.mark.parametrize(("published", "again"), [(BATCH, True), (BATCH - 1, False), (0, False)])

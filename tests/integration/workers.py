@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -62,9 +63,11 @@ class Broker:
         )
         return app
 
-    def send(self, name: str, args: list[Any]) -> None:
+    def send(self, name: str, args: list[Any], priority: int | None = None) -> None:
         # Declaring the queue binds it even before any worker has (or after a broker restart).
-        self.client().send_task(name, args=args, retry=False, declare=[Queue(self.queue)])
+        self.client().send_task(
+            name, args=args, retry=False, declare=[Queue(self.queue)], priority=priority
+        )
 
     def idle(self) -> bool:
         """Redis: nothing queued and nothing taken but unacknowledged (no task in hand)."""
@@ -72,8 +75,12 @@ class Broker:
 
         client = redis.Redis.from_url(self.url)
         prefix = self.env["CELERY_KEY_PREFIX"]
+        queued = [f"{prefix}{self.queue}"]  # and a list per lower priority (kombu's steps)
+        queued += [f"{prefix}{self.queue}\x06\x16{step}" for step in (3, 6, 9)]
         try:
-            return not client.llen(f"{prefix}{self.queue}") and not client.hlen(f"{prefix}unacked")
+            return not any(client.llen(key) for key in queued) and not client.hlen(
+                f"{prefix}unacked"
+            )
         finally:
             client.close()
 
@@ -114,7 +121,7 @@ def worker_command(
         "--queues",
         queue,
         "--loglevel",
-        "WARNING",
+        os.environ.get("WORKER_LOGLEVEL", "WARNING"),  # INFO: a line per task, when debugging
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",
@@ -348,3 +355,245 @@ def make_run(folder: Path, overrides: dict[str, str] | None = None) -> Iterator[
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
+
+
+# --- a mix of faults, for tests/integration/test_fault_mix.py and bench/faults.py ------------
+
+
+def consuming(redis_url: str) -> bool:
+    """Whether a worker's consumer waits on a queue of this (private) Redis."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return any(c.get("cmd") == "brpop" for c in client.client_list())
+    except redis.ConnectionError:
+        return False
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """When each fault of the mix happens, in seconds from the first match: every database
+    connection terminated (``pg_terminate_backend``), the worker (pool and beat) SIGKILLed
+    and started again ``restart`` seconds later, Redis stopped for ``outage`` seconds (it
+    comes back empty). Matches end for ``seconds``."""
+
+    database_at: float = 20.0
+    kill_at: float = 30.0
+    restart: float = 6.0
+    redis_at: float = 45.0
+    outage: float = 20.0
+    seconds: float = 75.0
+
+    def ends(self) -> dict[str, float]:
+        """Each fault's end: the database's at once, the worker's when it is started again,
+        Redis's when it is back."""
+        return {
+            "database connections terminated": self.database_at,
+            "worker started": self.kill_at + self.restart,
+            "redis started": self.redis_at + self.outage,
+        }
+
+
+@dataclass
+class FaultMix:
+    """What a run of :func:`fault_mix` saw, in seconds from its first match."""
+
+    plan: FaultPlan
+    ended: dict[str, float]  # match id: when it ended (its resignation answered)
+    settled: dict[str, float]  # match id: when its settlement was written
+    faults: list[tuple[float, str]]  # when each fault was done
+    trace: list[tuple[float, int, int, int | None]]  # each second: ended, settled, queued
+    worker_log: Path
+
+    def late(self, within: float) -> dict[str, float]:
+        """Matches settled more than ``within`` seconds after they ended (or never)."""
+        return {
+            match_id: self.settled.get(match_id, float("inf")) - end
+            for match_id, end in self.ended.items()
+            if self.settled.get(match_id, float("inf")) - end > within
+        }
+
+    def fault_ends(self) -> dict[str, float]:
+        """Each fault's end as seen: the plan's, but a killed worker's fault ends when its
+        replacement consumes (a new Celery process takes seconds to boot, and until then the
+        worker is still missing)."""
+        ends = self.plan.ends()
+        consuming = [t for t, what in self.faults if what == "worker consuming"]
+        if consuming:
+            ends["worker started"] = consuming[0]
+        return ends
+
+    def after_faults(self) -> dict[str, float]:
+        """For each fault, seconds from its end (:meth:`fault_ends`) to the last settlement of
+        the matches that ended before that end (negative: all settled before it ended)."""
+        out = {}
+        for fault, end in self.fault_ends().items():
+            before = [m for m, t in self.ended.items() if t < end]
+            out[fault] = max((self.settled.get(m, float("inf")) for m in before), default=end) - end
+        return out
+
+    def after_fault(self, within: float) -> dict[str, float]:
+        """:meth:`after_faults` of the faults whose matches took more than ``within``."""
+        return {fault: took for fault, took in self.after_faults().items() if took > within}
+
+
+def fault_mix(
+    database_url: str,
+    plan: FaultPlan,
+    clients: int,
+    folder: Path,
+    settle_within: float = 60.0,
+    trace: bool = False,
+) -> FaultMix:
+    """Run :class:`FaultPlan` on the service's own processes: a Celery worker with beat (two
+    pool processes, production's visibility timeout) on a Redis of its own, the database at
+    ``database_url`` (PostgreSQL), and ``clients`` threads finishing matches without pause
+    through the API in this process, each match followed by a relay kick as the API sends
+    after commit. The clock starts once the worker consumes; after the last match, waits up
+    to ``settle_within`` seconds for every settlement. The worker's output goes to
+    ``folder``/worker.log."""
+    import threading
+    import time
+
+    import redis
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    from service.clock import utcnow
+    from worker.celery_app import KICK_PRIORITY
+
+    log_path = folder / "worker.log"
+
+    with private_redis() as (redis_url, stop, start):
+        broker = Broker(redis_url)
+        broker.env.pop("CELERY_VISIBILITY_TIMEOUT")  # production's: a killed worker's tasks
+        # stay taken for hours
+
+        def start_worker() -> subprocess.Popen[bytes]:
+            env = dict(os.environ, DATABASE_URL=database_url, **broker.env)
+            with log_path.open("ab") as output:
+                return subprocess.Popen(
+                    worker_command(broker.queue, beat_schedule=folder / "celerybeat-schedule"),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+
+        app = conftest.make_test_app(database_url)
+        admin = create_engine(database_url, poolclass=NullPool)
+        processes = {"worker": start_worker()}
+        try:
+            wait_until(lambda: consuming(redis_url), 60, "the worker to consume")
+            began, began_at = time.monotonic(), utcnow()
+            done, kick = threading.Event(), threading.Event()
+            faults: list[tuple[float, str]] = []
+            ended: dict[str, float] = {}
+            traced: list[tuple[float, int, int, int | None]] = []
+
+            def terminate() -> None:
+                with admin.connect() as connection:
+                    connection.execute(
+                        text(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                        )
+                    )
+                app.extensions["gin"]["engine"].dispose()  # as gunicorn's pool on a lost one
+
+            steps = sorted(
+                [
+                    (plan.database_at, "database connections terminated", terminate),
+                    (plan.kill_at, "worker SIGKILLed", lambda: kill(processes["worker"])),
+                    (
+                        plan.kill_at + plan.restart,
+                        "worker started",
+                        lambda: processes.update(worker=start_worker()),
+                    ),
+                    (plan.redis_at, "redis stopped", stop),
+                    (plan.redis_at + plan.outage, "redis started", start),
+                ],
+                key=lambda step: step[0],
+            )
+
+            def run_faults() -> None:
+                for seconds, what, act in steps:
+                    time.sleep(max(0.0, began + seconds - time.monotonic()))
+                    act()
+                    faults.append((time.monotonic() - began, what))
+                    if what == "worker started":
+                        threading.Thread(target=note_consuming).start()
+
+            def note_consuming() -> None:
+                while not done.is_set() and not consuming(redis_url):
+                    time.sleep(0.05)
+                faults.append((time.monotonic() - began, "worker consuming"))
+
+            def client() -> None:
+                while time.monotonic() - began < plan.seconds:
+                    try:
+                        [match_id] = finished_matches(app, 1)
+                    except Exception:  # a terminated connection: the API answered 503
+                        app.extensions["gin"]["engine"].dispose()
+                        continue
+                    ended[match_id] = time.monotonic() - began
+                    kick.set()
+
+            def kicker() -> None:
+                """The API's relay kick after each match, sent beside the clients: with
+                Redis away a send fails only after about 6 s of redis-py's retries, and
+                the clients go on finishing matches meanwhile (kicks that came while one
+                was on its way go as one)."""
+                while not done.is_set():
+                    if kick.wait(0.2):
+                        kick.clear()
+                        with contextlib.suppress(Exception):  # the catch-up relays them
+                            broker.send("outbox.relay", [], priority=KICK_PRIORITY)
+
+            def settled_now() -> dict[str, float]:
+                with admin.connect() as connection:
+                    rows = connection.execute(
+                        select(Settlement.match_id, Settlement.created_at)
+                    ).all()
+                return {m: (at - began_at).total_seconds() for m, at in rows}
+
+            def tracer() -> None:
+                queue = redis.Redis.from_url(redis_url, socket_timeout=0.5)
+                key = f"{broker.env['CELERY_KEY_PREFIX']}{broker.queue}"
+                keys = [key] + [f"{key}\x06\x16{step}" for step in (3, 6, 9)]
+                while not done.is_set():
+                    try:
+                        queued: int | None = sum(int(queue.llen(k)) for k in keys)  # type: ignore[arg-type]
+                    except redis.RedisError:
+                        queued = None
+                    count = len(settled_now())
+                    traced.append((time.monotonic() - began, len(ended), count, queued))
+                    done.wait(1.0)
+                queue.close()
+
+            threads = [threading.Thread(target=run_faults)]
+            threads += [threading.Thread(target=client) for _ in range(clients)]
+            threads.append(threading.Thread(target=kicker))
+            if trace:
+                threads.append(threading.Thread(target=tracer))
+            for thread in threads:
+                thread.start()
+            for thread in threads[: 1 + clients]:
+                thread.join()
+            deadline = time.monotonic() + settle_within
+            settled = settled_now()
+            while time.monotonic() < deadline and not set(ended) <= set(settled):
+                time.sleep(0.2)
+                settled = settled_now()
+            done.set()
+            for thread in threads[1 + clients :]:
+                thread.join()
+        finally:
+            kill(processes["worker"])
+            admin.dispose()
+            app.extensions["gin"]["engine"].dispose()
+    return FaultMix(plan, dict(ended), settled, faults, traced, log_path)
