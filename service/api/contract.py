@@ -119,6 +119,7 @@ OPERATIONS: dict[str, Operation] = {
     "POST /v1/tables/{table_id}/bots": Operation("seatBot", OPERATOR, REQUIRED),
     "GET /v1/tables/{table_id}/bots": Operation("listBots"),
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),
+    "GET /v1/matches/{match_id}/events": Operation("followMatch", EITHER),
     "POST /v1/matches/{match_id}/actions": Operation("playAction", PLAYER, OPTIONAL),
     "GET /v1/matches/{match_id}/hands/{number}": Operation("getHandHistory", EITHER),
     "GET /v1/matches/{match_id}/settlement": Operation("getSettlement", EITHER),

@@ -625,6 +625,13 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         ],
     },
     "getMatch": _MATCH_VIEW,
+    # The stream's text: the retry delay, then an update event per change (the view, as
+    # getMatch answers it; shortened here) and ``end`` once the match has finished.
+    "followMatch": (
+        "retry: 2000\n\n"
+        f"id: {_MATCH_VIEW['version']}\nevent: update\n"
+        f'data: {{"id": "{_MATCH_VIEW["id"]}", "version": {_MATCH_VIEW["version"]}, ...}}\n\n'
+    ),
     "playAction": _AFTER_TAKE_UPCARD,
     "getHandHistory": {
         "id": "hnd_01M8QKHE1PVXWPZMV1ZKV26VT3",
