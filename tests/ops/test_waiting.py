@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from service.bots import decide
+from service.client import GinClient, MatchEvent
 from tests.api.play_clients import (
     action_body,
     join,
@@ -25,6 +26,7 @@ from tests.api.play_clients import (
     player_client,
 )
 from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.integration.workers import wait_until
 from tests.ops.servers import HttpClient, gunicorn
 
 THREADS = 2 * 4  # tests.ops.servers.gunicorn: 2 workers of 4 threads
@@ -248,3 +250,26 @@ def test_a_revoked_key_ends_its_stream(served: Any) -> None:
     assert reader.next() is None  # and the stream closes
     assert time.monotonic() - started < 5
     reader.close()
+
+
+def test_the_client_follows_a_match_to_its_end(served: Any) -> None:
+    app, base, _log = served
+    _op, players, match_id = _match(app, base)
+    events: list[MatchEvent] = []
+
+    def follow() -> None:
+        with GinClient(base, players[0].token) as client:
+            events.extend(client.follow(match_id))
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    moved = _move(players, match_id)["version"]
+    wait_until(lambda: any(e.version == moved for e in events), 10, "the move's event")
+    resigned = players[1].post(f"/v1/matches/{match_id}/actions", action_body("RESIGN", moved))
+    assert resigned.status_code == 200, resigned.get_json()
+    thread.join(timeout=20)
+    assert not thread.is_alive()
+    assert [e.event for e in events][-1] == "end"
+    updates = [e for e in events if e.event == "update"]
+    assert updates[-1].view["status"] in ("finished", "void")
+    assert all(e.view["you"] == updates[0].view["you"] for e in updates)
