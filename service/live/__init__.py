@@ -43,10 +43,12 @@ class Wait:
 @dataclass(frozen=True)
 class Stream:
     """Keep this event stream's connection open; render its next events whenever
-    ``match_id`` passes ``sent``."""
+    ``match_id`` passes ``sent``, and at ``recheck`` (``time.monotonic()``: when the
+    caller's token expires) even if nothing changed."""
 
     match_id: str
     sent: int
+    recheck: float | None = None
 
 
 def can_park(environ: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ class _Follower:
     dirty: bool = False
     task: asyncio.Task[None] | None = None
     closed: bool = False
-    sending: bool = field(default=False)
+    timer: asyncio.TimerHandle | None = None
 
 
 class Room:
@@ -182,6 +182,8 @@ class Room:
             self._loop.add_reader(sock, self._readable, waiter)
             return
         follower = _Follower(conn, sock, ticket.match_id, ticket.sent)
+        if ticket.recheck is not None:  # its token expires: the render then ends it
+            follower.timer = self._loop.call_at(ticket.recheck, self._due, follower)
         if self._draining:
             self._loop.create_task(self._finish(follower))
             return
@@ -204,6 +206,8 @@ class Room:
             group = self._following.get(match_id)
             table = self._following
             held.closed = True
+            if held.timer is not None:
+                held.timer.cancel()
         if group is None or held not in group:
             return False
         group.discard(held)

@@ -273,3 +273,20 @@ def test_the_client_follows_a_match_to_its_end(served: Any) -> None:
     updates = [e for e in events if e.event == "update"]
     assert updates[-1].view["status"] in ("finished", "void")
     assert all(e.view["you"] == updates[0].view["you"] for e in updates)
+
+
+def test_a_stream_ends_when_its_player_token_expires(served: Any) -> None:
+    app, base, _log = served
+    op, players, match_id = _match(app, base)
+    player_id = players[0].get(f"/v1/matches/{match_id}").get_json()["seats"][0]["player_id"]
+    minted = op.post(f"/v1/players/{player_id}/tokens", {"ttl_seconds": 2})
+    assert minted.status_code == 201, minted.get_json()
+    reader = EventReader(base, f"/v1/matches/{match_id}/events", minted.get_json()["token"])
+    assert reader.next()["event"] == "update"
+    started = time.monotonic()
+    event = reader.next()  # nothing changes in the match meanwhile
+    assert event is not None and event["event"] == "error"
+    assert event["data"]["status"] == 401
+    assert time.monotonic() - started < 5
+    assert reader.next() is None
+    reader.close()
