@@ -625,6 +625,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         ],
     },
     "getMatch": _MATCH_VIEW,
+    "followLobby": 'retry: 2000\n\nevent: lobby\ndata: {"object": "list", "data": [...]}\n\n',
     # The stream's text: the retry delay, then an update event per change (the view, as
     # getMatch answers it; shortened here) and ``end`` once the match has finished.
     "followMatch": (

@@ -40,9 +40,8 @@ from service.errors import (
 )
 from service.formats.match import RESIGN
 from service.live import events as live_events
-from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC
+from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
 from service.usecases import play
-from service.usecases.auth import player_token_expiry
 from service.usecases.rates import display_rate
 
 log = logging.getLogger(__name__)
@@ -112,21 +111,9 @@ def follow_match(query: dict[str, Any], match_id: str) -> Response:
         return Response(body, mimetype=EVENT_STREAM)
     first = live_events.RETRY + body
     if live.can_park(environ) and not ended:
-        environ[live.TICKET] = live.Stream(match_id, version, _token_expiry())
+        environ[live.TICKET] = live.Stream(match_id, version, token_expiry())
     # no waiting room: the stream ends after the current view; clients reconnect
     return Response(iter([first]), mimetype=EVENT_STREAM, headers=live_events.HEADERS)
-
-
-def _token_expiry() -> float | None:
-    """When the caller's player token expires, on the ``time.monotonic()`` clock (a stream
-    is checked again then), or None for an API key."""
-    header = request.headers.get("Authorization", "")
-    expires = player_token_expiry(
-        header.partition(" ")[2].strip(), current_app.config["SECRET_KEY"]
-    )
-    if expires is None:
-        return None
-    return time.monotonic() + max(0.0, (expires - utcnow()).total_seconds()) + 0.5
 
 
 def _last_event_id() -> int | None:

@@ -42,13 +42,24 @@ class Wait:
 
 @dataclass(frozen=True)
 class Stream:
-    """Keep this event stream's connection open; render its next events whenever
-    ``match_id`` passes ``sent``, and at ``recheck`` (``time.monotonic()``: when the
-    caller's token expires) even if nothing changed."""
+    """Keep this event stream's connection open; render its next events whenever its
+    ``topic`` changes (a match id: when the match passes version ``sent``; a
+    :func:`lobby_topic`: on each notice of its operator's tables), and at ``recheck``
+    (``time.monotonic()``: when the caller's token expires) even if nothing changed.
+    ``sent``: what the stream has sent (a match's version, a digest of the lobby)."""
 
-    match_id: str
+    topic: str
     sent: int
     recheck: float | None = None
+
+    @property
+    def match_id(self) -> str:
+        return self.topic
+
+
+def lobby_topic(operator_id: str) -> str:
+    """The topic of an operator's lobby stream (its notices are ``lobby`` notices)."""
+    return f"lobby:{operator_id}"
 
 
 def can_park(environ: dict[str, Any]) -> bool:

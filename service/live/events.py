@@ -5,15 +5,22 @@
   the whole state the caller may see, so a client that missed some versions (coalesced, or
   dropped while reconnecting) loses nothing by receiving only the latest.
 - ``end``: the match has finished (or is void); the stream closes after it.
+- ``lobby`` (the lobby's stream, ``GET /v1/tables/events``): the lobby's page, each time
+  it changes.
 - ``error``: the caller may no longer watch (a revoked key or token, ...): a problem
   document; the stream closes after it.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from flask import current_app, request
+
+from service.clock import utcnow
 from service.jsoncodec import dumps_bytes
+from service.usecases.auth import player_token_expiry
 
 EVENT_STREAM = "text/event-stream"
 #: What OpenAPI says of the stream's body.
@@ -33,3 +40,14 @@ def end(version: int) -> bytes:
 
 def _json(value: Any) -> bytes:
     return dumps_bytes(value)
+
+
+def token_expiry() -> float | None:
+    """When the request's player token expires, on the ``time.monotonic()`` clock (its
+    stream is checked again then, and ends), or None for an API key."""
+    header = request.headers.get("Authorization", "")
+    token = header.partition(" ")[2].strip()
+    expires = player_token_expiry(token, current_app.config["SECRET_KEY"])
+    if expires is None:
+        return None
+    return time.monotonic() + max(0.0, (expires - utcnow()).total_seconds()) + 0.5

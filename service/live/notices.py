@@ -45,8 +45,9 @@ _BACKOFF_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class Notice:
-    """``match_id`` is at ``version`` now (``kind`` ``match``); or ``kind`` ``auth``: a key or
-    token was revoked (streams check their caller again)."""
+    """``match_id`` is at ``version`` now (``kind`` ``match``); or ``kind`` ``lobby``: the
+    tables of operator ``match_id`` changed (opened, seated, filled, closed); or ``kind``
+    ``auth``: a key was revoked (streams check their caller again)."""
 
     match_id: str
     version: int

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.live import Stream, Wait
+from service.live import Stream, Wait, lobby_topic
 from service.live.notices import CHANNEL, Notice, decode, socket_folder
 
 log = logging.getLogger(__name__)
@@ -263,6 +263,10 @@ class Room:
                 for follower in followers:
                     self._due(follower)
             return
+        if notice.kind == "lobby":  # the operator's tables changed
+            for follower in self._following.get(lobby_topic(notice.match_id), ()):
+                self._due(follower)
+            return
         if notice.kind != "match":
             return
         match_id, version = notice.match_id, notice.version
@@ -298,7 +302,7 @@ class Room:
                     body, sent, ended = b"", follower.sent, True
                 if follower.closed:
                     return
-                follower.sent = max(follower.sent, sent)
+                follower.sent = sent
                 if body and not await self._send(follower, chunk(body)):
                     return
                 if ended:

@@ -254,6 +254,7 @@ def _record(
         assert table is not None
         if not MatchSettings.from_dict(table.settings).continuous:  # a per-hand one plays on
             table.status = "finished"
+            notices.changed(session, table.operator_id, 0, kind="lobby")
     _advance(row, match, now)
     notices.changed(session, row.id, row.version)  # published when the unit of work commits
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys

@@ -290,3 +290,27 @@ def test_a_stream_ends_when_its_player_token_expires(served: Any) -> None:
     assert time.monotonic() - started < 5
     assert reader.next() is None
     reader.close()
+
+
+def test_the_lobby_stream_follows_tables_opening_filling_and_closing(served: Any) -> None:
+    app, base, _log = served
+    _operator, key = new_operator(app)
+    setup = ApiClient(app.test_client(), key)
+    http = HttpClient(base, timeout=60)
+    players = [ApiClient(http, player_client(setup, deposit=1000).token) for _ in range(2)]
+    reader = EventReader(base, "/v1/tables/events", players[0].token)
+    first = reader.next()
+    assert first is not None and first["event"] == "lobby" and first["data"]["data"] == []
+
+    table = open_table(ApiClient(http, key), stake=100)  # opens
+    event = reader.next()
+    assert event is not None and event["event"] == "lobby", event
+    assert [t["id"] for t in event["data"]["data"]] == [table["id"]]
+    assert event["data"]["data"][0]["seats"] == []
+    assert join(players[0], table["id"]).status_code == 201  # is seated
+    event = reader.next()
+    assert event is not None and len(event["data"]["data"][0]["seats"]) == 1
+    assert join(players[1], table["id"]).status_code == 201  # fills, and leaves the lobby
+    event = reader.next()
+    assert event is not None and event["data"]["data"] == []
+    reader.close()
