@@ -93,6 +93,19 @@ def commits(url: str) -> int:
     return int(row[0])
 
 
+async def settled(url: str, quiet: int = 3, limit: float = 120.0) -> None:
+    """Until a second passes with at most ``quiet`` transactions (the waiters' own requests
+    before they parked are over)."""
+    deadline = time.perf_counter() + limit
+    last = commits(url)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(1.0)
+        now = commits(url)
+        if now - last - 1 <= quiet:
+            return
+        last = now
+
+
 class Stream:
     """One ``text/event-stream`` connection: the version of each event as it comes."""
 
@@ -276,6 +289,7 @@ async def measure(args: argparse.Namespace, url: str, port: int, master: int, da
     for count in args.counts:
         rss_before = workers_rss(master)
         tasks, streams = await open_waiters(port, idle, count, args.mode)
+        await settled(url)  # every waiter parked: the database has gone quiet
         rss_after = workers_rss(master)
         before = commits(url)
         await asyncio.sleep(args.idle_seconds)
@@ -320,7 +334,12 @@ def main() -> int:
     parser.add_argument("--counts", default="0,100,1000,5000")
     parser.add_argument("--matches", type=int, default=16, help="matches played at once")
     parser.add_argument("--seconds", type=float, default=5.0, help="play phase per N")
-    parser.add_argument("--idle-seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=30.0,
+        help="the idle window: longer than a long-poll's timeout (25 s), so its answers count",
+    )
     parser.add_argument(
         "--idle-matches",
         type=int,
