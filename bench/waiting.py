@@ -43,6 +43,8 @@ from harness import Http, database_base_url, default_workers, gunicorn, percenti
 from play import action_body, choose, play, prepare  # noqa: E402
 
 PROBES = 8
+#: How late an idle PostgreSQL backend may report its transactions (PGSTAT_IDLE_INTERVAL).
+STATS_DELAY = 11.0
 
 
 def workers_rss(master: int) -> int:
@@ -91,6 +93,19 @@ def commits(url: str) -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def quiet_autovacuum(url: str) -> None:
+    """No autovacuum on the benchmark's tables: its ANALYZE runs after the set-up's inserts
+    counted as 10-25 transactions a second of an idle window (a throwaway database)."""
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for (name,) in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall():
+            conn.execute(f'ALTER TABLE "{name}" SET (autovacuum_enabled = false)')
 
 
 async def settled(url: str, quiet: int = 3, limit: float = 120.0) -> None:
@@ -290,6 +305,9 @@ async def measure(args: argparse.Namespace, url: str, port: int, master: int, da
         rss_before = workers_rss(master)
         tasks, streams = await open_waiters(port, idle, count, args.mode)
         await settled(url)  # every waiter parked: the database has gone quiet
+        # PostgreSQL's backends report their counts when they go idle, up to 10 s late: the
+        # waiters' own requests before they parked would be counted in the window.
+        await asyncio.sleep(STATS_DELAY)
         rss_after = workers_rss(master)
         before = commits(url)
         await asyncio.sleep(args.idle_seconds)
@@ -367,6 +385,7 @@ def main() -> int:
         idle = prepare(url, max(1, min((max(args.counts) + 1) // 2, args.idle_matches)))
         queue = prepare(url, args.matches * (3 * len(args.counts) + 4))
         probe_pool = prepare(url, PROBES * len(args.counts))
+        quiet_autovacuum(url)
         print(f"prepared in {time.perf_counter() - started:.0f} s", flush=True)
         with gunicorn(url, args.workers, os.environ["SECRET_KEY"]) as port:
             master = gunicorn_master(port)
