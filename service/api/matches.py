@@ -131,7 +131,7 @@ def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:
     rate = display_rate(db_session(), who.operator_id, view["currency"], requested, who.player_id)
     if rate is not None:
         for seat in view["seats"]:
-            seat["escrow"] = render.money(seat["escrow"]["amount"], view["currency"], rate)
+            seat["escrow"] = render.money_json(seat["escrow"]["amount"], view["currency"], rate)
     return view
 
 

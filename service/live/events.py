@@ -23,8 +23,17 @@ from service.jsoncodec import dumps_bytes
 from service.usecases.auth import player_token_expiry
 
 EVENT_STREAM = "text/event-stream"
-#: What OpenAPI says of the stream's body.
-EVENT_STREAM_DOC: dict[str, Any] = {"type": "string"}
+#: What OpenAPI says of the stream's body: the schema of each of its events (as OpenAPI 3.2
+#: reads a ``text/event-stream`` schema); ``data`` is JSON text.
+EVENT_STREAM_DOC: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["update", "end", "error", "lobby"]},
+        "id": {"type": "string", "description": "The match's version (match streams)."},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "retry": {"type": "integer", "description": "Milliseconds to wait before resuming."},
+    },
+}
 #: The stream's first line: how long a client waits before it reconnects (milliseconds).
 RETRY = b"retry: 2000\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
