@@ -63,13 +63,13 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
     a rate. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
     until the version exceeds N."""
     wanted = query.get("wait_for_version")
-    if wanted is not None:
+    environ = request.environ
+    if wanted is not None and not live.resumed(environ):  # (a parked wait that woke answers)
         deadline = time.monotonic() + query["timeout"]
         version = play.current_version(db_session(), principal(), match_id)  # 404s first
         release_db_session()  # no pooled connection is held while waiting
-        environ = request.environ
-        if version > wanted or live.resumed(environ):
-            pass  # answer now: it moved, or a parked wait woke (its version read once more)
+        if version > wanted:
+            pass  # answer now: it moved
         elif live.can_park(environ):  # the worker's waiting room holds the connection
             environ[live.TICKET] = live.Wait(match_id, wanted, deadline)
             return Response(status=204)  # never sent
