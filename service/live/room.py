@@ -182,11 +182,11 @@ class Room:
             self._loop.add_reader(sock, self._readable, waiter)
             return
         follower = _Follower(conn, sock, ticket.match_id, ticket.sent)
-        if ticket.recheck is not None:  # its token expires: the render then ends it
-            follower.timer = self._loop.call_at(ticket.recheck, self._due, follower)
         if self._draining:
             self._loop.create_task(self._finish(follower))
             return
+        if ticket.recheck is not None:  # its token expires: the render then ends it
+            follower.timer = self._loop.call_at(ticket.recheck, self._due, follower)
         self._following.setdefault(ticket.match_id, set()).add(follower)
         self._loop.add_reader(sock, self._readable, follower)
         if latest > ticket.sent:
