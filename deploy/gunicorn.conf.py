@@ -1,9 +1,10 @@
 """gunicorn configuration for production (``gunicorn -c deploy/gunicorn.conf.py service.wsgi:app``).
 
 - Workers: ``WEB_CONCURRENCY`` (default CPUs + 1), threaded (gthread, ``GUNICORN_THREADS``
-  per worker, default 8): a match view may long-poll for up to 30 s (it holds no database
-  connection while it waits), and a thread parked on it must not block the worker's other
-  requests.
+  per worker, default 8). A match view may long-poll for up to 30 s, and an event stream
+  lasts as long as its client: neither holds a thread (nor a database connection) while it
+  waits, the worker's waiting room holds its connection (``service.gunicorn_worker``,
+  ``service.live``), up to ``GUNICORN_WORKER_CONNECTIONS`` per worker.
 - Preloaded: the application is imported once, in the master (``GUNICORN_PRELOAD``, on by
   default), and each worker is a fork of it: a worker starts (or is recycled, below) in
   milliseconds instead of importing Flask, the API and its OpenAPI document itself, which
@@ -87,6 +88,9 @@ worker_class = (
     else _settings.worker_class
 )
 threads = _settings.threads
+# Waiting long-polls and event streams are held by the worker's waiting room, each one
+# connection of the worker's (service.gunicorn_worker): far more than gunicorn's default 1000.
+worker_connections = _settings.worker_connections
 timeout = _settings.timeout
 graceful_timeout = _settings.graceful_timeout
 keepalive = _settings.keepalive

@@ -115,6 +115,9 @@ class Settings:
     celery_visibility_timeout: int = 6 * 3600
     celery_key_prefix: str | None = None
     celery_queue: str = "gin"
+    # Change notices for waiting clients (service.live.notices): None picks the broker when
+    # it is Redis, else datagram sockets in the var folder.
+    notify_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -172,6 +175,7 @@ class Settings:
             celery_visibility_timeout=int_env("CELERY_VISIBILITY_TIMEOUT", 6 * 3600),
             celery_key_prefix=optional_env("CELERY_KEY_PREFIX"),
             celery_queue=text_env("CELERY_QUEUE", "gin"),
+            notify_url=optional_env("NOTIFY_URL"),
         )
 
     def as_flask_config(self) -> dict[str, Any]:
@@ -258,6 +262,7 @@ class ServerSettings:
     web_concurrency: int | None = None  # None: the CPUs + 1
     worker_class: str = "gthread"
     threads: int = 8
+    worker_connections: int = 10000
     timeout: int = 60
     graceful_timeout: int = 35
     keepalive: int = 5
@@ -290,6 +295,7 @@ class ServerSettings:
             web_concurrency=int_env("WEB_CONCURRENCY", 0) if concurrency else None,
             worker_class=text_env("GUNICORN_WORKER_CLASS", "gthread"),
             threads=int_env("GUNICORN_THREADS", 8),
+            worker_connections=int_env("GUNICORN_WORKER_CONNECTIONS", 10000),
             timeout=int_env("GUNICORN_TIMEOUT", 60),
             graceful_timeout=int_env("GUNICORN_GRACEFUL_TIMEOUT", 35),
             keepalive=int_env("GUNICORN_KEEPALIVE", 5),

@@ -16,23 +16,35 @@ HTTP that only the server reaches (``deploy/gunicorn.conf.py`` runs it; docs/dep
   read and discarded, up to :data:`LINGER_BYTES` and :data:`LINGER_SECONDS` (with
   :data:`LINGER_IDLE_SECONDS` at most between two reads); past those the connection is
   closed. gunicorn drains a kept-alive connection's body itself, but only 64 KiB of it.
+- **Waiting holds no thread.** A long-poll that must wait, or an event stream, hands its
+  connection to the worker's waiting room (:mod:`service.live.room`, an asyncio loop on a
+  thread of its own) instead of parking a request thread: the view puts a ticket in the
+  environ (:mod:`service.live`) and the worker, seeing it, writes nothing (a long-poll) or
+  only the stream's head and first events, and gives the connection to the room. The room
+  gives a long-poll back to a request thread when there is something to answer (the request
+  is run again, and written as any other), and has a stream's next events rendered on one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import logging
 import socket
 import ssl
+import sys
 import time
 from datetime import datetime
 from typing import Any
 
 from gunicorn import util
 from gunicorn.http import errors as http_errors
+from gunicorn.http import wsgi
 from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.gthread import ThreadWorker
 
+from service import live
 from service.api.context import new_request_id, request_id
 from service.api.problems import PROBLEM_JSON, refusal_document
 from service.errors import (
@@ -46,6 +58,7 @@ from service.errors import (
     ServiceError,
     UriTooLong,
 )
+from service.live.room import Room
 
 #: At most this much of a request body the application left unread is read and discarded
 #: before the connection closes (a 10 MB upload refused by its length gets its 413).
@@ -59,13 +72,211 @@ _PIECE = 256 * 1024
 _DETAIL_CHARS = 300
 
 
-class Worker(ThreadWorker):  # type: ignore[misc]
-    """gunicorn's gthread worker, answering its own refusals as problems and reading a
-    refused body before it closes (the module docstring says why)."""
+#: What a request thread returns for a connection handed to the waiting room.
+PARKED: Any = object()
+#: The environ entries a stream's later renders reuse (the request's own, not the socket's).
+_WSGI_KEPT = ("wsgi.version", "wsgi.errors", "wsgi.multithread", "wsgi.multiprocess")
 
-    def handle_request(self, req: Any, conn: Any) -> bool:
-        keep_alive = bool(super().handle_request(req, conn))
-        return discard_body(req, conn.sock) and keep_alive
+
+class Worker(ThreadWorker):  # type: ignore[misc]
+    """gunicorn's gthread worker, answering its own refusals as problems, reading a refused
+    body before it closes, and holding waiting connections in a waiting room (the module
+    docstring says why)."""
+
+    alive: bool
+    room: Room | None = None
+    _drained = False
+
+    def run(self) -> None:
+        from service.live.notices import current_url
+
+        app = getattr(self.wsgi, "extensions", {}).get("gin")
+        if app is not None:  # the service's application: wait for its matches' notices
+            engine = app["engine"]
+            from service.usecases.play import peek_versions
+
+            self.room = Room(
+                current_url(),
+                wake=self._wake,
+                render=self._render,
+                release=self._release,
+                versions=lambda ids: peek_versions(engine, ids),
+                executor=self.tpool,
+            )
+            self.room.start()
+        try:
+            super().run()
+        finally:
+            if self.room is not None:
+                self.room.stop()
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        super().murder_keepalived(force)
+        if not self.alive and not self._drained and self.room is not None:
+            self._drained = True  # stopping: parked long-polls answer, streams end
+            self.room.drain()
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        keep_alive = self._serve(req, conn)
+        if keep_alive is PARKED:
+            return PARKED
+        return discard_body(req, conn.sock) and bool(keep_alive)
+
+    def _keepalive_after(self, conn: Any, keepalive: Any) -> Any:
+        if keepalive is PARKED:
+            return PARKED
+        return super()._keepalive_after(conn, keepalive)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        try:
+            parked = not fs.cancelled() and fs.result() is PARKED
+        except Exception:
+            parked = False
+        if not parked:
+            super().finish_request(conn, fs)
+            return
+        ticket, conn.gin_ticket = conn.gin_ticket, None
+        if self.room is None:
+            self.nr_conns -= 1
+            conn.close()
+            return
+        self.room.take(conn, conn.sock, ticket)
+
+    # --- the waiting room's callbacks -------------------------------------------------
+
+    def _wake(self, conn: Any) -> None:
+        """Run a parked long-poll again on a request thread (from the room's thread)."""
+        try:
+            conn.sock.setblocking(True)
+            fs = self.tpool.submit(self._resume, conn)
+        except Exception:  # the pool is shut down: the worker is gone
+            self._release(conn)
+            return
+        fs.add_done_callback(lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
+
+    def _resume(self, conn: Any) -> Any:
+        req, conn.gin_request = conn.gin_request, None
+        req.gin_resumed = True
+        try:
+            return self._keepalive_after(conn, self.handle_request(req, conn))
+        except (http_errors.NoMoreData, StopIteration):
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                self.log.exception("Socket error answering a long-poll.")
+            return False
+        except Exception as exc:
+            self.handle_error(req, conn.sock, conn.client, exc)
+            return False
+
+    def _release(self, conn: Any) -> None:
+        """The room is done with ``conn``: close it (on the main thread, which counts it)."""
+
+        def close() -> None:
+            self.nr_conns -= 1
+            conn.close()
+
+        self.method_queue.defer(close)
+
+    def _render(self, conn: Any, sent: int) -> tuple[bytes, int, bool]:
+        """A stream's events after version ``sent``, through the application (on a request
+        thread): (bytes, the version now sent, whether the stream ends)."""
+        environ = dict(conn.gin_environ)
+        environ["wsgi.input"] = io.BytesIO()
+        environ[live.RENDER] = sent
+        answer: dict[str, int] = {}
+
+        def start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+            answer["status"] = int(status[:3])
+            return lambda _data: None
+
+        respiter = self.wsgi(environ, start_response)
+        try:
+            body = b"".join(respiter)
+        finally:
+            if hasattr(respiter, "close"):
+                respiter.close()
+        ticket = environ.get(live.TICKET)
+        if answer.get("status") != 200:  # the caller may no longer watch it (a revoked key)
+            return b"event: error\ndata: " + body.replace(b"\n", b"") + b"\n\n", sent, True
+        if isinstance(ticket, live.Stream):
+            return body, ticket.sent, False
+        return body, sent, True
+
+    # --- gunicorn's handle_request, handing waiting connections to the room -------------
+
+    def _serve(self, req: Any, conn: Any) -> Any:
+        environ: dict[str, Any] = {}
+        resp = None
+        try:
+            self.cfg.pre_request(self, req)
+            request_start = datetime.now()
+            resp, environ = wsgi.create(req, conn.sock, conn.client, conn.server, self.cfg)
+            environ["wsgi.multithread"] = True
+            if self.room is not None and self.alive:
+                environ[live.ROOM] = self.room
+            if getattr(req, "gin_resumed", False):
+                environ[live.RESUMED] = True
+            self.nr += 1
+            if self.nr >= self.max_requests:
+                if self.alive:
+                    self.log.info("Autorestarting worker after current request.")
+                    self.alive = False
+                resp.force_close()
+
+            if (
+                not self.alive
+                or not self.cfg.keepalive
+                or len(self.keepalived_conns) >= self.max_keepalived
+            ):
+                resp.force_close()
+
+            respiter = self.wsgi(environ, resp.start_response)
+            ticket = environ.get(live.TICKET)
+            if isinstance(ticket, live.Wait):  # nothing written: the room holds it
+                if hasattr(respiter, "close"):
+                    respiter.close()
+                conn.gin_ticket, conn.gin_request = ticket, req
+                return PARKED
+            try:
+                if isinstance(respiter, environ["wsgi.file_wrapper"]):
+                    resp.write_file(respiter)
+                else:
+                    for item in respiter:
+                        resp.write(item)
+                if isinstance(ticket, live.Stream):  # the head and first events: the room
+                    conn.gin_ticket = ticket  # writes the rest
+                    conn.gin_environ = {
+                        key: value
+                        for key, value in environ.items()
+                        if isinstance(value, str) or key in _WSGI_KEPT
+                    }
+                else:
+                    resp.close()
+            finally:
+                request_time = datetime.now() - request_start
+                self.log.access(resp, req, environ, request_time)
+                if hasattr(respiter, "close"):
+                    respiter.close()
+            if isinstance(ticket, live.Stream):
+                return PARKED
+            if resp.should_close():
+                self.log.debug("Closing connection.")
+                return False
+        except OSError:
+            util.reraise(*sys.exc_info())
+        except (Exception, SystemExit):
+            if resp and resp.headers_sent:
+                self.log.exception("Error handling request")
+                util.close_graceful(conn.sock)
+                raise StopIteration() from None
+            raise
+        finally:
+            try:
+                self.cfg.post_request(self, req, environ, resp)
+            except Exception:
+                self.log.exception("Exception in post_request hook")
+        return True
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         started = datetime.now()

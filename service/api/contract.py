@@ -132,6 +132,8 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "GET /v1/tournaments/{tournament_id}/statement": Operation("getTournamentStatement"),
     "GET /v1/matches/{match_id}": Operation("getMatch", EITHER),
+    "GET /v1/matches/{match_id}/events": Operation("followMatch", EITHER),
+    "GET /v1/tables/events": Operation("followLobby", EITHER),
     "POST /v1/matches/{match_id}/actions": Operation("playAction", PLAYER, OPTIONAL),
     "GET /v1/matches/{match_id}/hands/{number}": Operation("getHandHistory", EITHER),
     "GET /v1/hands/{hand_id}": Operation("getHand", EITHER),

@@ -795,6 +795,14 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         ],
     },
     "getMatch": _MATCH_VIEW,
+    "followLobby": {"event": "lobby", "data": '{"object": "list", "has_more": false, "data": []}'},
+    # One event of the stream (its fields as the text/event-stream lines name them): an
+    # update carrying the view, as getMatch answers it (shortened here).
+    "followMatch": {
+        "event": "update",
+        "id": str(_MATCH_VIEW["version"]),
+        "data": f'{{"id": "{_MATCH_VIEW["id"]}", "version": {_MATCH_VIEW["version"]}}}',
+    },
     "playAction": _AFTER_TAKE_UPCARD,
     "getHandHistory": {
         "id": "hnd_01M8QKHE1PVXWPZMV1ZKV26VT3",

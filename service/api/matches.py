@@ -9,6 +9,7 @@ from typing import Any
 from flask import Response, after_this_request, current_app, jsonify, request
 from flask_smorest import Blueprint
 
+from service import live
 from service.api import render
 from service.api.context import (
     db_session,
@@ -18,7 +19,7 @@ from service.api.context import (
     release_db_session,
     unit,
 )
-from service.api.play_schemas import ActionIn, HandHistoryOut, MatchOut, MatchQuery
+from service.api.play_schemas import ActionIn, EventsQuery, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
 from service.api.schemas import MAX_INTEGER
 from service.api.wallets import IDEMPOTENCY_HEADER
@@ -38,6 +39,8 @@ from service.errors import (
     ValidationFailed,
 )
 from service.formats.match import RESIGN
+from service.live import events as live_events
+from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
 from service.usecases import play
 from service.usecases.rates import display_rate
 
@@ -60,16 +63,65 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
     a rate. With ``wait_for_version=N`` the answer waits (up to ``timeout`` seconds)
     until the version exceeds N."""
     wanted = query.get("wait_for_version")
-    if wanted is not None:
+    environ = request.environ
+    if wanted is not None and not live.resumed(environ):  # (a parked wait that woke answers)
         deadline = time.monotonic() + query["timeout"]
         version = play.current_version(db_session(), principal(), match_id)  # 404s first
         release_db_session()  # no pooled connection is held while waiting
-        engine = current_app.extensions["gin"]["engine"]
-        while version <= wanted and time.monotonic() < deadline:
-            time.sleep(POLL_INTERVAL)
-            version = play.peek_version(engine, match_id, principal())
+        if version > wanted:
+            pass  # answer now: it moved
+        elif live.can_park(environ):  # the worker's waiting room holds the connection
+            environ[live.TICKET] = live.Wait(match_id, wanted, deadline)
+            return Response(status=204)  # never sent
+        else:  # no waiting room (the Flask test client, another server): poll
+            engine = current_app.extensions["gin"]["engine"]
+            while version <= wanted and time.monotonic() < deadline:
+                time.sleep(POLL_INTERVAL)
+                version = play.peek_version(engine, match_id, principal())
     view = play.get_view(db_session(), principal(), match_id)
     return jsonify(_shown(view, query.get("display_currency")))
+
+
+@blp.route("/matches/<match_id>/events")
+@blp.arguments(EventsQuery, location="query")
+@blp.response(200, EVENT_STREAM_DOC, content_type=EVENT_STREAM)
+@documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
+def follow_match(query: dict[str, Any], match_id: str) -> Response:
+    """Follow the match as server-sent events (``text/event-stream``): an ``update`` event
+    (``id``: the version) carrying your view each time the match changes, and ``end`` once
+    it has finished. Resume after a dropped connection with ``Last-Event-ID`` (or
+    ``after_version``). Authorised as your view is; a key or token revoked meanwhile ends
+    the stream with an ``error`` event (docs/scale-out.md, "Waiting for changes")."""
+    environ = request.environ
+    sent = environ.get(live.RENDER)
+    if sent is None:
+        sent = query.get("after_version", _last_event_id())
+    view = play.get_view(db_session(), principal(), match_id)  # authorises, every time
+    release_db_session()
+    body = b""
+    version = int(view["version"])
+    if sent is None or version > sent:
+        body += live_events.update(_shown(view, None))
+    ended = finished(view)
+    if ended:
+        body += live_events.end(version)
+    if live.RENDER in environ:  # a later render: the events only (and the stream's state)
+        if not ended:
+            environ[live.TICKET] = live.Stream(match_id, max(version, sent or 0))
+        return Response(body, mimetype=EVENT_STREAM)
+    first = live_events.RETRY + body
+    if live.can_park(environ) and not ended:
+        environ[live.TICKET] = live.Stream(match_id, version, token_expiry())
+    # no waiting room: the stream ends after the current view; clients reconnect
+    return Response(iter([first]), mimetype=EVENT_STREAM, headers=live_events.HEADERS)
+
+
+def _last_event_id() -> int | None:
+    """The ``Last-Event-ID`` a reconnecting client sent (a version), if it is one."""
+    text = request.headers.get("Last-Event-ID", "").strip()
+    if text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_INTEGER:
+        return int(text)
+    return None
 
 
 def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:
@@ -79,7 +131,7 @@ def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:
     rate = display_rate(db_session(), who.operator_id, view["currency"], requested, who.player_id)
     if rate is not None:
         for seat in view["seats"]:
-            seat["escrow"] = render.money(seat["escrow"]["amount"], view["currency"], rate)
+            seat["escrow"] = render.money_json(seat["escrow"]["amount"], view["currency"], rate)
     return view
 
 

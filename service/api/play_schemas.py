@@ -18,6 +18,7 @@ from marshmallow import (
 )
 
 from service.api.schemas import (
+    MAX_INTEGER,
     ListEnvelope,
     ListQuery,
     MinorUnits,
@@ -800,6 +801,18 @@ class MatchQuery(Schema):
     )
     timeout = StrictInteger(load_default=25, maximum=30, from_text=True)
     display_currency = display_currency_query()
+
+
+class EventsQuery(Schema):
+    after_version = StrictInteger(
+        minimum=0,
+        maximum=MAX_INTEGER,
+        from_text=True,
+        metadata={
+            "description": "Resume after this version (as `Last-Event-ID` does): the first "
+            "event is the view only if the match has moved past it."
+        },
+    )
 
 
 #: Every game's action kinds: two-player and multi-player Gin, and Rummy (5.2-5.4).

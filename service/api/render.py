@@ -199,6 +199,11 @@ def settlement(view: SettlementView) -> dict[str, Any]:
     }
 
 
+def money_json(amount: int, currency: str, rate: Rate | None = None) -> dict[str, Any]:
+    """:func:`money` as sent without a schema (a match view): its display's time as text."""
+    return _json_ready(money(amount, currency, rate))
+
+
 def _json_ready(amount: dict[str, Any]) -> dict[str, Any]:
     """A money object as sent without a schema: its display's time as RFC 3339 text."""
     shown = amount.get("display")

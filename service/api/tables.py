@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Callable
 from typing import Any
 
 import marshmallow as ma
+from flask import Response, request
 from flask_smorest import Blueprint
 from werkzeug.exceptions import UnprocessableEntity
 
+from service import live
 from service.api import render
 from service.api.context import (
     db_session,
@@ -17,6 +20,7 @@ from service.api.context import (
     in_unit,
     player_idempotent,
     principal,
+    release_db_session,
     unit,
     wallet_debit,
 )
@@ -51,6 +55,9 @@ from service.errors import (
     WalletDeclined,
     WalletUnavailable,
 )
+from service.jsoncodec import dumps_bytes
+from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, RETRY, token_expiry
+from service.live.events import HEADERS as STREAM_HEADERS
 from service.usecases import tables
 from service.usecases.rates import Rate, display_rate
 from service.usecases.tables import TableView
@@ -104,6 +111,34 @@ def create_table(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 def lobby(query: dict[str, Any]) -> dict[str, Any]:
     """The lobby: open public tables, newest first, filtered by format, currency, stake range
     and free seats; amounts also in ``display_currency`` where the operator set a rate."""
+    return _lobby_page(query)
+
+
+@blp.route("/tables/events")
+@blp.arguments(LobbyQuery, location="query")
+@blp.response(200, EVENT_STREAM_DOC, content_type=EVENT_STREAM)
+@documents(blp, Unauthenticated, TokenExpired, ValidationFailed, InvalidCursor)
+def follow_lobby(query: dict[str, Any]) -> Response:
+    """Follow the lobby as server-sent events (``text/event-stream``): a ``lobby`` event
+    carrying the lobby's page, as ``GET /v1/tables`` answers it with the same filters, at
+    once and again whenever a table of the operator opens, is seated or left, fills or
+    closes (docs/scale-out.md, "Waiting for changes")."""
+    environ = request.environ
+    page = in_unit(lambda: _lobby_page(query))
+    release_db_session()
+    data = dumps_bytes(TableList().dump(page))  # as GET /v1/tables answers it
+    digest = zlib.crc32(data)
+    event = b"event: lobby\ndata: %s\n\n" % data
+    if live.RENDER in environ:  # a later render: only if the page changed
+        environ[live.TICKET] = live.Stream(live.lobby_topic(principal().operator_id), digest)
+        return Response(b"" if digest == environ[live.RENDER] else event, mimetype=EVENT_STREAM)
+    if live.can_park(environ):
+        topic = live.lobby_topic(principal().operator_id)
+        environ[live.TICKET] = live.Stream(topic, digest, token_expiry())
+    return Response(iter([RETRY + event]), mimetype=EVENT_STREAM, headers=STREAM_HEADERS)
+
+
+def _lobby_page(query: dict[str, Any]) -> dict[str, Any]:
     session = db_session()
     page = tables.list_tables(
         session,

@@ -1,5 +1,21 @@
 """The typed Python client of the service's HTTP API (used by the simulator and the tests)."""
 
-from service.client.api import ApiProblem, FieldProblem, GinClient, Operation, new_key, operations
+from service.client.api import (
+    ApiProblem,
+    FieldProblem,
+    GinClient,
+    MatchEvent,
+    Operation,
+    new_key,
+    operations,
+)
 
-__all__ = ["ApiProblem", "FieldProblem", "GinClient", "Operation", "new_key", "operations"]
+__all__ = [
+    "ApiProblem",
+    "FieldProblem",
+    "GinClient",
+    "MatchEvent",
+    "Operation",
+    "new_key",
+    "operations",
+]

@@ -11,8 +11,10 @@ SQLAlchemy or Celery: an integrator's code could use it as it is.
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -86,6 +88,21 @@ class ApiProblem(Exception):
         return f"{self.status} {self.code or self.title}: {self.detail}" + (
             f" ({named})" if named else ""
         )
+
+
+#: How long :meth:`GinClient.follow` waits before it resumes a dropped stream.
+RECONNECT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class MatchEvent:
+    """One server-sent event of a match's stream: ``update`` (``view``: the caller's view at
+    version ``version``), ``end`` (the match has finished) or ``error`` (``view``: the
+    problem document that ended the stream)."""
+
+    event: str
+    version: int | None
+    view: dict[str, Any]
 
 
 def new_key() -> str:
@@ -443,6 +460,40 @@ class GinClient:
         params = {"wait_for_version": wait_for_version, "timeout": timeout}
         return cast(t.MatchView, self._call("GET", f"/v1/matches/{match_id}", params=params))
 
+    @operation("GET", "/v1/matches/{match_id}/events", query=("after_version",))
+    def follow(
+        self, match_id: str, *, after_version: int | None = None, reconnect: bool = True
+    ) -> Iterator[MatchEvent]:
+        """The match's server-sent events, until it ends (httpx streaming): an ``update``
+        with the caller's view at each change. A dropped connection is resumed (with
+        ``Last-Event-ID``: nothing is missed, the first event is the latest view) unless
+        ``reconnect`` is false; an ``error`` event (a revoked key, ...) ends it."""
+        last = after_version
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if self.token:
+                headers["Authorization"] = f"Bearer {self.token}"
+            if last is not None:
+                headers["Last-Event-ID"] = str(last)
+            try:
+                path = f"/v1/matches/{match_id}/events"
+                with self._http.stream("GET", path, headers=headers, timeout=None) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        raise _problem(response)
+                    for event in _events(response.iter_lines()):
+                        if event.version is not None:
+                            last = event.version
+                        yield event
+                        if event.event in ("end", "error"):
+                            return
+            except (httpx.TransportError, httpx.StreamError):
+                if not reconnect:
+                    raise
+            if not reconnect:
+                return
+            time.sleep(RECONNECT_SECONDS)  # as the stream's ``retry`` asks
+
     @operation(
         "POST",
         "/v1/matches/{match_id}/actions",
@@ -679,6 +730,25 @@ class GinClient:
     @operation("GET", "/v1/audit/tournaments/{tournament_id}", returns=t.TournamentAudit)
     def audit_tournament(self, tournament_id: str) -> t.TournamentAudit:
         return cast(t.TournamentAudit, self._call("GET", f"/v1/audit/tournaments/{tournament_id}"))
+
+
+def _events(lines: Iterator[str]) -> Iterator[MatchEvent]:
+    """The events in a ``text/event-stream`` body's lines (comments and ``retry`` skipped)."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line:
+            name, _, value = line.partition(":")
+            if name:
+                fields[name] = value.removeprefix(" ")
+            continue
+        if "event" in fields or "data" in fields:
+            text = fields.get("id", "")
+            yield MatchEvent(
+                fields.get("event", "message"),
+                int(text) if text.isdigit() else None,
+                json.loads(fields.get("data") or "{}"),
+            )
+        fields = {}
 
 
 def _problem(response: httpx.Response) -> ApiProblem:

@@ -36,7 +36,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from service import config
+from service import config, live
 from service.formats.match import PLAYER_ACTIONS
 
 log = logging.getLogger("gin.request")
@@ -123,13 +123,14 @@ def route_label() -> str:
 def _start() -> None:
     g.obs_started = time.perf_counter()
     g.obs_route = route_label()
-    labelled(IN_PROGRESS, g.obs_route).inc()
+    if not live.resumed(request.environ):  # a parked long-poll is in progress all along
+        labelled(IN_PROGRESS, g.obs_route).inc()
 
 
 def _finish(response: Response) -> Response:
     started = g.get("obs_started")
-    if started is None:
-        return response
+    if started is None or live.internal(request.environ):
+        return response  # a long-poll parked (counted when it answers), a stream's events
     method = request.method if request.method in METHODS else "OTHER"
     status = response.status_code
     if (
@@ -193,6 +194,8 @@ def observe(
 
 def _done(_exc: BaseException | None) -> None:
     route = g.pop("obs_route", None)
+    if isinstance(request.environ.get(live.TICKET), live.Wait):
+        return  # parked: still in progress until it answers (the waiting room always wakes it)
     if route is not None:
         labelled(IN_PROGRESS, route).dec()
 

@@ -40,6 +40,7 @@ from limits import RateLimitItem, parse_many
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
+from service import live
 from service.api.problems import problem, problem_type
 from service.clock import utcnow
 from service.errors import RateLimited
@@ -183,8 +184,10 @@ def register(app: Flask) -> RateLimits | None:
     limits = RateLimits(config)
 
     def before() -> Response | None:
-        if request.path in EXEMPT_PATHS:
-            return None
+        if request.path in EXEMPT_PATHS or live.RESUMED in request.environ:
+            return None  # a parked long-poll answering was counted when it arrived
+        if live.RENDER in request.environ:
+            return None  # a stream's next events: the stream was counted
         window = limits.check()
         g.ratelimit_window = window
         if window is None or window.allowed:

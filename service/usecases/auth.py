@@ -119,6 +119,16 @@ def verify_player_token(token: str, secret_key: str, now: datetime) -> Principal
     return Principal(operator_id, player_id)
 
 
+def player_token_expiry(token: str, secret_key: str) -> datetime | None:
+    """When a valid player token expires (None for anything else: an API key)."""
+    if not token.startswith(PLAYER_TOKEN_PREFIX):
+        return None
+    try:
+        return datetime.fromtimestamp(_signed_claims(token, secret_key)[2], UTC)
+    except Unauthenticated:
+        return None
+
+
 @functools.lru_cache(maxsize=4096)
 def _signed_claims(token: str, secret_key: str) -> tuple[str, str, int]:
     """(operator id, player id, expiry in epoch seconds) of a token whose signature checks.

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.db.models import ApiKey, Operator
 from service.errors import NotFound, ValidationFailed
 from service.ids import new_id
+from service.live import notices
 from service.usecases.auth import hash_api_key, new_api_key_secret
 
 #: The longest operator name (the column's width).
@@ -77,6 +78,7 @@ def revoke_api_key(session: Session, operator_id: str, key_id: str, now: datetim
         raise NotFound(f"No API key {key_id!r}.")
     if key.revoked_at is None:
         key.revoked_at = now
+        notices.changed(session, key.id, 0, kind="auth")  # streams check their callers again
     return key
 
 

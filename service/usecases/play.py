@@ -33,6 +33,7 @@ from service.formats.games import AnyMatch
 from service.formats.match import RESIGN
 from service.formats.multi_common import renamed, seated_history
 from service.ids import new_id
+from service.live import notices
 from service.match_view import match_view, seat_numbers, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
@@ -283,7 +284,9 @@ def _record(
         assert table is not None
         if not MatchSettings.from_dict(table.settings).continuous:  # a per-hand one plays on
             table.status = "finished"
+            notices.changed(session, table.operator_id, 0, kind="lobby")
     _advance(row, match, now)
+    notices.changed(session, row.id, row.version)  # published when the unit of work commits
     session.flush()  # rows added above (and an ORM match row) go first: foreign keys
     logged = _logged(row, before.hand_number, actor, seat, action, now)
     if not isinstance(row, MatchRowData):  # an ORM row, written by the flush above
@@ -516,6 +519,15 @@ def peek_version(
         if principal is None or found.spectator_delay is None:
             return int(found.version)
         return current_version(session, principal, match_id, now)
+
+
+def peek_versions(engine: Engine, match_ids: list[str]) -> dict[str, int]:
+    """The versions of ``match_ids`` in one read (a waiting room whose notices stopped)."""
+    with Session(engine) as session:
+        rows = session.execute(
+            select(_MATCHES.c.id, _MATCHES.c.version).where(_MATCHES.c.id.in_(match_ids))
+        )
+        return {row.id: int(row.version) for row in rows}
 
 
 def get_view(
@@ -752,6 +764,7 @@ def _act_unlocked(
             f"The match is at version {current.version if current else '?'}, not "
             f"{expected_version}; read it again."
         )
+    notices.publish([notices.Notice(row.id, row.version)])  # committed already
     if ctx.states is not None:  # committed: keep it
         ctx.states.put(match_id, row.version, match)
     return _view(ctx, match)

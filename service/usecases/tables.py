@@ -34,6 +34,7 @@ from service.formats.payout_multi import needs_top_up
 from service.formats.settings import GAME_SEATS, GameKind
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
+from service.live import notices
 from service.rules import RulesError, fair
 from service.rules.rummy import RummyRules, next_dealer
 from service.usecases import play, seamless, unit_of_work, wallets
@@ -147,6 +148,12 @@ def practice_problems(practice: bool, currency: str) -> list[FieldError]:
     return [FieldError("currency", message)]
 
 
+def lobby_changed(session: Session, table: GameTable) -> None:
+    """The operator's lobby changed with ``table`` (opened, seated, left, filled, closed):
+    its lobby streams are told once the unit of work commits."""
+    notices.changed(session, table.operator_id, 0, kind="lobby")
+
+
 def create_table(
     session: Session,
     principal: Principal,
@@ -195,6 +202,7 @@ def create_table(
     session.flush()
     session.add(waiting_match(table, table.match_id, now))
     session.flush()
+    lobby_changed(session, table)
     return _view(session, table, True)
 
 
@@ -426,6 +434,7 @@ def join_table(
     )
     session.add(seat)
     table.seats_taken = len(seats) + 1
+    lobby_changed(session, table)
     session.flush()
     if settings.continuous:
         _deal_next_hand(session, table, settings, now)
@@ -529,6 +538,7 @@ def _vacate(session: Session, table: GameTable, seat: Seat, now: datetime) -> No
     _refund(session, table, seat, now)
     session.delete(seat)
     table.seats_taken -= 1
+    lobby_changed(session, table)
 
 
 def _refund(session: Session, table: GameTable, seat: Seat, now: datetime) -> None:
@@ -828,6 +838,7 @@ def _cancel(session: Session, table_id: str, now: datetime) -> bool:
     for seat in play._seats(session, table.id):
         _refund(session, table, seat, now)
     table.status = "cancelled"
+    lobby_changed(session, table)
     match = session.get(MatchRow, table.match_id, with_for_update=True)
     assert match is not None
     play.cancel_match(session, match, now)

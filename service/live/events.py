@@ -1,0 +1,62 @@
+"""Server-sent events of a match (``GET /v1/matches/{id}/events``): their text form.
+
+- ``update``: the match changed; ``id`` is its version (what ``Last-Event-ID`` resumes
+  after), ``data`` the caller's view as ``GET /v1/matches/{id}`` answers it. A view carries
+  the whole state the caller may see, so a client that missed some versions (coalesced, or
+  dropped while reconnecting) loses nothing by receiving only the latest.
+- ``end``: the match has finished (or is void); the stream closes after it.
+- ``lobby`` (the lobby's stream, ``GET /v1/tables/events``): the lobby's page, each time
+  it changes.
+- ``error``: the caller may no longer watch (a revoked key or token, ...): a problem
+  document; the stream closes after it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flask import current_app, request
+
+from service.clock import utcnow
+from service.jsoncodec import dumps_bytes
+from service.usecases.auth import player_token_expiry
+
+EVENT_STREAM = "text/event-stream"
+#: What OpenAPI says of the stream's body: the schema of each of its events (as OpenAPI 3.2
+#: reads a ``text/event-stream`` schema); ``data`` is JSON text.
+EVENT_STREAM_DOC: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["update", "end", "error", "lobby"]},
+        "id": {"type": "string", "description": "The match's version (match streams)."},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "retry": {"type": "integer", "description": "Milliseconds to wait before resuming."},
+    },
+}
+#: The stream's first line: how long a client waits before it reconnects (milliseconds).
+RETRY = b"retry: 2000\n\n"
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def update(view: dict[str, Any]) -> bytes:
+    return b"id: %d\nevent: update\ndata: %s\n\n" % (int(view["version"]), _json(view))
+
+
+def end(version: int) -> bytes:
+    return b'id: %d\nevent: end\ndata: {"version": %d}\n\n' % (version, version)
+
+
+def _json(value: Any) -> bytes:
+    return dumps_bytes(value)
+
+
+def token_expiry() -> float | None:
+    """When the request's player token expires, on the ``time.monotonic()`` clock (its
+    stream is checked again then, and ends), or None for an API key."""
+    header = request.headers.get("Authorization", "")
+    token = header.partition(" ")[2].strip()
+    expires = player_token_expiry(token, current_app.config["SECRET_KEY"])
+    if expires is None:
+        return None
+    return time.monotonic() + max(0.0, (expires - utcnow()).total_seconds()) + 0.5
