@@ -71,7 +71,11 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
         if version > wanted:
             pass  # answer now: it moved
         elif live.can_park(environ):  # the worker's waiting room holds the connection
-            environ[live.TICKET] = live.Wait(match_id, wanted, deadline)
+            wake = play.wake_after(db_session(), principal(), match_id, wanted)
+            release_db_session()
+            if wake.at is not None:  # a spectator delay reveals an older change then
+                deadline = min(deadline, time.monotonic() + (wake.at - utcnow()).total_seconds())
+            environ[live.TICKET] = live.Wait(match_id, wake.version, deadline)
             return Response(status=204)  # never sent
         else:  # no waiting room (the Flask test client, another server): poll
             engine = current_app.extensions["gin"]["engine"]

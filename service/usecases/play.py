@@ -506,6 +506,39 @@ def current_version(
     return ctx.row.version if shown is None else shown
 
 
+@dataclass(frozen=True)
+class WakeAfter:
+    """When a caller who has seen version ``wanted`` has something new to see: once the
+    match's own version passes ``version``, or at ``at`` (a spectator delay in seconds
+    reveals an older change then, with no new change to announce it)."""
+
+    version: int
+    at: datetime | None = None
+
+
+def wake_after(
+    session: Session, principal: Principal, match_id: str, wanted: int, now: datetime | None = None
+) -> WakeAfter:
+    """What a long-poll that has seen ``wanted`` waits for, in the match's own versions (the
+    notices name those): ``wanted`` itself for a player; for a spectator of a delayed match
+    (:func:`_delayed_version`), ``wanted`` plus the delay in moves, or, with a delay in
+    seconds, the match's version now and the moment its next change already made becomes
+    visible."""
+    when = utcnow() if now is None else now
+    ctx = _read_context(session, principal, match_id)
+    shown = _delayed_version(session, ctx, principal, when)
+    delay = ctx.row.spectator_delay
+    if shown is None or delay is None:
+        return WakeAfter(wanted)
+    if "moves" in delay:
+        return WakeAfter(wanted + int(delay["moves"]))
+    following = first_alone(
+        session, _SELECT_LOGGED_AT, {"match_id": ctx.row.id, "version": max(wanted, shown) + 1}
+    )
+    at = None if following is None else following.at + timedelta(seconds=int(delay["seconds"]))
+    return WakeAfter(ctx.row.version, at)
+
+
 def peek_version(
     engine: Engine, match_id: str, principal: Principal | None = None, now: datetime | None = None
 ) -> int:
@@ -555,6 +588,10 @@ _ACTIONS = table_of(MatchAction)
 _SELECT_VERSION_BY = select(func.max(_ACTIONS.c.version).label("version")).where(
     (_ACTIONS.c.match_id == bindparam("match_id"))
     & (_ACTIONS.c.at <= bindparam("cutoff", type_=_ACTIONS.c.at.type))
+)
+#: When a version was logged.
+_SELECT_LOGGED_AT = select(_ACTIONS.c.at).where(
+    (_ACTIONS.c.match_id == bindparam("match_id")) & (_ACTIONS.c.version == bindparam("version"))
 )
 #: The newest state kept at or before a version.
 _SELECT_KEPT_STATE = (

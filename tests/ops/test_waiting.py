@@ -46,11 +46,11 @@ def served(
     app.extensions["gin"]["engine"].dispose()
 
 
-def _match(app: Any, base: str) -> tuple[ApiClient, list[ApiClient], str]:
+def _match(app: Any, base: str, **settings: Any) -> tuple[ApiClient, list[ApiClient], str]:
     """(operator, the two players, match id): a started match, driven over real HTTP."""
     _operator, key = new_operator(app)
     setup = ApiClient(app.test_client(), key)
-    table = open_table(setup, stake=100)
+    table = open_table(setup, stake=100, **settings)
     players = [player_client(setup, deposit=1000), player_client(setup, deposit=1000)]
     for player in players:
         assert join(player, table["id"]).status_code == 201
@@ -120,6 +120,33 @@ def test_a_long_poll_still_times_out_and_is_authorised_first(served: Any) -> Non
     stranger = ApiClient(HttpClient(base), "nope")
     refused = stranger.get(f"/v1/matches/{match_id}?wait_for_version={version}&timeout=5")
     assert refused.status_code == 401
+
+
+def test_a_delayed_spectators_long_poll_waits_for_a_change_it_may_see(served: Any) -> None:
+    """A spectator of a table with a delay of 2 moves that has seen what it may see waits
+    (the two newest changes are not yet its to see: it is not answered with nothing new,
+    over and over); the next move reveals the change before it, and wakes it with that."""
+    app, base, _log = served
+    operator, players, match_id = _match(app, base, spectator_delay={"moves": 2})
+    for _ in range(3):
+        _move(players, match_id)
+    seen = operator.get(f"/v1/matches/{match_id}").get_json()["version"]
+    assert seen == _views(players, match_id)[0]["version"] - 2
+    answers: list[Any] = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(
+            operator.get(f"/v1/matches/{match_id}?wait_for_version={seen}&timeout=20")
+        )
+    )
+    waiting.start()
+    waiting.join(timeout=1.5)
+    assert not answers, "answered with nothing new to see"
+    started = time.monotonic()
+    _move(players, match_id)
+    waiting.join(timeout=10)
+    assert answers and answers[0].status_code == 200
+    assert time.monotonic() - started < 5
+    assert answers[0].get_json()["version"] == seen + 1
 
 
 class EventReader:
