@@ -9,7 +9,10 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import update
+
 from service.clock import utcnow
+from service.db.wallet_models import WalletCall
 from service.usecases import tournaments
 from tests.api import test_seamless
 from tests.api.test_seamless import POST, Operator, _books_agree
@@ -124,6 +127,8 @@ def test_a_registration_whose_debit_times_out_takes_nothing_and_its_retry_works(
     assert second.id != first.id and second.state == "booked"
     assert operator.wallet.balance(player.external_id) == START - ENTRY  # type: ignore[attr-defined]
     _books_agree(operator, player, start=START)
+    audit = operator.api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()
+    assert audit["ok"], audit  # one round open: the entrant's
 
 
 def test_unregistering_and_cancelling_refund_by_credits(operator: Operator) -> None:
@@ -172,3 +177,19 @@ def test_a_prize_whose_first_answer_is_lost_is_credited_once(operator: Operator)
         assert operator.wallet.balance(client.external_id) == START - ENTRY + prizes[player_id]
     _books_agree(operator, *clients.values(), start=START)
     operator.audit_ok()
+    # A credit written for another amount than the prize the ledger paid is found.
+    winner = max(credits, key=lambda c: c.amount)
+    db = operator.session()
+    try:
+        with db.begin():
+            db.execute(
+                update(WalletCall)
+                .where(WalletCall.id == winner.id)
+                .values(amount=winner.amount - 1)
+            )
+    finally:
+        db.close()
+    audit = operator.api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()
+    assert [(d["field"], d["expected"], d["actual"]) for d in audit["discrepancies"]] == [
+        (f"wallet[{winner.player_id}].credits", winner.amount, winner.amount - 1)
+    ]
