@@ -6,9 +6,11 @@ wallet answers."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 
 from service.clock import utcnow
@@ -43,29 +45,44 @@ def _field(operator: Operator, count: int = 4) -> tuple[dict[str, Any], dict[str
     return response.get_json(), clients
 
 
-def _play_out(operator: Operator, tournament: dict[str, Any], clients: dict[str, Any]) -> Any:
-    """Every match lost by its first seat's resignation, round by round; the tournament
-    after its last match, whose prize credits were sent as the settlement task sends them."""
+def _play_out(
+    operator: Operator,
+    tournament: dict[str, Any],
+    clients: dict[str, Any],
+    settle: Callable[[str], Any] | None = None,
+) -> Any:
+    """Every match lost by its first seat's resignation, round by round, each concluded by
+    ``settle`` (by default the settlement task's use case, then the credits sent as the task
+    sends them); the tournament after its last match."""
+
+    def conclude_and_send(match_id: str) -> None:
+        assert conclude(operator.app, match_id) is None  # recorded: no settlement
+        db = operator.session()
+        try:
+            tournaments.send_credits(db, match_id, POST)
+        finally:
+            db.close()
+
     players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
     for r in (1, 2):
         for pairing in tournament["rounds"][r - 1]["matches"]:
             loser = clients[players[pairing["first_seat"]]]
             path = f"/v1/matches/{pairing['match_id']}/actions"
             assert loser.post(path, {"action": "RESIGN"}).status_code == 200
-            assert conclude(operator.app, pairing["match_id"]) is None
-            last = pairing["match_id"]
+            (settle or conclude_and_send)(pairing["match_id"])
         tournament = operator.api.get(f"/v1/tournaments/{tournament['id']}").get_json()
-    db = operator.session()
-    try:
-        tournaments.send_credits(db, last, POST)
-    finally:
-        db.close()
     return tournament
 
 
 def test_a_seamless_knockout_debits_the_entries_and_credits_the_prizes(
-    operator: Operator,
+    operator: Operator, monkeypatch: pytest.MonkeyPatch, database_url: str
 ) -> None:
+    from worker.tasks import settle_match
+
+    # The settlement task itself, called as a plain function on the test database: it
+    # records each result and, after the final, sends the prize credits at once.
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true")
     tournament, clients = _field(operator)
     assert tournament["status"] == "running"
     for client in clients.values():
@@ -76,7 +93,7 @@ def test_a_seamless_knockout_debits_the_entries_and_credits_the_prizes(
     ] * 4
     assert len({c.round_id for c in debits}) == 4  # a round per player's stay
 
-    finished = _play_out(operator, tournament, clients)
+    finished = _play_out(operator, tournament, clients, settle_match)
     assert finished["status"] == "finished"
     prizes = {e["player_id"]: e["prize"]["amount"] for e in finished["entries"]}
     assert sorted(prizes.values()) == [0, 0, 1_200, 2_800]  # 2-5: 7000/3000 of 4,000
