@@ -210,3 +210,21 @@ def test_a_prize_whose_first_answer_is_lost_is_credited_once(operator: Operator)
     assert [(d["field"], d["expected"], d["actual"]) for d in audit["discrepancies"]] == [
         (f"wallet[{winner.player_id}].credits", winner.amount, winner.amount - 1)
     ]
+
+
+def test_a_self_exclusion_credits_an_open_entry_back(operator: Operator) -> None:
+    tournament = open_tournament(operator.api)
+    player = operator.player(balance=START)
+    assert _register(player, tournament["id"]).status_code == 201
+    until = (utcnow() + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    excluded = operator.api.put(
+        f"/v1/players/{player.player_id}/self-exclusion",  # type: ignore[attr-defined]
+        {"until": until},
+    )
+    assert excluded.status_code == 200, excluded.get_json()
+    assert operator.api.get(f"/v1/tournaments/{tournament['id']}").get_json()["entries"] == []
+    operator.sweep()
+    credits = operator.calls(kind="credit")
+    assert [(c.reason, c.amount, c.state) for c in credits] == [("refund", ENTRY, "acknowledged")]
+    _books_agree(operator, player, start=START)
+    operator.audit_ok()
