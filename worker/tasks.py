@@ -180,6 +180,10 @@ def _settle_one(match_id: str) -> str | None:
         return None
     if done is not None:
         _with_session(lambda session: seamless.send_credits(session, match_id, operator_sender()))
+    else:  # a tournament's match: the prizes, when it was the last, are credited now
+        _with_session(
+            lambda session: tournaments.send_credits(session, match_id, operator_sender())
+        )
     return done
 
 

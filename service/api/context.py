@@ -403,6 +403,27 @@ def debits(stake_of: Callable[..., Any]) -> Callable[[Callable[..., Any]], Calla
     return decorate
 
 
+def credits_after(ref_arg: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """For a request that may pay money back at a seamless operator (a tournament's
+    unregistration or cancellation), outside its unit of work: once the view has answered
+    (its credits committed), the pending credits of what the view argument ``ref_arg``
+    names are sent at once; the wallet sweep sends whatever this leaves."""
+    from service.usecases import seamless
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            response = view(*args, **kwargs)
+            seamless.send_credits_for(
+                db_session(), principal().operator_id, kwargs[ref_arg], operator_sender()
+            )
+            return response
+
+        return wrapper
+
+    return decorate
+
+
 def wallet_debit() -> str | None:
     """The seamless wallet debit :func:`debits` made for this request, if any."""
     found: str | None = g.get("wallet_debit")

@@ -7,7 +7,16 @@ from typing import Any
 from flask_smorest import Blueprint
 
 from service.api import render
-from service.api.context import db_session, idempotent, player_idempotent, principal, unit
+from service.api.context import (
+    credits_after,
+    db_session,
+    debits,
+    idempotent,
+    player_idempotent,
+    principal,
+    unit,
+    wallet_debit,
+)
 from service.api.problems import documents
 from service.api.tournament_schemas import (
     TournamentIn,
@@ -27,13 +36,14 @@ from service.errors import (
     InsufficientFunds,
     InvalidCursor,
     NotFound,
-    SeamlessWallet,
     SelfExcluded,
     TokenExpired,
     TournamentNotOpen,
     Unauthenticated,
     UnsupportedCurrency,
     ValidationFailed,
+    WalletDeclined,
+    WalletUnavailable,
 )
 from service.tournaments.single_table import SingleTable
 from service.usecases import tournaments
@@ -125,25 +135,44 @@ def get_tournament(tournament_id: str) -> dict[str, Any]:
     return tournament_json(tournaments.get_tournament(db_session(), principal(), tournament_id))
 
 
+def _entry_stake(tournament_id: str) -> Any:
+    return tournaments.entry_stake(db_session(), principal(), tournament_id, utcnow())
+
+
 @blp.route("/tournaments/<tournament_id>/entries", methods=["POST"])
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@debits(_entry_stake)
 @player_idempotent
 @blp.response(201, TournamentOut)
-@documents(blp, *ENTRY_PROBLEMS, AlreadyRegistered, SelfExcluded, InsufficientFunds, SeamlessWallet)
+@documents(
+    blp,
+    *ENTRY_PROBLEMS,
+    AlreadyRegistered,
+    SelfExcluded,
+    InsufficientFunds,
+    WalletDeclined,
+    WalletUnavailable,
+)
 def register(tournament_id: str) -> tuple[dict[str, Any], int]:
     """Register (player token): the entry, buy-in plus fee, is held from your available
-    funds for the tournament; the entry that fills the field starts it."""
-    view = tournaments.register(db_session(), principal(), tournament_id, utcnow())
+    funds for the tournament; the entry that fills the field starts it. At a seamless
+    operator the entry is first debited from the operator's wallet (an ambiguous answer:
+    503 `wallet_unavailable`, the debit rolled back, no entry taken)."""
+    view = tournaments.register(
+        db_session(), principal(), tournament_id, utcnow(), debit=wallet_debit()
+    )
     return tournament_json(view), 201
 
 
 @blp.route("/tournaments/<tournament_id>/entries/me", methods=["DELETE"])
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@credits_after("tournament_id")
 @player_idempotent
 @blp.response(200, TournamentOut)
 @documents(blp, *ENTRY_PROBLEMS)
 def unregister(tournament_id: str) -> dict[str, Any]:
-    """Unregister before the start (player token): the entry is released in full."""
+    """Unregister before the start (player token): the entry is released in full (at a
+    seamless operator, credited back to the operator's wallet)."""
     return tournament_json(
         tournaments.unregister(db_session(), principal(), tournament_id, utcnow())
     )
@@ -151,6 +180,7 @@ def unregister(tournament_id: str) -> dict[str, Any]:
 
 @blp.route("/tournaments/<tournament_id>/cancel", methods=["POST"])
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@credits_after("tournament_id")
 @idempotent
 @blp.response(200, TournamentOut)
 @documents(

@@ -1,6 +1,6 @@
 """The operator console at ``/console``: an operator signs in with an API key and sees its
-own tables, matches, players, settlements, money and webhooks (docs/pages.md, "Operator
-console").
+own tables, matches, tournaments, players, settlements, money and webhooks (docs/pages.md,
+"Operator console").
 
 Server-rendered forms, no script. What it reads and the few safe actions it takes (open a
 table, send a webhook test event, redeliver, revoke an API key; nothing that moves money) go
@@ -47,6 +47,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from service.api import render
 from service.api.context import db_session
+from service.api.tournaments import tournament_json
 from service.api.webhooks import queue_delivery
 from service.clock import rfc3339, utcnow
 from service.errors import (
@@ -70,6 +71,8 @@ from service.usecases import (
     seamless,
     settlement,
     tables,
+    tournament_audit,
+    tournaments,
     unit_of_work,
     wallets,
     webhooks,
@@ -374,7 +377,9 @@ def match_page(match_id: str) -> str:
         row = console.get_match(session, who, match_id)
         found: dict[str, Any] = {"match": row, "hands": console.match_hands(session, who, match_id)}
         found["settled"] = None
-        if row.settled_at is not None:
+        # A tournament's match is recorded, not settled: its tournament pays at its end.
+        found["tournament_id"] = tournaments.tournament_of_match(session, match_id)
+        if row.settled_at is not None and found["tournament_id"] is None:
             [view] = settlement.settlement_views(
                 session, [settlement.get_settlement(session, who, match_id)]
             )
@@ -499,6 +504,60 @@ def settlement_page(match_id: str) -> str:
         }
 
     return render_template("pages/console/settlement.html", **_unit(read))
+
+
+# --- tournaments -------------------------------------------------------------------------
+
+TOURNAMENT_STATUSES = ("open", "running", "finished", "cancelled")
+
+
+@blp.get("/tournaments")
+def tournaments_page() -> str:
+    """The operator's tournaments, newest first (every status, or the one asked for)."""
+    status = request.args.get("status") or None
+    if status not in TOURNAMENT_STATUSES:
+        status = None
+
+    def read() -> list[dict[str, Any]]:
+        found = tournaments.list_tournaments(
+            db_session(),
+            _who(),
+            status=status,
+            game=None,
+            currency=None,
+            limit=100,
+            starting_after=None,
+            ending_before=None,
+        )
+        return [tournament_json(view) for view in found.data]
+
+    return render_template(
+        "pages/console/tournaments.html",
+        tournaments=_unit(read),
+        status=status,
+        statuses=TOURNAMENT_STATUSES,
+    )
+
+
+@blp.get("/tournaments/<tournament_id>")
+def tournament_page(tournament_id: str) -> str:
+    """One tournament: its bracket (or table) with each match linked, its standings, its
+    entries, its statement line by line and its audit's verdict."""
+    session, who = db_session(), _who()
+
+    def read() -> dict[str, Any]:
+        shown = tournament_json(tournaments.get_tournament(session, who, tournament_id))
+        _, lines = tournaments.statement(session, who, tournament_id)
+        players = {e["seat"]: e["player_id"] for e in shown["entries"]}
+        return {
+            "t": shown,
+            "players": players,
+            "lines": lines,
+            "held": sum(line.amount for line in lines),
+            "verdict": tournament_audit.audit_one(session, who, tournament_id),
+        }
+
+    return render_template("pages/console/tournament.html", **_unit(read))
 
 
 # --- money -------------------------------------------------------------------------------

@@ -234,14 +234,15 @@ def signing_secrets(wallet: OperatorWallet, now: datetime) -> list[str]:
 
 @dataclass(frozen=True)
 class Stake:
-    """The debit a seat request needs: who pays how much into which escrow, for which round
-    (``None``: the seat opens a new round)."""
+    """The debit a seat request (or a tournament entry) needs: who pays how much into which
+    escrow, for which round (``None``: the request opens a new round). A tournament's round
+    names the tournament as its ``table_id`` and no match."""
 
     operator_id: str
     player_id: str
     currency: str
     amount: int
-    reason: str  # stake, buyin, top_up
+    reason: str  # stake, buyin (a tournament entry too), top_up
     table_id: str
     match_id: str | None
     escrow_ref: str
@@ -781,14 +782,30 @@ def sweep(session: Session, post: Post, now: datetime | None = None, limit: int 
 def send_credits(session: Session, match_id: str, post: Post) -> int:
     """Send a settled match's credits now (the settlement task, right after its commit);
     the sweep sends whatever this leaves. How many are acknowledged."""
+    return _send_pending(session, WalletCall.match_id == match_id, post)
+
+
+def send_credits_for(session: Session, operator_id: str, escrow_ref: str, post: Post) -> int:
+    """Send the pending credits of what ``escrow_ref`` holds money for (a tournament: its
+    refunds and prizes) now, right after the commit that wrote them; the sweep sends
+    whatever this leaves. Nothing to read for an operator without a seamless currency.
+    How many are acknowledged."""
+    if not unit_of_work.run(session, has_seamless, session, operator_id):
+        return 0
+    return _send_pending(
+        session,
+        (WalletCall.operator_id == operator_id) & (WalletCall.escrow_ref == escrow_ref),
+        post,
+    )
+
+
+def _send_pending(session: Session, condition: Any, post: Post) -> int:
     ids = unit_of_work.run(
         session,
         lambda: list(
             session.scalars(
                 select(WalletCall.id).where(
-                    WalletCall.match_id == match_id,
-                    WalletCall.kind == "credit",
-                    WalletCall.state == "pending",
+                    condition, WalletCall.kind == "credit", WalletCall.state == "pending"
                 )
             )
         ),

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from service.db.match_models import MatchRow
 from service.db.tournament_models import Tournament
+from service.db.wallet_models import WalletCall
 from service.errors import NotFound
 from service.formats import Match, games
 from service.rules import fair
@@ -39,7 +40,7 @@ from service.tournaments.bracket import Knockout, draw, shuffle
 from service.tournaments.errors import TournamentError
 from service.tournaments.payouts import PayoutTable, award
 from service.tournaments.single_table import SingleTable, match_result
-from service.usecases import tournaments
+from service.usecases import tournaments, wallets
 from service.usecases.audit import Discrepancy
 from service.usecases.auth import Principal, require_operator
 
@@ -97,6 +98,10 @@ class TournamentFacts:
     prizes: Mapping[int, int | None]
     #: The statement's lines: (kind, player id, amount into the pool).
     lines: Sequence[tuple[str, str | None, int]]
+    #: At a seamless operator, each player's wallet calls for the tournament: (the debits
+    #: booked, the credits written, the rounds a booked debit opened that no credit closed);
+    #: ``None`` in transfer mode.
+    wallet: Mapping[str, tuple[int, int, int]] | None = None
 
 
 def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
@@ -127,6 +132,8 @@ def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
     expected_fees = 0 if facts.status == "open" or full_refund else facts.fee * field
     if kept_fees != expected_fees:
         found.append(Discrepancy("ledger.fees", expected_fees, kept_fees, "the house's fees"))
+    if facts.wallet is not None:
+        found += _wallet_findings(facts, per_player, over)
     if full_refund:
         for seat, player_id in sorted(facts.players.items()):
             kept = sum(per_player[kind, player_id] for kind in ("entry", "refund", "fee_refund"))
@@ -150,6 +157,31 @@ def compare_tournament(facts: TournamentFacts) -> list[Discrepancy]:
                 )
             if paid != due.get(seat, 0):
                 found.append(Discrepancy(f"ledger.prize[{seat}]", due.get(seat, 0), paid))
+    return found
+
+
+def _wallet_findings(
+    facts: TournamentFacts, per_player: Mapping[tuple[str, str | None], int], over: bool
+) -> list[Discrepancy]:
+    """A seamless operator's calls against the ledger, player by player: the debits booked
+    are the entries held, the credits written are what left the tournament for the player
+    (refunds, fees given back, prizes), and every round is closed but a current entrant's
+    while the tournament is not over (docs/tournaments.md, "Seamless wallets")."""
+    assert facts.wallet is not None
+    found = []
+    entrants = set(facts.players.values())
+    for player_id in sorted(entrants | set(facts.wallet)):
+        debited, credited, open_rounds = facts.wallet.get(player_id, (0, 0, 0))
+        held = per_player.get(("entry", player_id), 0)
+        back = -sum(per_player.get((k, player_id), 0) for k in ("refund", "fee_refund", "prize"))
+        where = f"wallet[{player_id}]"
+        if debited != held:
+            found.append(Discrepancy(f"{where}.debits", held, debited, "the entries held"))
+        if credited != back:
+            found.append(Discrepancy(f"{where}.credits", back, credited, "what it was paid back"))
+        expected_open = 1 if player_id in entrants and not over else 0
+        if open_rounds != expected_open:
+            found.append(Discrepancy(f"{where}.open_rounds", expected_open, open_rounds))
     return found
 
 
@@ -255,7 +287,42 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
         table_places=table_places,
         prizes={e.seat: e.prize for e in entries},
         lines=[(line.kind, line.player_id, line.amount) for line in lines],
+        wallet=_wallet_calls(session, tournament),
     )
+
+
+def _wallet_calls(
+    session: Session, tournament: Tournament
+) -> dict[str, tuple[int, int, int]] | None:
+    """Each player's wallet calls for the tournament, summed for :class:`TournamentFacts`;
+    ``None`` when its currency is not in seamless mode."""
+    if wallets.seamless_wallet(session, tournament.operator_id, tournament.currency) is None:
+        return None
+    debited: dict[str, int] = defaultdict(int)
+    credited: dict[str, int] = defaultdict(int)
+    opened: dict[str, set[str]] = defaultdict(set)
+    closed: dict[str, set[str]] = defaultdict(set)
+    for call in session.scalars(
+        select(WalletCall).where(
+            WalletCall.operator_id == tournament.operator_id,
+            WalletCall.escrow_ref == tournament.id,
+        )
+    ):
+        if call.kind == "debit" and call.state == "booked":
+            debited[call.player_id] += call.amount
+            opened[call.player_id].add(call.round_id)
+        elif call.kind == "credit":
+            credited[call.player_id] += call.amount
+            if call.round_closed:
+                closed[call.player_id].add(call.round_id)
+    return {
+        player_id: (
+            debited[player_id],
+            credited[player_id],
+            len(opened[player_id] - closed[player_id]),
+        )
+        for player_id in set(debited) | set(credited)
+    }
 
 
 def audit_tournament(session: Session, tournament: Tournament) -> TournamentAudit:

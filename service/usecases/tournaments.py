@@ -45,7 +45,6 @@ from service.errors import (
     Forbidden,
     MatchNotLive,
     NotFound,
-    SeamlessWallet,
     TournamentNotOpen,
     ValidationFailed,
 )
@@ -54,12 +53,13 @@ from service.formats.match import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
+from service.outbound.transport import Post
 from service.rules import fair
 from service.tournaments.bracket import SIZES, Knockout, draw, shuffle
 from service.tournaments.errors import PayoutTableError
 from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award
 from service.tournaments.single_table import SingleTable, match_result
-from service.usecases import play, tables, unit_of_work, wallets
+from service.usecases import play, seamless, tables, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of
 
@@ -310,20 +310,11 @@ def list_tournaments(
 # --- registration -------------------------------------------------------------------------
 
 
-def register(
+def _entry_request(
     session: Session, principal: Principal, tournament_id: str, now: datetime
-) -> TournamentView:
-    """Register the caller (player token): the entry, buy-in plus fee, is held from its
-    available funds for the tournament in the same transaction; the entry that fills the
-    field starts the tournament (:func:`_start`).
-
-    :raises Forbidden: without a player token.
-    :raises AlreadyRegistered: when the player is registered already.
-    :raises TournamentNotOpen: once the tournament started, ended or its deadline passed.
-    :raises SelfExcluded: while the player's self-exclusion runs.
-    :raises SeamlessWallet: at an operator whose currency runs in seamless mode.
-    :raises InsufficientFunds: when the player's available funds are short of the entry.
-    """
+) -> tuple[Tournament, Player, list[TournamentEntry]]:
+    """A registration's checks, under the tournament's row lock: the tournament, the
+    player and the entries so far."""
     if principal.player_id is None:
         raise Forbidden("Registering needs the player's own token.")
     tournament = _tournament(session, principal, tournament_id, lock=True)
@@ -341,18 +332,63 @@ def register(
             f"{tournament.registration_deadline:%Y-%m-%dT%H:%M:%SZ}."
         )
     tables.not_self_excluded(player, now)
-    if wallets.seamless_wallet(session, tournament.operator_id, tournament.currency):
-        raise SeamlessWallet(
-            f"{tournament.currency} runs in seamless mode: tournaments take transfer-mode "
-            "entries only (docs/tournaments.md)."
-        )
+    return tournament, player, entries
+
+
+def entry_stake(
+    session: Session, principal: Principal, tournament_id: str, now: datetime
+) -> seamless.Stake | None:
+    """What registering for ``tournament_id`` debits from a seamless operator's wallet: the
+    entry, buy-in plus fee, opening the player's round for this stay in the tournament (the
+    registration's checks made first, so a refused one debits nothing); ``None`` in
+    transfer mode. The round's ``table_id`` is the tournament's id."""
+    tournament, player, _ = _entry_request(session, principal, tournament_id, now)
+    if wallets.seamless_wallet(session, tournament.operator_id, tournament.currency) is None:
+        return None
+    return seamless.Stake(
+        operator_id=tournament.operator_id,
+        player_id=player.id,
+        currency=tournament.currency,
+        amount=tournament.buy_in + tournament.fee,
+        reason="buyin",
+        table_id=tournament.id,
+        match_id=None,
+        escrow_ref=tournament.id,
+        round_id=None,
+    )
+
+
+def register(
+    session: Session,
+    principal: Principal,
+    tournament_id: str,
+    now: datetime,
+    debit: str | None = None,
+) -> TournamentView:
+    """Register the caller (player token): the entry, buy-in plus fee, is held from its
+    available funds for the tournament in the same transaction (at a seamless operator
+    ``debit``, the wallet debit :func:`entry_stake` named, is booked into them first); the
+    entry that fills the field starts the tournament (:func:`_start`).
+
+    :raises Forbidden: without a player token.
+    :raises AlreadyRegistered: when the player is registered already.
+    :raises TournamentNotOpen: once the tournament started, ended or its deadline passed.
+    :raises SelfExcluded: while the player's self-exclusion runs.
+    :raises InsufficientFunds: when the player's available funds are short of the entry.
+    :raises WalletUnavailable: at a seamless operator, without an applied debit of the entry.
+    """
+    tournament, player, entries = _entry_request(session, principal, tournament_id, now)
+    entry_amount = tournament.buy_in + tournament.fee
+    seamless.book(
+        session, tournament.operator_id, player.id, tournament.currency, entry_amount, debit, now
+    )
     hold = wallets.hold(
         session,
         tournament.operator_id,
         player.id,
         tournament.id,
         tournament.currency,
-        tournament.buy_in + tournament.fee,
+        entry_amount,
         # Each entry's hold has a key of its own: a request's repeats are answered by the
         # HTTP idempotency layer, and a player who unregistered may register again.
         f"tournament-entry:{tournament.id}:{player.id}:{secrets.token_hex(8)}",
@@ -397,9 +433,7 @@ def unregister(
         raise NotFound(f"Player {principal.player_id} is not registered for {tournament.id}.")
     if tournament.status != "open":
         raise TournamentNotOpen(f"Tournament {tournament.id} is {tournament.status}.")
-    _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
-    session.delete(entry)
-    tournament.entries_taken -= 1
+    _withdraw(session, tournament, entry, now)
     session.flush()
     return _view(session, tournament)
 
@@ -432,10 +466,52 @@ def exclude_from_tournaments(session: Session, player: Player, now: datetime) ->
         ).one_or_none()
         if entry is None or tournament.status != "open":  # left, or started, meanwhile
             continue
-        _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
-        session.delete(entry)
-        tournament.entries_taken -= 1
+        _withdraw(session, tournament, entry, now)
     session.flush()
+
+
+def _withdraw(
+    session: Session, tournament: Tournament, entry: TournamentEntry, now: datetime
+) -> None:
+    """An entry withdrawn before the start: released in full (at a seamless operator
+    credited back to its wallet, closing the player's round) and its seat freed."""
+    _release(session, tournament, entry, tournament.buy_in + tournament.fee, now)
+    _credit(
+        session,
+        tournament,
+        {entry.player_id: tournament.buy_in + tournament.fee},
+        "refund",
+        f"tournament-release:{entry.hold_transaction_id}",
+        now,
+    )
+    session.delete(entry)
+    tournament.entries_taken -= 1
+
+
+def _credit(
+    session: Session,
+    tournament: Tournament,
+    amounts: dict[str, int],
+    reason: str,
+    cause: str,
+    now: datetime,
+) -> None:
+    """At a seamless operator, ``amounts`` (already in the players' available funds) leave
+    for its wallet, each credit closing its player's round in the tournament (a zero credit
+    when there is nothing to pay back), sent after the commit; nothing in transfer mode.
+    ``cause`` (the ledger key of what paid them) makes each player's credit once."""
+    seamless.pay_out(
+        session,
+        operator_id=tournament.operator_id,
+        currency=tournament.currency,
+        escrow_ref=tournament.id,
+        table_id=tournament.id,
+        match_id=None,
+        amounts=amounts,
+        reason=reason,
+        cause=cause,
+        now=now,
+    )
 
 
 def _release(
@@ -602,6 +678,27 @@ def tournament_of_match(session: Session, match_id: str) -> str | None:
     )
 
 
+def send_credits(session: Session, match_id: str, post: Post) -> int:
+    """After a tournament's match was recorded (the settlement task, right after its
+    commit): a seamless operator's credits of the tournament (the prizes, once its last
+    match has paid them) sent now; the wallet sweep sends whatever this leaves. How many
+    are acknowledged."""
+
+    def owner() -> tuple[str, str] | None:
+        found = session.execute(
+            select(Tournament.operator_id, Tournament.id)
+            .join(GameTable, GameTable.tournament_id == Tournament.id)
+            .join(MatchRow, MatchRow.table_id == GameTable.id)
+            .where(MatchRow.id == match_id)
+        ).first()
+        return None if found is None else (found[0], found[1])
+
+    found = unit_of_work.run(session, owner)
+    if found is None:
+        return 0
+    return seamless.send_credits_for(session, found[0], found[1], post)
+
+
 def record_result(session: Session, tournament_id: str, match_id: str, now: datetime) -> bool:
     """A tournament match has ended: its winner advances (under the tournament's row lock,
     then the match's), a completed round deals the next, the final pays the prizes. Once
@@ -732,6 +829,15 @@ def _pay(
         f"tournament-prizes:{tournament.id}",
         now,
     )
+    paid = {p.seat: p.amount for p in prizes}
+    _credit(
+        session,
+        tournament,
+        {e.player_id: paid.get(e.seat, 0) for e in entries},
+        "payout",
+        f"tournament-prizes:{tournament.id}",
+        now,
+    )
     for prize in prizes:
         entry = by_seat[prize.seat]
         entry.prize = prize.amount
@@ -803,6 +909,14 @@ def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: 
                 now,
             )
         refund = tournament.buy_in + tournament.fee
+        _credit(
+            session,
+            tournament,
+            {e.player_id: refund for e in entries},
+            "refund",
+            f"tournament-refunds:{tournament.id}",
+            now,
+        )
         data = {"refunds": [{"player_id": e.player_id, "amount": refund} for e in entries]}
     tournament.status = "cancelled"
     tournament.cancelled_at = now

@@ -133,6 +133,7 @@ def test_every_console_page_answers_for_a_new_operator(app: Any, api: ApiClient)
         "/console/players",
         "/console/tables",
         "/console/matches",
+        "/console/tournaments",
         "/console/settlements",
         "/console/money",
         "/console/webhooks",
@@ -181,6 +182,49 @@ def test_a_settlement_its_audit_and_its_exports_are_the_operators_own(
     assert stranger.get(f"/console/matches/{match_id}").status_code == 404
     assert match_id not in stranger.get("/console/settlements/export.csv").text
     assert client.get("/console/settlements?since=2026-12-06&until=2026-12-01").status_code == 422
+
+
+def test_a_tournament_its_bracket_its_statement_and_its_audit(
+    app: Any, api: ApiClient, other_api: ApiClient
+) -> None:
+    from tests.api.test_tournaments import full_field, resign_first_seat
+
+    tournament, clients = full_field(api, name="Console cup")
+    after_one = resign_first_seat(api, app, clients, tournament, 1)
+    finished = resign_first_seat(api, app, clients, after_one, 2)
+    assert finished["status"] == "finished"
+    client = signed_in(app, str(api.token))
+
+    listed = client.get("/console/tournaments").text
+    row = re.search(
+        r"<tr><td><a href=\"/console/tournaments/([^\"]+)\">Console cup</a>.*?</tr>", listed
+    )
+    assert row is not None and row.group(1) == tournament["id"]
+    assert "<td>finished</td><td>knockout</td>" in row.group(0)
+    assert "<td>4 of 4</td>" in row.group(0)
+    assert '<th scope="col">Buy-in</th>' in listed
+    assert "Console cup" not in client.get("/console/tournaments?status=open").text
+
+    page = client.get(f"/console/tournaments/{tournament['id']}")
+    assert page.status_code == 200
+    assert 'id="audit-verdict">Verified: the draw, 3 match results' in page.text
+    for r in finished["rounds"]:
+        for m in r["matches"]:
+            assert f'href="/console/matches/{m["match_id"]}"' in page.text
+    assert "<caption>Round 2</caption>" in page.text
+    assert "<h2>Standings</h2>" in page.text
+    statement = api.get(f"/v1/tournaments/{tournament['id']}/statement").get_json()
+    for line in statement["lines"]:
+        assert f"<code>{line['transaction_id']}</code>" in page.text
+    assert page.text.count("<td>prize</td>") == 2  # 2-5: 7000/3000 pays two places
+    assert 'id="tournament-held">' in page.text
+    final = client.get(f"/console/matches/{finished['rounds'][1]['matches'][0]['match_id']}")
+    assert final.status_code == 200
+    assert f'href="/console/tournaments/{tournament["id"]}"' in final.text
+
+    stranger = signed_in(app, str(other_api.token))
+    assert stranger.get(f"/console/tournaments/{tournament['id']}").status_code == 404
+    assert "Console cup" not in stranger.get("/console/tournaments").text
 
 
 def test_a_live_match_is_watched_as_a_spectator_without_any_hand(app: Any, api: ApiClient) -> None:

@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from service.bots import decide
 from service.client import GinClient
 from service.client.api import ApiProblem
+from tests.browser.tour import PHONE, overflow
 from tests.conftest import wait_until
 from tests.integration.workers import Served
 
@@ -143,6 +144,7 @@ def test_every_console_page_loads_under_the_policy_with_named_controls(
     pages = {
         "Tables": "Tables",
         "Matches": "Matches",
+        "Tournaments": "Tournaments",
         "Money": "Money",
         "Webhooks": "Webhook endpoints",
         "API keys": "API keys",
@@ -162,3 +164,41 @@ def test_every_console_page_loads_under_the_policy_with_named_controls(
         assert unnamed == [], (name, unnamed)
     page.get_by_role("link", name="Matches", exact=True).click()
     expect(page.get_by_role("link", name=settled.match_id)).to_be_visible()
+
+
+def test_a_tournaments_bracket_links_its_matches_and_fits_a_phone(
+    browser: Any, served: Served
+) -> None:
+    """A knockout whose field filled (so its round 1 is dealt), opened from the console's
+    Tournaments page on a phone's screen: its bracket links each match to the console's
+    match page, its statement lists the entries, its audit passes, nothing scrolls sideways."""
+    with GinClient(served.base, served.api_key()) as operator:
+        tag = secrets.token_hex(4)
+        name = f"Cup {tag}"
+        cup = operator.create_tournament(
+            "match_play", "EUR", 1_000, 4, fee=100, target=50, name=name
+        )
+        for n in range(4):
+            player = operator.create_player(f"cup-{tag}-{n}", f"Entrant {n}")
+            operator.deposit(player["id"], 5_000, "EUR")
+            operator.as_(operator.player_token(player["id"])["token"]).register(cup["id"])
+        started = operator.tournament(cup["id"])
+    assert started["status"] == "running"
+    context = browser.new_context(base_url=served.base, viewport=PHONE)
+    try:
+        page = context.new_page()
+        sign_in(page, served.api_key())
+        page.goto("/console/tournaments")
+        page.get_by_role("link", name=name, exact=True).click()
+        expect(page.get_by_role("heading", level=1, name=f"Tournament {name}")).to_be_visible()
+        assert page.locator("#audit-verdict").inner_text().startswith("Verified")
+        for table in page.get_by_role("table").all():
+            assert table.locator("th[scope=col]").count() > 0
+        expect(page.get_by_role("cell", name="entry", exact=True)).to_have_count(4)
+        assert overflow(page) == 0
+        first = started["rounds"][0]["matches"][0]["match_id"]
+        page.get_by_role("link", name="Match 1", exact=True).click()
+        expect(page.get_by_role("heading", level=1, name=f"Match {first}")).to_be_visible()
+        assert overflow(page) == 0  # its heading names a long id
+    finally:
+        context.close()

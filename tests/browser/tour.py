@@ -27,6 +27,7 @@ STOPS = (
     Stop("console-players", "/console/players", signed_in=True),
     Stop("console-tables", "/console/tables", signed_in=True),
     Stop("console-matches", "/console/matches", signed_in=True),
+    Stop("console-tournaments", "/console/tournaments", signed_in=True),
     Stop("console-settlements", "/console/settlements", signed_in=True),
     Stop("console-money", "/console/money", signed_in=True),
     Stop("console-webhooks", "/console/webhooks", signed_in=True),
