@@ -264,7 +264,7 @@ def list_settlements(
 #: take them page after page). ``settled_at`` is written with the settlement, and the
 #: conditions are ``ix_matches_unsettled``'s: the sweep reads the matches still to settle, not
 #: every match ever played. The anti-join stays as a second check.
-UNSETTLED = (
+_OLDEST_UNSETTLED = (
     select(MatchRow.id)
     .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
     .where(
@@ -273,8 +273,8 @@ UNSETTLED = (
         Settlement.id.is_(None),
     )
     .order_by(MatchRow.finished_at, MatchRow.id)
-    .limit(bindparam("limit", type_=Integer))
 )
+UNSETTLED = _OLDEST_UNSETTLED.limit(bindparam("limit", type_=Integer))
 
 
 def claim_unsettled(
@@ -288,18 +288,7 @@ def claim_unsettled(
     side by side, and a settlement task holding its match, each take other matches, never
     waiting on one another. With ``finished_before``, only those that finished by then;
     ``passing``: match ids to leave out (those that failed earlier in the same sweep)."""
-    stmt = (
-        select(MatchRow.id)
-        .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
-        .where(
-            MatchRow.status.in_(SETTLED_STATUSES),
-            MatchRow.settled_at.is_(None),
-            Settlement.id.is_(None),
-        )
-        .order_by(MatchRow.finished_at, MatchRow.id)
-        .limit(1)
-        .with_for_update(of=MatchRow, skip_locked=True)
-    )
+    stmt = _OLDEST_UNSETTLED.limit(1).with_for_update(of=MatchRow, skip_locked=True)
     if finished_before is not None:
         stmt = stmt.where(MatchRow.finished_at <= finished_before)
     if passing:
