@@ -14,6 +14,7 @@ Runs only with TEST_DATABASE_URL, on a database of its own that it drops after.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -100,34 +101,48 @@ def _queued(
     return results
 
 
+def _more_players(session: Any, operator: Principal, count: int, now: Any) -> list[str]:
+    """``count`` new players of the operator, each with a deposit of :data:`DEPOSIT`."""
+    made = []
+    for _ in range(count):
+        tag = secrets.token_hex(4)
+        player = in_unit(
+            session, players.create_player, operator, f"ext-{tag}", f"P {tag}", None, now
+        )
+        in_unit(session, wallets.deposit, operator, player.id, "EUR", DEPOSIT, f"d-{tag}", now)
+        made.append(player.id)
+    return made
+
+
+def _four_entrants(session: Any, operator: Principal, settings: MatchSettings, now: Any) -> str:
+    """A sit-and-go knockout of 4 entrants in ``settings``; its id."""
+    view = in_unit(
+        session,
+        tournaments.create_tournament,
+        operator,
+        name="race",
+        currency="EUR",
+        practice=False,
+        settings=settings,
+        buy_in=BUY_IN,
+        fee=FEE,
+        entrants=4,
+        payout_table=None,
+        registration_seconds=None,
+        now=now,
+    )
+    return str(view.tournament.id)
+
+
 def test_the_last_registrations_at_once_start_the_tournament_once(funded: Funded) -> None:
     operator = Principal(funded.operator_id)
     now = utcnow()
     session = funded.session()
     try:
-        ids = [funded.player_id, funded.other_player_id]
-        for n in range(3):
-            player = in_unit(
-                session, players.create_player, operator, f"ext-race-{n}", f"P{n}", None, now
-            )
-            in_unit(session, wallets.deposit, operator, player.id, "EUR", DEPOSIT, f"d-{n}", now)
-            ids.append(player.id)
-        view = in_unit(
-            session,
-            tournaments.create_tournament,
-            operator,
-            name="race",
-            currency="EUR",
-            practice=False,
-            settings=MatchSettings(Format.MATCH_PLAY, stake=BUY_IN, target=50),
-            buy_in=BUY_IN,
-            fee=FEE,
-            entrants=4,
-            payout_table=None,
-            registration_seconds=None,
-            now=now,
+        ids = [funded.player_id, funded.other_player_id, *_more_players(session, operator, 3, now)]
+        tid = _four_entrants(
+            session, operator, MatchSettings(Format.MATCH_PLAY, stake=BUY_IN, target=50), now
         )
-        tid = view.tournament.id
         for player_id in ids[:2]:
             in_unit(
                 session, tournaments.register, Principal(funded.operator_id, player_id), tid, now
@@ -209,28 +224,10 @@ def test_an_unregistration_racing_the_last_registration(funded: Funded, first: s
     now = utcnow()
     session = funded.session()
     try:
-        ids = [funded.player_id, funded.other_player_id]
-        for n in range(2):
-            player = in_unit(
-                session, players.create_player, operator, f"ext-un-{n}", f"U{n}", None, now
-            )
-            in_unit(session, wallets.deposit, operator, player.id, "EUR", DEPOSIT, f"u-{n}", now)
-            ids.append(player.id)
-        tid = in_unit(
-            session,
-            tournaments.create_tournament,
-            operator,
-            name="race",
-            currency="EUR",
-            practice=False,
-            settings=MatchSettings(Format.FIRST_TO_KNOCK, stake=BUY_IN),
-            buy_in=BUY_IN,
-            fee=FEE,
-            entrants=4,
-            payout_table=None,
-            registration_seconds=None,
-            now=now,
-        ).tournament.id
+        ids = [funded.player_id, funded.other_player_id, *_more_players(session, operator, 2, now)]
+        tid = _four_entrants(
+            session, operator, MatchSettings(Format.FIRST_TO_KNOCK, stake=BUY_IN), now
+        )
         for player_id in ids[:3]:
             in_unit(
                 session, tournaments.register, Principal(funded.operator_id, player_id), tid, now
