@@ -49,13 +49,17 @@ def database(fresh_database_url: str) -> Iterator[tuple[Any, str, ApiClient]]:
 
 
 def lose_first_seats(
-    api: ApiClient, clients: dict[str, ApiClient], tournament: dict[str, Any], r: int
+    api: ApiClient,
+    clients: dict[str, ApiClient],
+    tournament: dict[str, Any],
+    r: int,
+    pairings: list[dict[str, Any]] | None = None,
 ) -> list[str]:
-    """Every match of round ``r`` ends by its first seat's resignation (the match.finished
-    events wait in the outbox): their ids."""
+    """Every match of round ``r`` (or those of ``pairings``) ends by its first seat's
+    resignation (the match.finished events wait in the outbox): their ids."""
     players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
     ended = []
-    for pairing in tournament["rounds"][r - 1]["matches"]:
+    for pairing in pairings or tournament["rounds"][r - 1]["matches"]:
         loser = clients[players[pairing["first_seat"]]]
         answer = loser.post(f"/v1/matches/{pairing['match_id']}/actions", {"action": "RESIGN"})
         assert answer.status_code == 200, answer.get_json()
@@ -156,12 +160,21 @@ def test_results_ended_while_the_broker_was_down_are_recorded_once_it_returns(
         with private_redis() as (redis_url, stop, start):
             broker = Broker(redis_url)
             with worker(url, broker):
+                [semi_1, semi_2] = tournament["rounds"][0]["matches"]
+                # The worker is up, its catch-up done, nothing in hand (a worker losing Redis
+                # before its first acknowledgement may exit, not what this tests).
+                broker.send("ops.ping", [])
+                wait_until(broker.idle, STARTED, "the worker up and idle")
                 stop()  # Redis is down when the semi-finals end
-                lose_first_seats(api, clients, tournament, 1)
-                # Fails: the events stay in the outbox.
+                # The first one's task was in Redis when it went down: its event is stamped
+                # published and the task lost; only the sweep can find the result.
+                lose_first_seats(api, clients, tournament, 1, [semi_1])
+                in_unit(session, relay_events, lambda _name, _args: None, utcnow())
+                # The second one's relay fails: its event stays in the outbox.
+                lose_first_seats(api, clients, tournament, 1, [semi_2])
                 in_unit(session, relay_events, broker.send, utcnow())
                 assert recorded(api, tid, 1) == 0
-                start()  # empty: the worker reconnects and its catch-up sweeps
+                start()  # empty: the worker reconnects, relays and sweeps
                 wait_until(lambda: final_dealt(api, tid), PROMPTLY, "the final dealt")
                 play_final(api, clients, tid, broker.send, app)
     finally:
