@@ -20,7 +20,9 @@ API: every settlement zero-sum, each bot's wallet equal to its deposit plus its 
 bots' money plus the fees equal to what was deposited, no negative balance, no escrow (or
 table balance) left, the operator's ledger audit (balanced transactions, balances equal to
 their entries, hash chains intact, settled matches' escrow empty) and a sample of the
-settlements, spread over every game and format, replayed by the settlement audit. Exit
+settlements, spread over every game and format, replayed by the settlement audit. With
+``--tournaments N``, N tournaments of each kind are played beside the matches and their books
+checked too (:mod:`service.simulate_tournaments`). Exit
 status 1 on any violation or failed match; 2, with one line on stderr, for a bad input (an
 unreachable ``--url``, a refused ``--api-key``, a bad option). Each phase (the service, the
 matches, the books) is announced by one line on stderr, with or without the progress bar.
@@ -88,6 +90,8 @@ class MatchResult:
     #: The matches settled: the match, or each hand of a per-hand table.
     settled: list[str] = field(default_factory=list)
     top_ups: int = 0
+    #: A tournament's matches played (recorded by the worker, not settled).
+    tournament_matches: list[str] = field(default_factory=list)
 
 
 def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -425,16 +429,21 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         for fmt in (args.formats if game == "gin" else GAMES[game])
     ]
     jobs = [(i, game, fmt) for game, fmt in plays for i in range(args.matches)]
+    from service.simulate_tournaments import KINDS, play_tournament
+
+    kinds = [kind for _ in range(args.tournaments) for kind in KINDS]
     results: list[MatchResult] = []
     _phase(
         f"playing {len(jobs)} matches ({args.matches} of each of "
-        f"{', '.join(f'{g} {f}' for g, f in plays)}), {args.parallel} at once"
+        f"{', '.join(f'{g} {f}' for g, f in plays)})"
+        + (f" and {len(kinds)} tournaments ({args.tournaments} of each kind)" if kinds else "")
+        + f", {args.parallel} at once"
     )
     started = time.monotonic()
     with (
         ThreadPoolExecutor(max_workers=args.parallel) as pool,
         tqdm(
-            total=len(jobs),
+            total=len(jobs) + len(kinds),
             desc="matches",
             unit="match",
             file=sys.stderr,
@@ -445,28 +454,42 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
         futures = [
             pool.submit(play_one, operator, n, game, fmt, args)
             for n, (_i, game, fmt) in enumerate(jobs)
+        ] + [
+            pool.submit(play_tournament, operator, len(jobs) + n, kind, args)
+            for n, kind in enumerate(kinds)
         ]
         for future in as_completed(futures):
             results.append(future.result())
             bar.update(1)
     elapsed = time.monotonic() - started
     results.sort(key=lambda r: r.index)
-    done = [r for r in results if r.error is None]
+    played = [r for r in results if r.error is None]
+    done = [r for r in played if r.game != "tournament"]
+    tournaments = [r for r in played if r.game == "tournament"]
     problems = [
         f"match {r.index} ({r.game} {r.format} {r.match_id}): {r.error}"
         for r in results
         if r.error is not None
     ]
-    problems += [p for r in done for p in r.problems]
+    problems += [p for r in played for p in r.problems]
     _phase(
-        f"{len(done)} matches played in {elapsed:.1f} s; checking the books (wallets, the "
+        f"{len(done)} matches"
+        + (f" and {len(tournaments)} tournaments" if kinds else "")
+        + f" played in {elapsed:.1f} s; checking the books (wallets, the "
         f"ledger audit, {len(audit_sample_of(done, args.audit_sample))} settlements replayed)"
     )
-    problems += check_books(operator, done, args.currency, args.audit_sample)
+    problems += check_books(operator, played, args.currency, args.audit_sample)
     latencies = [t for r in done for t in r.latencies]
     report = {
         "matches": len(done),
-        "failed": len(results) - len(done),
+        "failed": len([r for r in results if r.error is not None and r.game != "tournament"]),
+        "tournaments": {
+            "played": len(tournaments),
+            "failed": len([r for r in results if r.error is not None and r.game == "tournament"]),
+            "kinds": sorted({r.format for r in tournaments}),
+            "matches": sum(len(r.tournament_matches) for r in tournaments),
+            "fees": sum(r.fee for r in tournaments),
+        },
         "formats": list(args.formats),
         "games": list(args.games),
         "hands": sum(r.hands for r in done),
@@ -485,8 +508,8 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
             for game, fmt in plays
         },
         "currency": args.currency,
-        "fees": sum(r.fee for r in done),
-        "bots": {p: n for r in done for p, n in zip(r.players, r.net, strict=False)},
+        "fees": sum(r.fee for r in played),
+        "bots": {p: n for r in played for p, n in zip(r.players, r.net, strict=False)},
         "invariants": {
             "checked": [
                 "settlements zero-sum",
@@ -496,6 +519,11 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
                 "escrow empty",
                 "ledger audit (balanced, balances == entries, hash chains, settled escrow empty)",
                 "settlement audit of a sample",
+                *(
+                    ["each tournament's statement sums to zero", "each tournament's audit"]
+                    if kinds
+                    else []
+                ),
             ],
             "violations": problems,
         },
@@ -517,6 +545,12 @@ def _print_report(report: dict[str, Any]) -> None:
         f"throughput: {report['matches_per_second']} matches/s, "
         f"{report['hands_per_second']} hands/s"
     )
+    if report["tournaments"]["played"] or report["tournaments"]["failed"]:
+        t = report["tournaments"]
+        print(
+            f"tournaments: {t['played']} played ({t['failed']} failed) of "
+            f"{', '.join(t['kinds'])}; {t['matches']} matches, house fees {t['fees']}"
+        )
     print(f"settlement latency: p50 {lat['p50']} ms, p99 {lat['p99']} ms, max {lat['max']} ms")
     for play, by in report["settlement_latency_ms_by_format"].items():
         print(f"  {play}: p50 {by['p50']} ms, p99 {by['p99']} ms, max {by['max']} ms")
@@ -717,6 +751,21 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=500,
         help="stake in minor units (buy-in formats: stake/100 per point)",
+    )
+    p.add_argument(
+        "--tournaments",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also play N tournaments of each kind: a knockout, a single table of each "
+        "multi-player game, a scheduled knockout and a cancelled one",
+    )
+    p.add_argument(
+        "--knockout-entrants",
+        type=int,
+        choices=(4, 8, 16, 32),
+        default=4,
+        help="the field of a simulated knockout",
     )
     p.add_argument("--currency", default="EUR", help="EUR, ... or XPM (practice tables)")
     p.add_argument("--fee-bps", type=int, default=500, help="house fee in basis points")

@@ -535,21 +535,11 @@ def _release(
 
 
 def _start(session: Session, tournament: Tournament, now: datetime) -> None:
-    """The field is full (under the tournament's lock): the fees go to the house, the seed
-    draws the bracket, round 1 is dealt."""
+    """The field is full (under the tournament's lock): the seed draws the bracket, round 1
+    is dealt, the fees go to the house. The fees last: every start locks the house's fee
+    account, so it is held only for the end of the transaction, not while the matches are
+    dealt (starts at once would queue behind one another's deals)."""
     entries = entries_of(session, tournament.id)
-    if tournament.fee:
-        wallets.capture(
-            session,
-            tournament.operator_id,
-            tournament.id,
-            tournament.currency,
-            {e.player_id: tournament.fee for e in entries},
-            {},
-            tournament.fee * len(entries),
-            f"tournament-fees:{tournament.id}",
-            now,
-        )
     players = [e.player_id for e in entries]
     tournament.status = "running"
     tournament.started_at = now
@@ -569,6 +559,18 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         match_id = _open_match(session, tournament, f"{tournament.name} table", seated, now)
         tournament.bracket = SingleTable(order).to_dict(match_id)
         matches = [match_id]
+    if tournament.fee:
+        wallets.capture(
+            session,
+            tournament.operator_id,
+            tournament.id,
+            tournament.currency,
+            {e.player_id: tournament.fee for e in entries},
+            {},
+            tournament.fee * len(entries),
+            f"tournament-fees:{tournament.id}",
+            now,
+        )
     _event(
         session,
         tournament,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
-from service import simulate
+from service import simulate, simulate_tournaments
 from service.client import GinClient
 from tests.conftest import new_operator, serving, throwaway_postgres
 from tests.integration.workers import Broker, free_port
@@ -285,3 +285,107 @@ def test_without_a_progress_bar_each_phase_is_still_one_line(
     assert "playing 3 matches" in lines[1]
     assert "3 matches played" in lines[2] and "checking the books" in lines[2]
     assert "matches: 3 played" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["embedded", "postgres_redis"])
+def test_tournaments_of_every_kind_are_played_and_their_books_balance(
+    kind: str, tmp_path: Path
+) -> None:
+    """A knockout, a single table of each multi-player game, a scheduled knockout started by
+    the beat and a cancelled one, all through the HTTP API; each statement sums to zero,
+    each audit passes, every bot's wallet is its deposit plus its net."""
+    report_path = tmp_path / "report.json"
+    with backend(kind) as extra:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))
+        }
+        env.update(extra)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "service.simulate",
+                "--matches",
+                "1",
+                "--format",
+                "first_to_knock",
+                "--tournaments",
+                "1",
+                "--rummy-seats",
+                "3",
+                "--parallel",
+                "7",
+                "--no-progress",
+                "--settle-timeout",
+                "45",
+                "--report",
+                str(report_path),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    assert report["invariants"]["violations"] == []
+    played = report["tournaments"]
+    assert (played["played"], played["failed"]) == (len(simulate_tournaments.KINDS), 0)
+    assert played["kinds"] == sorted(simulate_tournaments.KINDS)
+    # Two knockouts of 4 (3 matches each), a table of each multi-player game, the
+    # cancelled one none.
+    assert played["matches"] == 3 + 3 + 3
+    # Every fee but the cancelled tournament's, returned: 4 + 4 + 3 + 4 + 3 entries.
+    assert played["fees"] == 18 * (500 * 500 // 10_000)
+    # 1 match's 2 bots, the tournaments' 4 + 4 + 4 + 3 + 4 + 3 entrants.
+    assert len(report["bots"]) == 2 + 22
+    assert sum(report["bots"].values()) + report["fees"] == 0
+    assert "tournaments: 6 played (0 failed)" in done.stdout
+    assert "ledger invariants: OK" in done.stdout
+
+
+def test_a_tournaments_own_books_are_checked() -> None:
+    """A statement that does not sum to zero, a failed audit, prizes short of the pool:
+    each one a violation."""
+
+    class Books:
+        def tournament_statement(self, tid: str) -> dict[str, Any]:
+            lines = [
+                {"player_id": "p1", "amount": {"amount": 105}},
+                {"player_id": None, "amount": {"amount": -10}},
+                {"player_id": "p1", "amount": {"amount": -90}},
+            ]
+            return {"lines": lines, "held": {"amount": 5}}
+
+        def audit_tournament(self, tid: str) -> dict[str, Any]:
+            return {
+                "ok": False,
+                "discrepancies": [{"field": "ledger.held", "expected": 0, "actual": 5}],
+            }
+
+    result = simulate.MatchResult(0, "knockout", "tnm_1", ["p1", "p2"], [105, 105])
+    done = {
+        "id": "tnm_1",
+        "status": "finished",
+        "prize_pool": {"amount": 200},
+        "entries": [
+            {"player_id": "p1", "state": "champion", "prize": {"amount": 90}},
+            {"player_id": "p2", "state": "knocked_out", "prize": {"amount": 0}},
+        ],
+    }
+    simulate_tournaments._check_tournament(
+        Books(),  # type: ignore[arg-type]
+        result,
+        done,
+        {"buy_in": 100, "fee": 5},
+    )
+    assert result.problems == [
+        "tournament tnm_1: statement sums to 5, holds 5",
+        "tournament tnm_1 audit: ledger.held: expected 0, actual 5",
+        "tournament tnm_1: prizes 90 != pool 200",
+    ]
+    assert (result.net, result.fee) == ([-15, -105], 10)
