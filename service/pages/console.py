@@ -58,9 +58,10 @@ from service.errors import (
     Unauthenticated,
     ValidationFailed,
 )
-from service.ledger.money import EXPONENTS
+from service.ledger.money import EXPONENTS, PRACTICE_CURRENCY
 from service.outbound.wallet_protocol import export_lines, reconcile
 from service.pages import page_headers
+from service.practice import PLAY_MONEY, TOKEN_TTL_SECONDS
 from service.usecases import (
     audit,
     console,
@@ -509,6 +510,42 @@ def settlement_page(match_id: str) -> str:
 # --- tournaments -------------------------------------------------------------------------
 
 TOURNAMENT_STATUSES = ("open", "running", "finished", "cancelled")
+
+
+@blp.get("/practice")
+def practice_page() -> str:
+    """Where the operator issues a person a practice link for ``/play``."""
+    return render_template("pages/console/practice.html", issued=None)
+
+
+@blp.post("/practice")
+def issue_practice_link() -> str:
+    """A new practice player (a guest with :data:`~service.practice.PLAY_MONEY` of play money,
+    which is no money: a play-money deposit, as the practice table's own command makes) and
+    its token, shown once as a ``/play`` link whose fragment never reaches the server."""
+    name = request.form.get("name", "").strip() or "Guest"
+    if len(name) > 100:
+        message = "A name has at most 100 characters."
+        raise ValidationFailed(message, errors=[FieldError("name", message)])
+    session, who, now = db_session(), _who(), utcnow()
+
+    def work() -> Any:
+        player = players.create_player(
+            session, who, f"practice-{secrets.token_hex(6)}", name, None, now
+        )
+        wallets.deposit(
+            session, who, player.id, PRACTICE_CURRENCY, PLAY_MONEY, f"practice-{player.id}", now
+        )
+        return players.mint_token(
+            session, who, player.id, current_app.config["SECRET_KEY"], TOKEN_TTL_SECONDS, now
+        )
+
+    minted = _unit(work)
+    link = f"{request.host_url.rstrip('/')}/play#token={minted.token}"
+    return render_template(
+        "pages/console/practice.html",
+        issued={"link": link, "player_id": minted.player_id, "expires_at": minted.expires_at},
+    )
 
 
 @blp.get("/tournaments")

@@ -259,6 +259,27 @@ def test_opening_a_table_from_the_console(app: Any, api: ApiClient) -> None:
     assert "From the console" in client.get(opened.headers["Location"]).text
 
 
+def test_a_practice_link_issued_from_the_console_plays_with_play_money(
+    app: Any, api: ApiClient
+) -> None:
+    """The console issues a person a /play link: a new guest with play money and a token in
+    the link's fragment, which authenticates that player (and only with the form's token)."""
+    client = signed_in(app, str(api.token))
+    form = client.get("/console/practice")
+    assert client.post("/console/practice", data={"name": "Ada"}).status_code == 403
+    issued = client.post("/console/practice", data={"csrf_token": csrf_of(form), "name": "Ada"})
+    assert issued.status_code == 200
+    [link] = re.findall(r'href="(http://[^"]+/play#token=([^"]+))"', issued.text)
+    token = link[1]
+    player = ApiClient(app.test_client(), token)
+    [mine] = [
+        p for p in api.get("/v1/players?limit=100").get_json()["data"] if p["display_name"] == "Ada"
+    ]
+    wallet = player.get(f"/v1/players/{mine['id']}/wallets/XPM").get_json()
+    assert wallet["available"]["amount"] == 100_000
+    assert "Cache-Control" in issued.headers and "no-store" in issued.headers["Cache-Control"]
+
+
 def test_a_test_event_and_a_redelivery_from_the_console(app: Any, api: ApiClient) -> None:
     endpoint = api.post("/v1/webhook-endpoints", {"url": "https://ops.example/hook"}).get_json()
     client = signed_in(app, str(api.token))

@@ -202,3 +202,20 @@ def test_a_tournaments_bracket_links_its_matches_and_fits_a_phone(
         assert overflow(page) == 0  # its heading names a long id
     finally:
         context.close()
+
+
+def test_a_practice_link_from_the_console_opens_the_practice_table_signed_in(
+    page: Any, served: Served
+) -> None:
+    """The demo operator issues a person a practice link from the console; following it
+    opens /play with that player's token (taken from the fragment, gone from the address)."""
+    sign_in(page, served.api_key())
+    page.get_by_role("navigation").get_by_role("link", name="Practice", exact=True).click()
+    page.get_by_label("Player's name").fill("Ada")
+    page.get_by_role("button", name="Issue a practice link").click()
+    link = page.get_by_role("status").get_by_role("link")
+    href = link.get_attribute("href")
+    assert href is not None and href.startswith(f"{served.base}/play#token=pt_")
+    link.click()
+    page.get_by_role("button", name="Forget token").wait_for()
+    assert page.url == f"{served.base}/play"

@@ -31,6 +31,7 @@ STOPS = (
     Stop("console-settlements", "/console/settlements", signed_in=True),
     Stop("console-money", "/console/money", signed_in=True),
     Stop("console-webhooks", "/console/webhooks", signed_in=True),
+    Stop("console-practice", "/console/practice", signed_in=True),
     Stop("console-api-keys", "/console/api-keys", signed_in=True),
     Stop("verify", "/verify"),
     Stop("play", "/play"),
