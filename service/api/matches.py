@@ -39,6 +39,7 @@ from service.errors import (
     ValidationFailed,
 )
 from service.formats.match import RESIGN
+from service.ledger.money import PRACTICE_CURRENCY
 from service.live import events as live_events
 from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
 from service.usecases import play
@@ -170,16 +171,32 @@ def kick_relay() -> None:
         log.warning("could not kick the outbox relay: %s", exc)
 
 
-def _kick_relay(view: dict[str, Any]) -> None:
-    """:func:`kick_relay` for a finished match, at the end of the request: with an
-    ``Idempotency-Key`` the action commits only after the view returns."""
-    if not finished(view):
+def kick_bots() -> None:
+    """Ask a worker to play the practice bots' turns now, rather than at beat's next tick
+    (best effort, like :func:`kick_relay`)."""
+    try:
+        from worker.celery_app import app as celery_app
+
+        celery_app.send_task("bots.play_turns", retry=False)
+    except Exception as exc:  # the broker is down: beat's tick plays them
+        log.warning("could not kick the practice bots: %s", exc)
+
+
+def _kick_workers(view: dict[str, Any]) -> None:
+    """At the end of the request, once its action committed (with an ``Idempotency-Key``
+    the action commits only after the view returns): :func:`kick_relay` for a finished
+    match; :func:`kick_bots` for a practice match going on (a bot may be next to act)."""
+    if finished(view):
+        kick = kick_relay
+    elif view["currency"] == PRACTICE_CURRENCY:
+        kick = kick_bots
+    else:
         return
 
     @after_this_request
-    def kick(response: Response) -> Response:
+    def after(response: Response) -> Response:
         if response.status_code < 300:
-            kick_relay()
+            kick()
         return response
 
 
@@ -225,13 +242,13 @@ def act(body: dict[str, Any], match_id: str) -> Response:
     session = db_session()
     if body["action"] == RESIGN:
         view = in_unit(lambda: play.resign(session, principal(), match_id, expected, utcnow()))
-        _kick_relay(view)
+        _kick_workers(view)
         return jsonify(view)
     if expected is None:
         message = "expected_version (or If-Match) is required for an action."
         raise ValidationFailed(message, errors=[FieldError("expected_version", message)])
     view = play.act(session, principal(), match_id, action_text(body), expected, utcnow())
-    _kick_relay(view)
+    _kick_workers(view)
     return jsonify(view)
 
 

@@ -7,7 +7,8 @@ down through :func:`service.usecases.tables.join_table`, the use case a person's
 through, all in the caller's one unit of work: a bot whose seat is refused (the table filled
 meanwhile) leaves nothing behind, neither the player nor its play money.
 
-:func:`play_turns` is what the worker runs every second: one cheap query finds the bots'
+:func:`play_turns` is what the worker runs when a person's action at a practice table
+commits, after a bot's action, and every second from beat: one cheap query finds the bots'
 matches that changed since the bot last looked, and for each the bot reads its own view and
 acts through :func:`service.usecases.play.act` with its own principal and the version it
 decided on, so it gets exactly the validation a person's action gets. Two runs at once are

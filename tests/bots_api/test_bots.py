@@ -268,3 +268,60 @@ def test_bots_play_hand_after_hand_at_a_per_hand_rummy_table(
     fees = sum(operator.settlement(hand)["fee"]["amount"] for hand in settled)
     assert sum(balances) + fees == 3 * 80
     assert operator.audit_ledger()["ok"]
+
+
+def test_a_persons_action_at_a_practice_table_asks_for_the_bots_turn_at_once(
+    operator: GinClient, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bots do not wait for beat's next tick: a person's action at a practice table
+    kicks their task once it committed (an action at a real-money table does not), and the
+    task kicks itself again while bots keep acting (a bot may follow a bot)."""
+    from worker import bot_tasks
+    from worker.celery_app import app as celery_app
+
+    def bots_act() -> None:
+        session = app.extensions["gin"]["sessionmaker"]()
+        try:
+            assert bots.play_turns(session, utcnow()).applied >= 1
+        finally:
+            session.close()
+
+    kicked: list[str] = []
+    monkeypatch.setattr(celery_app, "send_task", lambda name, **_: kicked.append(name))
+    table = practice_table(operator)
+    person, _ = human(operator)
+    person.join(table["id"])
+    operator.seat_bot(table["id"], display_name="Robo")
+    view = person.match(table["match_id"])
+    if not view["hand"]["legal_actions"]:  # the bot is first to act
+        bots_act()
+        view = person.match(table["match_id"])
+    kicked.clear()
+    person.act(table["match_id"], decide(view["hand"]), view["version"])
+    assert kicked == ["bots.play_turns"]
+
+    real = dict(operator.create_table(format="match_play", currency="EUR", stake=10))
+    people = []
+    for name in ("Ann", "Bob"):
+        player = operator.create_player(f"real-{new_key()[:8]}", name)
+        operator.deposit(player["id"], 100, "EUR")
+        people.append(operator.as_(operator.player_token(player["id"])["token"]))
+        people[-1].join(real["id"])
+    views = [p.match(real["match_id"]) for p in people]
+    mover = next(i for i, v in enumerate(views) if v["hand"]["legal_actions"])
+    kicked.clear()
+    people[mover].act(real["match_id"], decide(views[mover]["hand"]), views[mover]["version"])
+    assert kicked == []
+
+    again: list[int] = []
+    monkeypatch.setattr(
+        bots, "play_turns", lambda *_a, **_k: bots.Turns(applied=int(len(again) < 2), finished=0)
+    )
+    monkeypatch.setattr(
+        bot_tasks.play_bot_turns,
+        "apply_async",
+        lambda countdown: again.append(1) if countdown == bot_tasks.BOT_PAUSE_SECONDS else None,
+    )
+    assert bot_tasks.play_bot_turns() == 1 and again == [1]
+    assert bot_tasks.play_bot_turns() == 1 and again == [1, 1]
+    assert bot_tasks.play_bot_turns() == 0 and again == [1, 1]  # no bot acted: no kick
