@@ -811,6 +811,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "number": 1,
         "started_at": "2026-12-01T01:29:36Z",
         "ended_at": "2026-12-01T01:29:36Z",
+        "verify_url": "/verify?hand=hnd_01M8QKHE1PVXWPZMV1ZKV26VT3",
         "fairness": {
             "algorithm": "hmac-sha256-fisher-yates-v1",
             "commitment": "c0d87dcc87e41be6330f0a56a017704aae10d976f2470a6a5edd44507b702f3a",

@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any
 
-from flask import Response, after_this_request, current_app, jsonify, request
+from flask import Response, after_this_request, current_app, jsonify, request, url_for
 from flask_smorest import Blueprint
 
 from service import live
@@ -259,7 +259,7 @@ def act(body: dict[str, Any], match_id: str) -> Response:
 def hand_history(match_id: str, number: int) -> Response:
     """A finished hand's full history: the revealed seed and the fairness inputs, the deck,
     every action with actor and time, the showdown and the score."""
-    return jsonify(play.hand_history(db_session(), principal(), match_id, number))
+    return jsonify(_linked(play.hand_history(db_session(), principal(), match_id, number)))
 
 
 @blp.route("/hands/<hand_id>")
@@ -269,4 +269,9 @@ def hand_history(match_id: str, number: int) -> Response:
 def hand_history_by_id(hand_id: str) -> Response:
     """The same history by the hand's own ``id``, for links to one hand (the page
     ``/verify?hand=<id>`` replays and verifies it in the browser)."""
-    return jsonify(play.hand_history_by_id(db_session(), principal(), hand_id))
+    return jsonify(_linked(play.hand_history_by_id(db_session(), principal(), hand_id)))
+
+
+def _linked(history: dict[str, Any]) -> dict[str, Any]:
+    """A hand's history with the page that replays and verifies it."""
+    return {**history, "verify_url": url_for("verify.verify", hand=history["id"])}

@@ -886,6 +886,13 @@ class HandHistoryOut(Schema):
     started_at = Timestamp(required=True)
     ended_at = Timestamp(required=True)
     fairness = fields.Nested(FairnessOut, required=True)
+    verify_url = fields.String(
+        required=True,
+        metadata={
+            "description": "The page that replays this hand step by step and recomputes its "
+            "commitment and deck in the browser (`/verify?hand=<id>`, on this service)."
+        },
+    )
     history = fields.Dict(
         required=True,
         metadata={

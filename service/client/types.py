@@ -153,6 +153,7 @@ class HandHistory(TypedDict):
     match_id: str
     number: int
     fairness: dict[str, Any]
+    verify_url: str
     history: dict[str, Any]
 
 

@@ -480,6 +480,10 @@ def test_a_hand_is_read_by_its_own_id_by_those_who_may_read_its_match(
     for reader in [*clients, api]:
         by_id = reader.get(f"/v1/hands/{history['id']}")
         assert by_id.status_code == 200 and by_id.get_json() == history
+    # Every history links the page that replays and verifies it.
+    assert history["verify_url"] == f"/verify?hand={history['id']}"
+    page = api.client.get(history["verify_url"])
+    assert page.status_code == 200 and page.mimetype == "text/html"
     for missing in (other_api.get(f"/v1/hands/{history['id']}"), api.get("/v1/hands/hnd_nope")):
         assert missing.status_code == 404
         assert match_id not in missing.get_json()["detail"]  # another tenant's match unnamed
