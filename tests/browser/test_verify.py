@@ -397,7 +397,8 @@ def test_a_hand_fetched_by_id_with_a_credential_shows_its_settlement(
     _settled(gin)  # the worker settles the match; the page shows the statement then
     verify_page.get_by_role("button", name="Fetch").click()
     assert _done(verify_page).inner_text().startswith("Verified")
-    assert verify_page.get_by_label("Hand history", exact=True).input_value().count(f'"id": "{hand_id}"') == 1
+    pasted = verify_page.get_by_label("Hand history", exact=True).input_value()
+    assert pasted.count(f'"id": "{hand_id}"') == 1
     lines = verify_page.locator("#score").inner_text()
     by_number = f"/verify?match={gin.history['match_id']}&number=1"
     verify_page.goto(by_number)
@@ -405,7 +406,8 @@ def test_a_hand_fetched_by_id_with_a_credential_shows_its_settlement(
     verify_page.get_by_label("API key or player token").fill(gin.operator_key)
     verify_page.get_by_role("button", name="Fetch").click()
     assert _done(verify_page).inner_text().startswith("Verified")
-    assert verify_page.get_by_label("Hand history", exact=True).input_value().count(f'"id": "{hand_id}"') == 1
+    pasted = verify_page.get_by_label("Hand history", exact=True).input_value()
+    assert pasted.count(f'"id": "{hand_id}"') == 1
     assert "docs/engine.md 6.2" in lines and "docs/engine.md 6.1" in lines
     assert "docs/engine.md 2.9" in verify_page.locator("#score-lines").inner_text()
 
