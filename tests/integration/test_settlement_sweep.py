@@ -39,8 +39,9 @@ def sweeping(fresh_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterat
     """The tasks' database is ``fresh_database_url``; their engine is closed afterwards."""
     monkeypatch.setenv("DATABASE_URL", fresh_database_url)
     yield fresh_database_url
+    # Only this database's engine: clearing the whole cache would leave other tests'
+    # engines (the shared database's) to be collected with their connections still open.
     tasks._sessions(fresh_database_url).kw["bind"].dispose()
-    tasks._sessions.cache_clear()
 
 
 def test_the_sweep_leaves_recent_matches_to_their_own_settlement(
