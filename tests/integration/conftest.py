@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from werkzeug.serving import make_server
 
 from service.clock import utcnow
@@ -74,3 +76,19 @@ def threaded_postgres_server(pool_size: int) -> Iterator[tuple[Any, int]]:
             httpd.shutdown()
             thread.join()
             app.extensions["gin"]["engine"].dispose()
+
+
+def until_waiting(funded: Funded, count: int) -> None:
+    """Wait until ``count`` transactions of this PostgreSQL database queue for a lock (a race
+    test lines its contenders up behind the one that holds it)."""
+    deadline = time.monotonic() + 10
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock'"
+    )
+    while True:
+        with funded.app.extensions["gin"]["engine"].connect() as connection:
+            if int(connection.execute(query).scalar_one()) >= count:
+                return
+        assert time.monotonic() < deadline, "the transaction never queued for the lock"
+        time.sleep(0.01)

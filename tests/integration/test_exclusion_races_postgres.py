@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.match_models import GameTable, Seat
@@ -30,7 +29,7 @@ from service.usecases import players, tables, wallets
 from service.usecases.audit import run_audit
 from service.usecases.auth import Principal
 from tests.conftest import in_unit
-from tests.integration.conftest import Funded
+from tests.integration.conftest import Funded, until_waiting
 
 pytestmark = [
     pytest.mark.postgres,
@@ -38,26 +37,6 @@ pytestmark = [
 ]
 
 STAKE = 100
-
-
-def _waiting(funded: Funded) -> int:
-    """How many transactions of this database wait for a lock."""
-    with funded.app.extensions["gin"]["engine"].connect() as connection:
-        return int(
-            connection.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock'"
-                )
-            ).scalar_one()
-        )
-
-
-def _until_waiting(funded: Funded, count: int) -> None:
-    deadline = time.monotonic() + 10
-    while _waiting(funded) < count:
-        assert time.monotonic() < deadline, "the transaction never queued for the lock"
-        time.sleep(0.01)
 
 
 def _state(session: Any, table_id: str, player_id: str) -> tuple[str, set[str], int]:
@@ -125,7 +104,7 @@ def test_an_exclusion_and_the_last_seat_queue_for_the_table(funded: Funded, firs
                 for queued, name in enumerate(order, start=1):
                     work, args, kwargs = steps[name]
                     threads.append(run(work, *args, **kwargs))
-                    _until_waiting(funded, queued)
+                    until_waiting(funded, queued)
         finally:
             holder.close()
         for thread in threads:

@@ -16,13 +16,12 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from service.clock import utcnow
 from service.db.match_models import GameTable, OutboxEvent
@@ -34,7 +33,7 @@ from service.usecases import play, players, settlement, tournaments, wallets
 from service.usecases.audit import audit_ledger
 from service.usecases.auth import Principal
 from tests.conftest import in_unit
-from tests.integration.conftest import Funded
+from tests.integration.conftest import Funded, until_waiting
 
 pytestmark = [
     pytest.mark.postgres,
@@ -42,26 +41,6 @@ pytestmark = [
 ]
 
 BUY_IN, FEE, DEPOSIT = 1_000, 100, 5_000
-
-
-def _waiting(funded: Funded) -> int:
-    """How many transactions of this database wait for a lock."""
-    with funded.app.extensions["gin"]["engine"].connect() as connection:
-        return int(
-            connection.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock'"
-                )
-            ).scalar_one()
-        )
-
-
-def _until_waiting(funded: Funded, count: int) -> None:
-    deadline = time.monotonic() + 10
-    while _waiting(funded) < count:
-        assert time.monotonic() < deadline, "the transaction never queued for the lock"
-        time.sleep(0.01)
 
 
 def _queued(
@@ -93,7 +72,7 @@ def _queued(
             for i in range(len(works)):
                 threads.append(threading.Thread(target=body, args=(i,)))
                 threads[-1].start()
-                _until_waiting(funded, i + 1)
+                until_waiting(funded, i + 1)
     finally:
         holder.close()
     for thread in threads:
