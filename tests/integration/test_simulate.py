@@ -31,6 +31,17 @@ HANDS = 3  # at each rummy_per_hand table
 SEATS = {"gin": 2, "gin_three": 3, "gin_partnership": 4, "rummy": 4}
 
 
+def simulator_env(extra: dict[str, str]) -> dict[str, str]:
+    """The simulator process's environment: this one's without its database, broker and var
+    folder (the simulator starts a service of its own), plus ``extra`` (:func:`backend`)."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))
+    }
+    return kept | extra
+
+
 @contextmanager
 def backend(kind: str) -> Iterator[dict[str, str]]:
     """Environment for the simulator's own service: nothing (the embedded default), or a
@@ -54,12 +65,7 @@ def backend(kind: str) -> Iterator[dict[str, str]]:
 def test_simulation_of_every_game_and_format_keeps_the_books(kind: str, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))
-        }
-        env.update(extra)
+        env = simulator_env(extra)
         done = subprocess.run(
             [
                 sys.executable,
@@ -297,12 +303,7 @@ def test_tournaments_of_every_kind_are_played_and_their_books_balance(
     each audit passes, every bot's wallet is its deposit plus its net."""
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CELERY_", "DATABASE_URL", "GIN_VAR_DIR"))
-        }
-        env.update(extra)
+        env = simulator_env(extra)
         done = subprocess.run(
             [
                 sys.executable,
