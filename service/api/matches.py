@@ -67,13 +67,12 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
     environ = request.environ
     if wanted is not None and not live.resumed(environ):  # (a parked wait that woke answers)
         deadline = time.monotonic() + query["timeout"]
-        version = play.current_version(db_session(), principal(), match_id)  # 404s first
+        wake = play.wake_after(db_session(), principal(), match_id, wanted)  # 404s first
         release_db_session()  # no pooled connection is held while waiting
+        version = wake.seen
         if version > wanted:
             pass  # answer now: it moved
         elif live.can_park(environ):  # the worker's waiting room holds the connection
-            wake = play.wake_after(db_session(), principal(), match_id, wanted)
-            release_db_session()
             if wake.at is not None:  # a spectator delay reveals an older change then
                 deadline = min(deadline, time.monotonic() + (wake.at - utcnow()).total_seconds())
             environ[live.TICKET] = live.Wait(match_id, wake.version, deadline)

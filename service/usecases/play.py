@@ -508,10 +508,11 @@ def current_version(
 
 @dataclass(frozen=True)
 class WakeAfter:
-    """When a caller who has seen version ``wanted`` has something new to see: once the
-    match's own version passes ``version``, or at ``at`` (a spectator delay in seconds
-    reveals an older change then, with no new change to announce it)."""
+    """What a long-poll caller sees now (``seen``), and when it has something new to see:
+    once the match's own version passes ``version``, or at ``at`` (a spectator delay in
+    seconds reveals an older change then, with no new change to announce it)."""
 
+    seen: int
     version: int
     at: datetime | None = None
 
@@ -519,24 +520,25 @@ class WakeAfter:
 def wake_after(
     session: Session, principal: Principal, match_id: str, wanted: int, now: datetime | None = None
 ) -> WakeAfter:
-    """What a long-poll that has seen ``wanted`` waits for, in the match's own versions (the
-    notices name those): ``wanted`` itself for a player; for a spectator of a delayed match
-    (:func:`_delayed_version`), ``wanted`` plus the delay in moves, or, with a delay in
-    seconds, the match's version now and the moment its next change already made becomes
-    visible."""
+    """For a long-poll that has seen ``wanted``, in one read of the match: the version the
+    caller sees now (:func:`current_version`), and what it waits for in the match's own
+    versions (the notices name those): ``wanted`` itself for a player; for a spectator of a
+    delayed match (:func:`_delayed_version`), ``wanted`` plus the delay in moves, or, with a
+    delay in seconds, the match's version now and the moment its next change already made
+    becomes visible."""
     when = utcnow() if now is None else now
     ctx = _read_context(session, principal, match_id)
     shown = _delayed_version(session, ctx, principal, when)
     delay = ctx.row.spectator_delay
     if shown is None or delay is None:
-        return WakeAfter(wanted)
+        return WakeAfter(ctx.row.version, wanted)
     if "moves" in delay:
-        return WakeAfter(wanted + int(delay["moves"]))
+        return WakeAfter(shown, wanted + int(delay["moves"]))
     following = first_alone(
         session, _SELECT_LOGGED_AT, {"match_id": ctx.row.id, "version": max(wanted, shown) + 1}
     )
     at = None if following is None else following.at + timedelta(seconds=int(delay["seconds"]))
-    return WakeAfter(ctx.row.version, at)
+    return WakeAfter(shown, ctx.row.version, at)
 
 
 def peek_version(
