@@ -53,6 +53,44 @@ def _transport_options(settings: Settings) -> dict[str, object]:
     return options
 
 
+#: Seconds a publish may wait for a broker that does not answer. A publish is a kick or a
+#: relay's send: best effort, its work found again by the outbox relay and the sweeps. Left to
+#: kombu, a publish to an unreachable broker retried its connection for
+#: ``broker_connection_timeout`` (three attempts, 2 s and 4 s apart: about 6 s), and an API
+#: request that ended a match waited that long through a broker outage (docs/performance.md).
+PUBLISH_TIMEOUT_SECONDS = 0.5
+
+
+def publish_options(broker_url: str) -> tuple[float | None, dict[str, object]]:
+    """The connect timeout (``None``: Celery's) and the transport options added to connections
+    that publish (:meth:`GinCelery.connection_for_write`), never to the worker's consumer (its
+    blocking reads wait longer than any bound here, and it retries a lost broker for as long as
+    it takes, :class:`Consumer`): one connection attempt, no retry (kombu's ``max_retries``),
+    and each socket operation bounded by :data:`PUBLISH_TIMEOUT_SECONDS`: Redis's
+    ``socket_connect_timeout`` and ``socket_timeout`` (a broker that accepts the connection but
+    never answers, as a stopped or overloaded one), RabbitMQ's connect timeout (connection and
+    handshake) and ``write_timeout``. The embedded filesystem broker: nothing to bound."""
+    bound = PUBLISH_TIMEOUT_SECONDS
+    scheme = broker_url.split("://", 1)[0]
+    if scheme in ("redis", "rediss"):
+        return None, {"max_retries": 0, "socket_connect_timeout": bound, "socket_timeout": bound}
+    if scheme in ("amqp", "amqps", "pyamqp"):
+        return bound, {"max_retries": 0, "write_timeout": bound}
+    return None, {}
+
+
+class GinCelery(Celery):
+    """Celery, with every publishing connection bounded (:func:`publish_options`)."""
+
+    def connection_for_write(self, url: str | None = None, **kwargs: Any) -> Connection:
+        timeout, options = publish_options(url or self.conf.broker_write_url or "")
+        if timeout is not None and kwargs.get("connect_timeout") is None:
+            kwargs["connect_timeout"] = timeout
+        kwargs["transport_options"] = {**options, **(kwargs.get("transport_options") or {})}
+        connection: Connection = super().connection_for_write(url, **kwargs)
+        return connection
+
+
 #: The priority of a relay kick (the API's, after a match ends): the lowest of Redis's steps
 #: (kombu serves 0, the default, first and 9 last; other brokers here ignore it). A kick is a
 #: nudge: a relay finds every unpublished event, whichever kick runs it. A worker that comes
@@ -137,7 +175,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         broker_url = "filesystem://localhost"  # the folder is in the options; a hostname
         # keeps kombu from warning that it reverts to "localhost" on every cloned connection
     sweep = settings.settlement_sweep_seconds
-    app = Celery("gin", broker=broker_url)
+    app = GinCelery("gin", broker=broker_url)
     app.steps["consumer"].add(CatchUp)
     if broker_url.startswith("filesystem://"):  # kombu's, each message written whole
         app.conf.broker_transport = "worker.embedded_broker:Transport"

@@ -51,7 +51,11 @@ class Broker:
         }
 
     def client(self) -> Celery:
-        app = Celery("gin-test", broker=self.url)
+        """A Celery client of this broker, its publishes bounded as the service's are
+        (:func:`worker.celery_app.publish_options`)."""
+        from worker.celery_app import GinCelery
+
+        app = GinCelery("gin-test", broker=self.url)
         options: dict[str, Any] = {"visibility_timeout": 3}
         if self.url.startswith("redis"):
             options["global_keyprefix"] = self.env["CELERY_KEY_PREFIX"]
@@ -544,10 +548,10 @@ def fault_mix(
                     kick.set()
 
             def kicker() -> None:
-                """The API's relay kick after each match, sent beside the clients: with
-                Redis away a send fails only after about 6 s of redis-py's retries, and
-                the clients go on finishing matches meanwhile (kicks that came while one
-                was on its way go as one)."""
+                """The API's relay kick after each match, sent beside the clients (kicks
+                that came while one was on its way go as one); with Redis away a send fails
+                within the service's publish bound (it took about 6 s of kombu's connection
+                retries before the bound)."""
                 while not done.is_set():
                     if kick.wait(0.2):
                         kick.clear()
