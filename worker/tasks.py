@@ -174,12 +174,17 @@ def _settle_one(match_id: str) -> str | None:
     tournament), then send a seamless operator's credits; the settlement's id (``None``: no
     such match, not finished, or a tournament's match)."""
     try:
-        done = _in_unit(lambda session: settlement.conclude(session, match_id, utcnow()))
+        done, credits = _in_unit(
+            lambda session: settlement.conclude_with_credits(session, match_id, utcnow())
+        )
     except (NotFound, MatchNotLive) as exc:
         log.warning("not settling %s: %s", match_id, exc)
         return None
     if done is not None:
-        _with_session(lambda session: seamless.send_credits(session, match_id, operator_sender()))
+        if credits:  # none to look for after a transfer-mode operator's settlement
+            _with_session(
+                lambda session: seamless.send_credits(session, match_id, operator_sender())
+            )
     else:  # a tournament's match: the prizes, when it was the last, are credited now
         _with_session(
             lambda session: tournaments.send_credits(session, match_id, operator_sender())

@@ -17,10 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, and_, bindparam, or_, select
+from sqlalchemy import Integer, and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.session import make_transient_to_detached
 
-from service.db.match_models import GameTable, MatchRow, Settlement
+from service.db.driver import execute, pipeline
+from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
+from service.db.models import table_of
+from service.db.wallet_models import OperatorWallet
 from service.errors import MatchNotLive, NotFound
 from service.formats import MatchSettings, RummyMatch, games
 from service.ids import new_id
@@ -40,21 +45,38 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
     :raises NotFound: when there is no such match.
     :raises MatchNotLive: when the match has not finished.
     """
-    # One round trip: lock the match row and see whether it is settled already.
+    return settle_with_credits(session, match_id, now)[0]
+
+
+def settle_with_credits(session: Session, match_id: str, now: datetime) -> tuple[Settlement, bool]:
+    """:func:`settle_match`, and whether the settlement may have left credits to send to a
+    seamless operator's wallet (``False``: settled now, and none were written)."""
+    # One round trip: lock the match row (only it: a table or a wallet row is read, never
+    # locked, here) and read whether it is settled already, its table and the operator's
+    # wallet for its currency (seamless or not), which the settlement reads next.
     found = session.execute(
-        select(MatchRow, Settlement)
+        select(MatchRow, Settlement, GameTable, OperatorWallet)
+        .join(GameTable, GameTable.id == MatchRow.table_id)
         .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
+        .outerjoin(
+            OperatorWallet,
+            and_(
+                OperatorWallet.operator_id == MatchRow.operator_id,
+                OperatorWallet.currency == MatchRow.currency,
+            ),
+        )
         .where(MatchRow.id == match_id)
         .with_for_update(of=MatchRow)
     ).one_or_none()
     if found is None:
         raise NotFound(f"No match {match_id!r}.")
-    row, existing = found
+    row, existing, table, wallet = found
     if existing is not None:
-        return existing
+        return existing, True  # settled before: its credits may still be pending
     if row.status not in SETTLED_STATUSES or row.state is None:
         raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match is settled.")
-    return _settle(session, row, now)
+    seamless_mode = wallet is not None and wallet.mode == "seamless"
+    return _settle(session, row, table, seamless_mode, now)
 
 
 def conclude(session: Session, match_id: str, now: datetime) -> str | None:
@@ -66,11 +88,23 @@ def conclude(session: Session, match_id: str, now: datetime) -> str | None:
     :raises NotFound: when there is no such match.
     :raises MatchNotLive: when the match has not finished.
     """
+    return conclude_with_credits(session, match_id, now)[0]
+
+
+def conclude_with_credits(
+    session: Session, match_id: str, now: datetime
+) -> tuple[str | None, bool]:
+    """:func:`conclude`, and whether the match may have credits to send to a seamless
+    operator's wallet after the commit (``False``: a match settled now that wrote none, as
+    every match of a transfer-mode operator: nothing to look for)."""
+    # The tournament is looked up first, unlocked: a tournament's match is locked after its
+    # tournament (:func:`tournaments.record_result`), never before.
     tournament_id = tournaments.tournament_of_match(session, match_id)
     if tournament_id is not None:
         tournaments.record_result(session, tournament_id, match_id, now)
-        return None
-    return settle_match(session, match_id, now).id
+        return None, True
+    settlement, credits = settle_with_credits(session, match_id, now)
+    return settlement.id, credits
 
 
 def capture_amounts(
@@ -97,11 +131,14 @@ def _existing(session: Session, match_id: str) -> Settlement | None:
     return session.scalars(select(Settlement).where(Settlement.match_id == match_id)).one_or_none()
 
 
-def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
+def _settle(
+    session: Session, row: MatchRow, table: GameTable, seamless_mode: bool, now: datetime
+) -> tuple[Settlement, bool]:
+    """Settle ``row`` (locked, unsettled, finished) of ``table``; ``seamless_mode``: whether
+    its operator's wallet for its currency is seamless (its players are paid there). The
+    settlement, and whether it wrote credits to send."""
     assert row.seats is not None and row.state is not None
     match = games.from_state(row.state)
-    table = session.get(GameTable, row.table_id)
-    assert table is not None
     seats = row.seats
     escrow = [s["escrow"] for s in seats]
     settings = MatchSettings.from_dict(table.settings)
@@ -120,8 +157,10 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         now,
         table_ref=table.id if settings.continuous else None,
     )
-    if not settings.continuous:  # a seamless operator's players are paid in its wallet
-        seamless.pay_out(
+    credits: list[str] = []
+    # A seamless operator's players are paid in its wallet (a transfer-mode operator's: here).
+    if not settings.continuous and seamless_mode:
+        credits = seamless.pay_out(
             session,
             operator_id=row.operator_id,
             currency=row.currency,
@@ -135,7 +174,6 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         )
     data = dict(statement.data)
     data["players"] = players
-    row.settled_at = now
     settlement = Settlement(
         id=new_id("stl"),
         match_id=row.id,
@@ -146,28 +184,57 @@ def _settle(session: Session, row: MatchRow, now: datetime) -> Settlement:
         ledger_transaction_id=txn.id,
         created_at=now,
     )
-    session.add(settlement)
-    session.add(
-        play.match_event(
-            row,
-            "settlement.completed",
-            {
-                "settlement_id": settlement.id,
-                "payouts": data["payouts"],
-                "net": data["net"],
-                "fee": statement.fee,
-                "currency": row.currency,
-                "players": players,
-                "ledger_transaction_id": txn.id,
-            },
-            now,
-        )
+    event = play.match_event(
+        row,
+        "settlement.completed",
+        {
+            "settlement_id": settlement.id,
+            "payouts": data["payouts"],
+            "net": data["net"],
+            "fee": statement.fee,
+            "currency": row.currency,
+            "players": players,
+            "ledger_transaction_id": txn.id,
+        },
+        now,
     )
+    event.attempts, event.published_at, event.last_error = 0, None, None
+    # The match marked settled, the settlement and its event: three writes in one round trip
+    # on PostgreSQL (the ORM's flush sends each alone), after the ledger's, whose transaction
+    # the settlement names. The objects then join the session as the rows they are.
+    with pipeline(session):
+        execute(session, _MARK_SETTLED, {"match_id": row.id, "settled_at": now})
+        execute(session, _INSERT_SETTLEMENT, _values(settlement))
+        execute(session, _INSERT_EVENT, _values(event))
+    set_committed_value(row, "settled_at", now)
+    for written in (settlement, event):
+        make_transient_to_detached(written)
+        session.add(written)
     session.flush()
     if settings.continuous:  # the table balances move on, the next hand is dealt
         assert isinstance(match, RummyMatch)
         tables.after_hand(session, row, match, statement.net, now)
-    return settlement
+    return settlement, bool(credits)
+
+
+def _values(obj: Settlement | OutboxEvent) -> dict[str, Any]:
+    return {column.key: getattr(obj, column.key) for column in table_of(type(obj)).c}
+
+
+def _insert_all(model: type[Settlement] | type[OutboxEvent]) -> Any:
+    """``INSERT`` of one row of ``model``'s table, each column a parameter of its name."""
+    table = table_of(model)
+    return insert(table).values({column.key: bindparam(column.key) for column in table.c})
+
+
+_MATCHES = table_of(MatchRow)
+_MARK_SETTLED = (
+    update(_MATCHES)
+    .where(_MATCHES.c.id == bindparam("match_id"))
+    .values(settled_at=bindparam("settled_at"))
+)
+_INSERT_SETTLEMENT = _insert_all(Settlement)
+_INSERT_EVENT = _insert_all(OutboxEvent)
 
 
 @dataclass(frozen=True, slots=True)

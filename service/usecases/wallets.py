@@ -387,10 +387,13 @@ def capture(
         )
     principal = Principal(operator_id)
     ids = sorted(set(taken) | set(paid))
-    # One round trip for every player's row; the checks below find them in the session.
-    session.scalars(select(Player).where(Player.id.in_(ids))).all()
+    # One round trip for every player's row; the checks below find them in the session (the
+    # list keeps them there: the session's identity map holds its objects weakly, and rows
+    # dropped at once were read again one by one).
+    found = session.scalars(select(Player).where(Player.id.in_(ids))).all()
     for player_id in ids:
         authorize_player(session, principal, player_id)
+    del found
     journal = ledger.capture(
         operator_id,
         table_ref or match_ref,

@@ -71,13 +71,16 @@ class Operator:
         finally:
             db.close()
 
-    def settle(self, match_id: str) -> None:
+    def settle(self, match_id: str) -> bool:
+        """Settle the match and send its credits; whether the settlement said it left
+        credits to send (the worker looks for them only then)."""
         db = self.session()
         try:
-            in_unit(db, settlement.settle_match, match_id, utcnow())
+            _, credits = in_unit(db, settlement.conclude_with_credits, match_id, utcnow())
             seamless.send_credits(db, match_id, POST)
         finally:
             db.close()
+        return credits
 
     def clearing(self, player: ApiClient) -> int:
         return clearing_balance(self.session, self.api.operator_id, player.player_id)  # type: ignore[attr-defined]
@@ -167,7 +170,7 @@ def test_a_match_debits_the_stakes_and_credits_the_payouts(operator: Operator) -
     assert len({c.round_id for c in debits}) == 2  # a round per player's stay
     final = play_match([alice, bob], table["match_id"])
     assert final["status"] == "finished"
-    operator.settle(table["match_id"])
+    assert operator.settle(table["match_id"])  # credits left to send
     credits = operator.calls(kind="credit")
     assert sorted(c.state for c in credits) == ["acknowledged", "acknowledged"]
     paid = sorted(c.amount for c in credits)

@@ -81,7 +81,7 @@ def test_the_sweep_settles_the_backlog_oldest_first_each_once(
     with serving(sweeping) as app:
         match_ids = finished_matches(app, 5)
         order: list[str] = []
-        real = settlement.settle_match
+        real = settlement.settle_with_credits  # settle_match's, and the workers' path
 
         def settle(session: Any, match_id: str, now: Any) -> Any:
             order.append(match_id)
@@ -89,7 +89,7 @@ def test_the_sweep_settles_the_backlog_oldest_first_each_once(
                 raise RuntimeError("a bug in one match's settlement")
             return real(session, match_id, now)
 
-        monkeypatch.setattr(settlement, "settle_match", settle)
+        monkeypatch.setattr(settlement, "settle_with_credits", settle)
         assert tasks.sweep_unsettled() == 4
         assert order == match_ids  # oldest first, the failed one tried once
         assert settled_once(app, [m for m in match_ids if m != match_ids[1]])
