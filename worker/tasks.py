@@ -198,13 +198,16 @@ SWEEP_SECONDS = 30.0
 
 def _settle_next(
     session: Session, cutoff: datetime | None, passing: set[str], claimed: list[str]
-) -> str | None:
-    """One unit of a sweep: claim the oldest unsettled match and settle it."""
+) -> tuple[str, bool] | None:
+    """One unit of a sweep: claim the oldest unsettled match and settle it; the match and
+    whether it may have credits to send (:func:`settlement.conclude_with_credits`)."""
     match_id = settlement.claim_unsettled(session, finished_before=cutoff, passing=passing)
-    if match_id is not None:
-        claimed.append(match_id)
-        settlement.conclude(session, match_id, utcnow())  # a tournament's match advances it
-    return match_id
+    if match_id is None:
+        return None
+    claimed.append(match_id)
+    # A tournament's match advances its tournament.
+    _, credits = settlement.conclude_with_credits(session, match_id, utcnow())
+    return match_id, credits
 
 
 @app.task(
@@ -244,9 +247,7 @@ def _settle_unsettled(older_than: float) -> int:
     while time.monotonic() < until:
         claimed: list[str] = []
         try:
-            match_id = _in_unit(
-                partial(_settle_next, cutoff=cutoff, passing=failed, claimed=claimed)
-            )
+            found = _in_unit(partial(_settle_next, cutoff=cutoff, passing=failed, claimed=claimed))
         except OperationalError:
             raise  # the database is away: the task is retried
         except Exception:
@@ -255,9 +256,11 @@ def _settle_unsettled(older_than: float) -> int:
             log.exception("sweep could not settle %s", claimed[0])
             failed.add(claimed[0])
             continue
-        if match_id is None:
+        if found is None:
             return settled
-        _with_session(partial(seamless.send_credits, match_id=match_id, post=operator_sender()))
+        match_id, credits = found
+        if credits:  # none to look for after a transfer-mode operator's settlement
+            _with_session(partial(seamless.send_credits, match_id=match_id, post=operator_sender()))
         settled += 1
     send_task("settlement.sweep", [older_than])
     return settled
