@@ -51,30 +51,35 @@ def settle_match(session: Session, match_id: str, now: datetime) -> Settlement:
 def settle_with_credits(session: Session, match_id: str, now: datetime) -> tuple[Settlement, bool]:
     """:func:`settle_match`, and whether the settlement may have left credits to send to a
     seamless operator's wallet (``False``: settled now, and none were written)."""
-    # One round trip: lock the match row (only it: a table or a wallet row is read, never
-    # locked, here) and read whether it is settled already, its table and the operator's
-    # wallet for its currency (seamless or not), which the settlement reads next.
+    # One round trip: lock the match row and see whether it is settled already.
     found = session.execute(
-        select(MatchRow, Settlement, GameTable, OperatorWallet)
-        .join(GameTable, GameTable.id == MatchRow.table_id)
+        select(MatchRow, Settlement)
         .outerjoin(Settlement, Settlement.match_id == MatchRow.id)
-        .outerjoin(
-            OperatorWallet,
-            and_(
-                OperatorWallet.operator_id == MatchRow.operator_id,
-                OperatorWallet.currency == MatchRow.currency,
-            ),
-        )
         .where(MatchRow.id == match_id)
         .with_for_update(of=MatchRow)
     ).one_or_none()
     if found is None:
         raise NotFound(f"No match {match_id!r}.")
-    row, existing, table, wallet = found
+    row, existing = found
     if existing is not None:
         return existing, True  # settled before: its credits may still be pending
     if row.status not in SETTLED_STATUSES or row.state is None:
         raise MatchNotLive(f"Match {match_id} is {row.status}; only a finished match is settled.")
+    # One more for the match's table and the operator's wallet for its currency (seamless or
+    # not), read only now: a row joined to the lock's statement is read as it was when the
+    # statement began, before any wait for the lock (a per-hand table's seats changed
+    # meanwhile would be missed).
+    table, wallet = session.execute(
+        select(GameTable, OperatorWallet)
+        .outerjoin(
+            OperatorWallet,
+            and_(
+                OperatorWallet.operator_id == row.operator_id,
+                OperatorWallet.currency == row.currency,
+            ),
+        )
+        .where(GameTable.id == row.table_id)
+    ).one()
     seamless_mode = wallet is not None and wallet.mode == "seamless"
     return _settle(session, row, table, seamless_mode, now)
 
