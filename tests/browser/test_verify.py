@@ -159,7 +159,11 @@ def _tampered(history: dict[str, Any]) -> dict[str, dict[str, Any]]:
     entry = next(a for a in action["history"]["actions"][3:] if "card" in a)
     entry["card"] = _flip(entry["card"], 0)
     score = copy.deepcopy(history)
-    score["history"]["outcome"]["points"] = [1, 2] if history["history"].get("game") else 1
+    # One more point than the hand earned (a fixed figure is sometimes the true one).
+    points = score["history"]["outcome"]["points"]
+    score["history"]["outcome"]["points"] = (
+        [value + 1 for value in points] if isinstance(points, list) else points + 1
+    )
     return {"seed": seed, "deck": deck, "action": action, "score": score}
 
 
