@@ -95,7 +95,8 @@ def test_an_operator_finds_a_player_and_a_settlement_exports_it_and_signs_out(
 ) -> None:
     sign_in(page, served.api_key())
     expect(page.get_by_role("heading", name="Dashboard", exact=True)).to_be_visible()
-    assert "Passed" in page.locator("#audit-verdict").inner_text()
+    page.get_by_role("button", name="Audit the books now").click()
+    expect(page.locator("#audit-verdict")).to_contain_text("Passed")
 
     ada = settled.players[0]
     page.get_by_role("link", name="Players", exact=True).click()
