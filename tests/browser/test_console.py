@@ -83,6 +83,7 @@ def sign_in(page: Any, key: str) -> None:
     page.get_by_role("button", name="Sign in").click()
 
 
+@pytest.mark.page_only
 def test_a_wrong_key_is_refused_with_a_clear_message(page: Any) -> None:
     sign_in(page, "sk_not-a-key-of-anyone")
     assert page.get_by_role("alert").inner_text().startswith("That API key is unknown or revoked")

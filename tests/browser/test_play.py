@@ -329,6 +329,7 @@ def test_a_spectator_watches_a_public_match_without_any_hand(
         assert len(hidden) >= 10 and not shown & hidden, shown & hidden
 
 
+@pytest.mark.page_only
 def test_what_the_page_offers_for_the_listed_legal_actions(page: Any) -> None:
     """The page's reading of a view (static/play/model.js, run in the browser): a knock card
     that leaves every other card in melds is also offered as Gin; Rummy's melds and lay-offs
@@ -367,6 +368,7 @@ def test_what_the_page_offers_for_the_listed_legal_actions(page: Any) -> None:
     assert got["one"] == "Hand 4 is over: Bot won on a knock (1 point)."
 
 
+@pytest.mark.page_only
 def test_a_keyboard_player_keeps_the_focus_across_turns(page: Any, operator: GinClient) -> None:
     """Each redraw replaces the buttons; the focus goes back to the hand or the actions, so
     Tab and Enter play on."""
