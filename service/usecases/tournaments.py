@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.db.match_models import GameTable, MatchAction, MatchRow, OutboxEvent, Seat
@@ -53,6 +53,7 @@ from service.formats.match import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
+from service.live import notices
 from service.outbound.transport import Post
 from service.rules import fair
 from service.tournaments.bracket import SIZES, Knockout, draw, shuffle
@@ -74,6 +75,8 @@ SINGLE_TABLE_FORMATS = {
 }
 #: A tournament's kind -> the games it is offered for.
 KIND_GAMES = {"knockout": ("gin",), "single_table": tuple(SINGLE_TABLE_FORMATS)}
+#: The statuses of a tournament that is over.
+OVER = ("finished", "cancelled")
 #: How far ahead a scheduled tournament may start.
 LONGEST_SCHEDULE = timedelta(days=7)
 #: How long a sit-and-go takes registrations unless its operator says otherwise.
@@ -103,6 +106,13 @@ def entries_of(session: Session, tournament_id: str) -> list[TournamentEntry]:
 
 def _refuse(field: str, message: str) -> ValidationFailed:
     return ValidationFailed(f"{field}: {message}", errors=[FieldError(field, message)])
+
+
+def _changed(session: Session, tournament: Tournament) -> None:
+    """``tournament`` changed (under its row lock): its version grows, and its event streams
+    hear of it when the transaction commits (:mod:`service.live.notices`)."""
+    tournament.version += 1
+    notices.changed(session, tournament.id, tournament.version, kind="tournament")
 
 
 def payout_table_of(text: str | None, entrants: int) -> PayoutTable:
@@ -157,7 +167,7 @@ def create_tournament(
         detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
         raise ValidationFailed(detail, errors=problems)
     table = payout_table_of(payout_table, field)
-    for size in start_sizes(kind, fewest, field):
+    for size in start_sizes(fewest, field):
         payout_table_of(str(table), size)
     seed = fair.new_server_seed()
     tournament = Tournament(
@@ -177,6 +187,7 @@ def create_tournament(
         entries_taken=0,
         payout_table=str(table),
         status="open",
+        version=0,
         server_seed=seed,
         commitment=fair.commitment(seed),
         draw=None,
@@ -240,16 +251,13 @@ def _field_problems(
     elif kind == "single_table" and not rummy and fewest != field:
         message = f"a {game} table starts with all its {field} seats taken"
         problems.append(FieldError("min_entrants", message))
-    elif not start_sizes(kind, fewest, field):
-        problems.append(FieldError("min_entrants", "no field of 4, 8, 16 or 32 reaches it"))
     return field, max(2, min(fewest, field))
 
 
-def start_sizes(kind: str, fewest: int, field: int) -> list[int]:
-    """The numbers of entrants a tournament may start with: a knockout's 4, 8, 16 or 32
-    from ``fewest`` to ``field``, a single table's any of them."""
-    sizes = range(fewest, field + 1)
-    return [n for n in sizes if n in SIZES] if kind == "knockout" else list(sizes)
+def start_sizes(fewest: int, field: int) -> list[int]:
+    """The numbers of entrants a tournament may start with: any from ``fewest`` to
+    ``field`` (a knockout short of its field draws byes, docs/tournaments.md, "Byes")."""
+    return list(range(fewest, field + 1))
 
 
 def match_settings(
@@ -405,6 +413,7 @@ def register(
     )
     session.add(entry)
     tournament.entries_taken = len(entries) + 1
+    _changed(session, tournament)
     session.flush()
     if tournament.entries_taken == tournament.entrants and tournament.starts_at is None:
         _start(session, tournament, now)
@@ -486,6 +495,7 @@ def _withdraw(
     )
     session.delete(entry)
     tournament.entries_taken -= 1
+    _changed(session, tournament)
 
 
 def _credit(
@@ -583,6 +593,7 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         },
         now,
     )
+    _changed(session, tournament)
     session.flush()
 
 
@@ -728,6 +739,7 @@ def record_result(session: Session, tournament_id: str, match_id: str, now: date
         tournament.status = "finished"
         tournament.finished_at = now
         _event(session, tournament, "tournament.finished", _prizes_data(entries), now)
+    _changed(session, tournament)
     session.flush()
     return True
 
@@ -923,6 +935,7 @@ def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: 
     tournament.status = "cancelled"
     tournament.cancelled_at = now
     _event(session, tournament, "tournament.cancelled", {"reason": reason, **data}, now)
+    _changed(session, tournament)
     session.flush()
 
 
@@ -976,7 +989,7 @@ def _start_or_cancel_due(session: Session, tournament_id: str, now: datetime) ->
     tournament = session.get(Tournament, tournament_id, with_for_update=True)
     if tournament is None or tournament.status != "open" or tournament.registration_deadline > now:
         return False  # started, cancelled or moved meanwhile
-    sizes = start_sizes(tournament.kind, tournament.min_entrants, tournament.entrants)
+    sizes = start_sizes(tournament.min_entrants, tournament.entrants)
     if tournament.starts_at is not None and tournament.entries_taken in sizes:
         _start(session, tournament, now)
     else:
@@ -1061,3 +1074,18 @@ def _event(
             attempts=0,
         )
     )
+
+
+# --- following --------------------------------------------------------------------------
+
+
+def peek_versions(engine: Engine, tournament_ids: list[str]) -> dict[str, int]:
+    """The versions of ``tournament_ids`` in one read (a waiting room whose notices
+    stopped)."""
+    if not tournament_ids:
+        return {}
+    with Session(engine) as session:
+        rows = session.execute(
+            select(Tournament.id, Tournament.version).where(Tournament.id.in_(tournament_ids))
+        )
+        return {row.id: int(row.version) for row in rows}
