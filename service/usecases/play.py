@@ -26,7 +26,7 @@ from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
-from service.db.models import Player, table_of
+from service.db.models import table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
 from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
@@ -38,7 +38,7 @@ from service.match_view import match_view, seat_numbers, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
-from service.usecases.auth import Principal
+from service.usecases.auth import Principal, load_players
 
 SYSTEM = "system"
 
@@ -381,8 +381,7 @@ def start_match(
     continuous = seats is not None
     seats = _seats(session, table.id) if seats is None else seats
     names = {
-        p.id: p.display_name
-        for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
+        p.id: p.display_name for p in load_players(session, [s.player_id for s in seats]).values()
     }
     row.format, row.currency, row.private = table.format, table.currency, table.private
     row.spectator_delay = table.spectator_delay

@@ -61,7 +61,7 @@ from service.tournaments.errors import PayoutTableError
 from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award
 from service.tournaments.single_table import SingleTable, match_result
 from service.usecases import play, seamless, tables, unit_of_work, wallets
-from service.usecases.auth import Principal, authorize_player, require_operator
+from service.usecases.auth import Principal, authorize_player, load_players, require_operator
 from service.usecases.pages import Page, page_of
 
 #: The formats a knockout's matches are played in: each has a winner.
@@ -414,10 +414,11 @@ def register(
     session.add(entry)
     tournament.entries_taken = len(entries) + 1
     _changed(session, tournament)
-    session.flush()
+    entries = sorted([*entries, entry], key=lambda e: e.seat)
     if tournament.entries_taken == tournament.entrants and tournament.starts_at is None:
-        _start(session, tournament, now)
-    return _view(session, tournament)
+        _start(session, tournament, now, entries)
+    session.flush()
+    return TournamentView(tournament, entries)
 
 
 def unregister(
@@ -544,13 +545,22 @@ def _release(
 # --- the start and the rounds -----------------------------------------------------------
 
 
-def _start(session: Session, tournament: Tournament, now: datetime) -> None:
+def _start(
+    session: Session,
+    tournament: Tournament,
+    now: datetime,
+    entries: Sequence[TournamentEntry] | None = None,
+) -> None:
     """The field is full (under the tournament's lock): the seed draws the bracket, round 1
-    is dealt, the fees go to the house. The fees last: every start locks the house's fee
-    account, so it is held only for the end of the transaction, not while the matches are
-    dealt (starts at once would queue behind one another's deals)."""
-    entries = entries_of(session, tournament.id)
+    is dealt, the fees go to the house. ``entries``: the entries by seat, when the caller
+    has them (the last registration), else read. The fees last: every start locks the
+    house's fee account, so it is held only for the end of the transaction, not while the
+    matches are dealt (starts at once would queue behind one another's deals)."""
+    entries = entries_of(session, tournament.id) if entries is None else entries
     players = [e.player_id for e in entries]
+    # Every entrant's row in one read, held while their matches are dealt and the fees
+    # taken (both find them in the session).
+    loaded = load_players(session, players)
     tournament.status = "running"
     tournament.started_at = now
     for entry in entries:
@@ -559,28 +569,16 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         order = draw(tournament.server_seed, players)
         tournament.draw = list(order)
         knockout = Knockout.start(order)
-        tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
-        matches = [p["match_id"] for p in tournament.bracket[0]]
+        tournament.bracket, opened = _with_matches(session, tournament, knockout, entries, now)
+        matches = [p["match_id"] for p in tournament.bracket[0] if p["match_id"] is not None]
     else:
         order = shuffle(tournament.server_seed, players)
         tournament.draw = list(order)
         by_seat = {e.seat: e for e in entries}
         seated = [by_seat[seat] for seat in order]
-        match_id = _open_match(session, tournament, f"{tournament.name} table", seated, now)
-        tournament.bracket = SingleTable(order).to_dict(match_id)
-        matches = [match_id]
-    if tournament.fee:
-        wallets.capture(
-            session,
-            tournament.operator_id,
-            tournament.id,
-            tournament.currency,
-            {e.player_id: tournament.fee for e in entries},
-            {},
-            tournament.fee * len(entries),
-            f"tournament-fees:{tournament.id}",
-            now,
-        )
+        opened = [_open_table(session, tournament, f"{tournament.name} table", seated, now)]
+        tournament.bracket = SingleTable(order).to_dict(opened[0][1].id)
+        matches = [opened[0][1].id]
     _event(
         session,
         tournament,
@@ -594,7 +592,21 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         now,
     )
     _changed(session, tournament)
+    _deal(session, opened, now)
+    if tournament.fee:
+        wallets.capture(
+            session,
+            tournament.operator_id,
+            tournament.id,
+            tournament.currency,
+            {e.player_id: tournament.fee for e in entries},
+            {},
+            tournament.fee * len(entries),
+            f"tournament-fees:{tournament.id}",
+            now,
+        )
     session.flush()
+    del loaded
 
 
 def _with_matches(
@@ -605,37 +617,50 @@ def _with_matches(
     now: datetime,
     *,
     deal: bool = True,
-) -> list[list[dict[str, Any]]]:
+) -> tuple[list[list[dict[str, Any]]], list[tuple[GameTable, MatchRow]]]:
     """The bracket to store: ``knockout``'s pairings with the match ids the stored bracket
-    gives them; with ``deal``, a match opened for each pairing that has none yet."""
+    gives them; with ``deal``, a table and match opened for each pairing that has none yet
+    (added to the session, for :func:`_deal`): (the bracket, the tables opened)."""
     known = tournament.bracket or []
     by_seat = {e.seat: e for e in entries}
     out: list[list[dict[str, Any]]] = []
+    opened: list[tuple[GameTable, MatchRow]] = []
     for r, pairings in enumerate(knockout.to_dict()):
         row: list[dict[str, Any]] = []
         for m, pairing in enumerate(pairings):
-            match_id = known[r][m]["match_id"] if r < len(known) else None
+            stored = {**pairing, "match_id": known[r][m]["match_id"] if r < len(known) else None}
             first, second = pairing["first"], pairing["second"]
-            if match_id is None and deal and first is not None and second is not None:
+            if stored["match_id"] is None and deal and first is not None and second is not None:
                 name = f"{tournament.name} round {r + 1} match {m + 1}"
-                match_id = _open_match(
-                    session, tournament, name, (by_seat[first], by_seat[second]), now
-                )
-            row.append({**pairing, "match_id": match_id})
+                seated = (by_seat[first], by_seat[second])
+                opened.append(_open_table(session, tournament, name, seated, now))
+                stored["match_id"] = opened[-1][1].id
+            row.append(stored)
         out.append(row)
-    return out
+    return out, opened
 
 
-def _open_match(
+def _deal(session: Session, opened: Sequence[tuple[GameTable, MatchRow]], now: datetime) -> None:
+    """Deal the matches of the tables :func:`_open_table` added: the tables, their seats and
+    their waiting matches are written in one flush (a round's in one statement per table,
+    not per match), then each match is dealt as every match is (:func:`play.start_match`).
+    """
+    session.flush()
+    for table, match in opened:
+        play.start_match(session, table, match, now)
+
+
+def _open_table(
     session: Session,
     tournament: Tournament,
     name: str,
     entries: Sequence[TournamentEntry],
     now: datetime,
-) -> str:
+) -> tuple[GameTable, MatchRow]:
     """A table the system opens for a knockout's pairing or a single table, every entrant
-    seated (``entries`` in seat order, 0 up) and nothing held, its match dealt at once; the
-    match id. A Rummy table that started short of its field seats the entrants there are."""
+    seated (``entries`` in seat order, 0 up) and nothing held, and its waiting match, added
+    to the session (:func:`_deal` deals it). A Rummy table that started short of its field
+    seats the entrants there are."""
     stored = {**tournament.settings, "seats": len(entries)}
     settings = MatchSettings.from_dict(stored)
     table = GameTable(
@@ -662,7 +687,6 @@ def _open_match(
         tournament_id=tournament.id,
     )
     session.add(table)
-    session.flush()
     for seat_no, entry in enumerate(entries):
         session.add(
             Seat(
@@ -677,9 +701,7 @@ def _open_match(
         )
     match = tables.waiting_match(table, table.match_id, now)
     session.add(match)
-    session.flush()
-    play.start_match(session, table, match, now)
-    return table.match_id
+    return table, match
 
 
 def tournament_of_match(session: Session, match_id: str) -> str | None:
@@ -770,7 +792,10 @@ def _recorded(
     row.settled_at = now
     if isinstance(played, Knockout):
         knockout = _record(tournament, played, entries, row)
-        tournament.bracket = _with_matches(session, tournament, knockout, entries, now, deal=deal)
+        tournament.bracket, opened = _with_matches(
+            session, tournament, knockout, entries, now, deal=deal
+        )
+        _deal(session, opened, now)
         return knockout
     assert row.state is not None
     table = played.finish(match_result(games.from_state(row.state)), forfeit_order(session, row.id))
