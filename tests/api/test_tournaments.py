@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from service.clock import utcnow
 from service.db.match_models import MatchAction, OutboxEvent
@@ -183,6 +184,39 @@ def test_a_four_entrant_knockout_is_played_and_paid_to_the_cent(
     # A finished match of the bracket concluded once more changes nothing.
     assert conclude(app, final[0]["match_id"]) is None
     assert api.get(f"/v1/tournaments/{done['id']}").get_json() == done
+
+
+def test_the_registration_that_starts_a_knockout_writes_its_round_in_few_statements(
+    api: ApiClient, app: Any
+) -> None:
+    """The start reads every entrant's row once and writes round 1's tables, seats and
+    matches in one statement each, however many matches the round has (docs/performance.md,
+    the registration figures)."""
+    tournament = open_tournament(api, entrants=8, payout_table="2-9: 10000")
+    clients = [player_client(api, deposit=DEPOSIT) for _ in range(8)]
+    for client in clients[:7]:
+        assert register(client, tournament["id"]).status_code == 201
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(" ".join(statement.split())[:40])
+
+    engine = app.extensions["gin"]["engine"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        started = register(clients[7], tournament["id"])
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert started.status_code == 201 and started.get_json()["status"] == "running"
+    assert len(started.get_json()["rounds"][0]["matches"]) == 4
+    counted = Counter(s.split(" (")[0] for s in statements if s.startswith("INSERT INTO"))
+    assert counted["INSERT INTO game_tables"] == 1
+    assert counted["INSERT INTO seats"] == 1
+    assert counted["INSERT INTO matches"] == 1
+    players_read = [s for s in statements if s.startswith("SELECT players.id")]
+    assert len(players_read) <= 2  # the registrant's token check, then the field at once
+    entries_read = [s for s in statements if s.startswith("SELECT tournament_entries.")]
+    assert len(entries_read) == 1
 
 
 def test_unregistering_before_the_start_releases_the_entry(api: ApiClient) -> None:
