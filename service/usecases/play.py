@@ -371,15 +371,19 @@ def start_match(
     *,
     seats: list[Seat] | None = None,
     first_dealer: int | None = None,
+    seated: list[Seat] | None = None,
 ) -> None:
     """Every seat is filled: copy what the match needs onto its row, pick the first dealer
     at random and deal hand 1 (inside the caller's transaction, under its table lock).
+    ``seated``: the table's seats in seat order when the caller has them (a tournament's
+    table, just seated), else read.
 
     A hand of a per-hand Rummy table is a match of the ``seats`` dealt in (its match seats
     ``0 .. k-1`` in table order, each keeping its ``table_seat``), dealt by ``first_dealer``
     (a match seat) when the previous hand decided it (5.1.4)."""
     continuous = seats is not None
-    seats = _seats(session, table.id) if seats is None else seats
+    if seats is None:
+        seats = _seats(session, table.id) if seated is None else seated
     names = {
         p.id: p.display_name for p in load_players(session, [s.player_id for s in seats]).values()
     }

@@ -617,14 +617,14 @@ def _with_matches(
     now: datetime,
     *,
     deal: bool = True,
-) -> tuple[list[list[dict[str, Any]]], list[tuple[GameTable, MatchRow]]]:
+) -> tuple[list[list[dict[str, Any]]], list[tuple[GameTable, MatchRow, list[Seat]]]]:
     """The bracket to store: ``knockout``'s pairings with the match ids the stored bracket
     gives them; with ``deal``, a table and match opened for each pairing that has none yet
     (added to the session, for :func:`_deal`): (the bracket, the tables opened)."""
     known = tournament.bracket or []
     by_seat = {e.seat: e for e in entries}
     out: list[list[dict[str, Any]]] = []
-    opened: list[tuple[GameTable, MatchRow]] = []
+    opened: list[tuple[GameTable, MatchRow, list[Seat]]] = []
     for r, pairings in enumerate(knockout.to_dict()):
         row: list[dict[str, Any]] = []
         for m, pairing in enumerate(pairings):
@@ -640,14 +640,16 @@ def _with_matches(
     return out, opened
 
 
-def _deal(session: Session, opened: Sequence[tuple[GameTable, MatchRow]], now: datetime) -> None:
+def _deal(
+    session: Session, opened: Sequence[tuple[GameTable, MatchRow, list[Seat]]], now: datetime
+) -> None:
     """Deal the matches of the tables :func:`_open_table` added: the tables, their seats and
     their waiting matches are written in one flush (a round's in one statement per table,
     not per match), then each match is dealt as every match is (:func:`play.start_match`).
     """
     session.flush()
-    for table, match in opened:
-        play.start_match(session, table, match, now)
+    for table, match, seats in opened:
+        play.start_match(session, table, match, now, seated=seats)
 
 
 def _open_table(
@@ -656,11 +658,11 @@ def _open_table(
     name: str,
     entries: Sequence[TournamentEntry],
     now: datetime,
-) -> tuple[GameTable, MatchRow]:
+) -> tuple[GameTable, MatchRow, list[Seat]]:
     """A table the system opens for a knockout's pairing or a single table, every entrant
     seated (``entries`` in seat order, 0 up) and nothing held, and its waiting match, added
-    to the session (:func:`_deal` deals it). A Rummy table that started short of its field
-    seats the entrants there are."""
+    to the session (:func:`_deal` deals it): (the table, its match, its seats). A Rummy
+    table that started short of its field seats the entrants there are."""
     stored = {**tournament.settings, "seats": len(entries)}
     settings = MatchSettings.from_dict(stored)
     table = GameTable(
@@ -686,22 +688,21 @@ def _open_table(
         created_at=now,
         tournament_id=tournament.id,
     )
-    session.add(table)
-    for seat_no, entry in enumerate(entries):
-        session.add(
-            Seat(
-                table_id=table.id,
-                seat_no=seat_no,
-                player_id=entry.player_id,
-                escrow=0,  # the money is in the tournament's pool
-                hold_transaction_id=entry.hold_transaction_id,
-                client_seed=fair.new_client_seed(),
-                joined_at=now,
-            )
+    seats = [
+        Seat(
+            table_id=table.id,
+            seat_no=seat_no,
+            player_id=entry.player_id,
+            escrow=0,  # the money is in the tournament's pool
+            hold_transaction_id=entry.hold_transaction_id,
+            client_seed=fair.new_client_seed(),
+            joined_at=now,
         )
+        for seat_no, entry in enumerate(entries)
+    ]
     match = tables.waiting_match(table, table.match_id, now)
-    session.add(match)
-    return table, match
+    session.add_all([table, *seats, match])
+    return table, match, seats
 
 
 def tournament_of_match(session: Session, match_id: str) -> str | None:
