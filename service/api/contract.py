@@ -121,6 +121,7 @@ OPERATIONS: dict[str, Operation] = {
     "GET /v1/tournaments": Operation("listTournaments", EITHER),
     "POST /v1/tournaments": Operation("createTournament"),
     "GET /v1/tournaments/{tournament_id}": Operation("getTournament", EITHER),
+    "GET /v1/tournaments/{tournament_id}/events": Operation("followTournament", EITHER),
     "POST /v1/tournaments/{tournament_id}/entries": Operation(
         "registerForTournament", PLAYER, REQUIRED
     ),

@@ -532,6 +532,7 @@ _TOURNAMENT_OPEN: dict[str, Any] = {
     "currency": "EUR",
     "practice": False,
     "status": "open",
+    "version": 0,
     "buy_in": {"amount": 1000, "currency": "EUR"},
     "fee": {"amount": 100, "currency": "EUR"},
     "prize_pool": {"amount": 4000, "currency": "EUR"},
@@ -556,6 +557,7 @@ _TOURNAMENT_OPEN: dict[str, Any] = {
 _TOURNAMENT_RUNNING: dict[str, Any] = {
     **_TOURNAMENT_OPEN,
     "status": "running",
+    "version": 4,
     "entries_taken": 4,
     "server_seed": "5d0e8c4b2a19f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c",
     "draw": [3, 1, 4, 2],
@@ -802,6 +804,16 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "event": "update",
         "id": str(_MATCH_VIEW["version"]),
         "data": f'{{"id": "{_MATCH_VIEW["id"]}", "version": {_MATCH_VIEW["version"]}}}',
+    },
+    # An update of a tournament's stream: the tournament as getTournament answers it
+    # (shortened here).
+    "followTournament": {
+        "event": "update",
+        "id": str(_TOURNAMENT_RUNNING["version"]),
+        "data": (
+            f'{{"id": "{_TOURNAMENT_RUNNING["id"]}", "status": "running", '
+            f'"version": {_TOURNAMENT_RUNNING["version"]}}}'
+        ),
     },
     "playAction": _AFTER_TAKE_UPCARD,
     "getHandHistory": {

@@ -209,7 +209,7 @@ class TournamentPairing(TypedDict):
     match_no: int
     match_id: str | None
     first_seat: int
-    second_seat: int
+    second_seat: int | None  # None: a bye (round 1)
     winner_seat: int | None
 
 
@@ -234,6 +234,7 @@ class Tournament(TypedDict):
     kind: str  # knockout, single_table
     game: str
     status: str  # open, running, finished, cancelled
+    version: int  # grows with each change: its event stream's event ids
     format: str
     currency: str
     buy_in: Money
