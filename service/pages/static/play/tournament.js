@@ -65,7 +65,11 @@ export function stateLine(t) {
   }
   if (t.status === "cancelled") return "The tournament was cancelled: entries are refunded by its rules.";
   if (t.status === "finished") {
-    const mine = entry && entry.prize ? ` You placed ${myPlaces(t)} and won ${money(entry.prize)}.` : "";
+    let mine = "";
+    if (entry && entry.prize) {
+      const won = entry.prize.amount > 0 ? `and won ${money(entry.prize)}` : "(no prize)";
+      mine = ` You placed ${myPlaces(t)} ${won}.`;
+    }
     return `The tournament is over.${mine}`;
   }
   if (!entry) return "The tournament is being played.";
