@@ -148,3 +148,68 @@ def test_a_practice_knockout_entered_played_and_its_prizes_shown(
     assert overflow(page) == 0
     page.set_viewport_size(PHONE)
     assert overflow(page) == 0
+
+
+@pytest.mark.page_only
+def test_what_the_page_reads_from_a_tournament_view(page: Any) -> None:
+    """The page's reading of a tournament view (static/play/tournament.js, run in the
+    browser): the caller's match at a single table and in a bracket, where they stand when
+    knocked out (their standing's places) and at the end, and the places with their prizes,
+    tied places shared."""
+    page.goto("/play")
+    got = page.evaluate(
+        """async () => {
+          const t = await import("/assets/play/tournament.js");
+          const xpm = (amount) => ({amount, currency: "XPM"});
+          const entry = (seat, state, first = null, last = null, prize = null) =>
+            ({seat, state, first_place: first, last_place: last, prize});
+          const table = {kind: "single_table", status: "running", you: 2, entrants: 3,
+            table: {match_id: "mch_t", seats: [3, 2, 1]}, rounds: [], standings: [],
+            entries: [entry(1, "playing"), entry(2, "playing"), entry(3, "playing")]};
+          const knockout = {kind: "knockout", status: "running", you: 4, entrants: 4,
+            table: null, rounds: [{round: 1, matches: [
+              {match_no: 1, match_id: "mch_a", first_seat: 1, second_seat: 4, winner_seat: 1},
+              {match_no: 2, match_id: "mch_b", first_seat: 2, second_seat: 3,
+               winner_seat: null}]}],
+            standings: [{seats: [1], first_place: 1, last_place: 1},
+                        {seats: [2, 3], first_place: 2, last_place: 3},
+                        {seats: [4], first_place: 4, last_place: 4}],
+            entries: [entry(1, "playing"), entry(2, "playing"), entry(3, "playing"),
+                      entry(4, "knocked_out")]};
+          const over = {...table, status: "finished", entries: [
+            entry(1, "placed", 3, 3, xpm(0)), entry(2, "champion", 1, 2, xpm(1501)),
+            entry(3, "champion", 1, 2, xpm(1502))]};
+          return {
+            tableMatch: t.myMatch(table),
+            knockoutMatch: t.myMatch(knockout),
+            knockedOut: t.stateLine(knockout),
+            bracket: t.bracketRounds(knockout),
+            overLine: t.stateLine(over),
+            places: t.placeRows(over),
+            sofar: t.placeRows(knockout),
+          };
+        }"""
+    )
+    assert got["tableMatch"] == "mch_t"
+    assert got["knockoutMatch"] is None  # seat 4 lost match 1: nothing of theirs to play
+    assert got["knockedOut"] == "You are out (place 4): the others play on."
+    assert got["bracket"] == [
+        {
+            "title": "Round 1 of 2",
+            "lines": [
+                "Match 1: Seat 1 v Seat 4 (you): Seat 1 won",
+                "Match 2: Seat 2 v Seat 3: playing",
+            ],
+        }
+    ]
+    assert got["overLine"] == "The tournament is over. You placed 1-2 and won 15.01 XPM."
+    assert got["places"] == [
+        {"place": "1-2", "who": "Seat 2 (you)", "prize": "15.01 XPM"},
+        {"place": "1-2", "who": "Seat 3", "prize": "15.02 XPM"},
+        {"place": "3", "who": "Seat 1", "prize": "0.00 XPM"},
+    ]
+    assert got["sofar"] == [
+        {"place": "1", "who": "Seat 1", "prize": ""},
+        {"place": "2-3", "who": "Seat 2, Seat 3", "prize": ""},
+        {"place": "4", "who": "Seat 4 (you)", "prize": ""},
+    ]
