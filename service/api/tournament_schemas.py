@@ -252,6 +252,11 @@ class TournamentOut(Schema):
     started_at = Timestamp(allow_none=True, required=True)
     finished_at = Timestamp(allow_none=True, required=True)
     cancelled_at = Timestamp(allow_none=True, required=True)
+    you = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "Your entry's seat (a player token); null if you have none."},
+    )
 
 
 class TournamentList(ListEnvelope):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, request
+from flask import Response, g, request
 from flask_smorest import Blueprint
 
 from service import live
@@ -352,4 +352,11 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
         "started_at": t.started_at,
         "finished_at": t.finished_at,
         "cancelled_at": t.cancelled_at,
+        "you": _your_seat(view),
     }
+
+
+def _your_seat(view: TournamentView) -> int | None:
+    """The caller's seat in the tournament, when a player token calls and has an entry."""
+    caller = getattr(g.get("principal"), "player_id", None)
+    return next((e.seat for e in view.entries if caller and e.player_id == caller), None)

@@ -444,6 +444,31 @@ class GinClient:
             ),
         )
 
+    @operation(
+        "POST",
+        "/v1/tournaments/{tournament_id}/bots",
+        body=("display_name",),
+        returns=t.TournamentBot,
+    )
+    def enter_bot(
+        self,
+        tournament_id: str,
+        *,
+        display_name: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> t.TournamentBot:
+        """Enter a practice bot in a practice tournament (its ``tournament`` after it)."""
+        body = {} if display_name is None else {"display_name": display_name}
+        return cast(
+            t.TournamentBot,
+            self._call(
+                "POST",
+                f"/v1/tournaments/{tournament_id}/bots",
+                json=body,
+                key=idempotency_key or new_key(),
+            ),
+        )
+
     @operation("GET", "/v1/tables/{table_id}/bots", returns=t.Page)
     def bots(self, table_id: str) -> list[t.Bot]:
         return cast(list[t.Bot], self._call("GET", f"/v1/tables/{table_id}/bots")["data"])

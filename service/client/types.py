@@ -252,6 +252,15 @@ class Tournament(TypedDict):
     table: TournamentTable | None
     standings: list[TournamentStanding]
     starts_at: str | None
+    you: int | None  # the caller's seat (a player token with an entry)
+
+
+class TournamentBot(TypedDict):
+    player_id: str
+    tournament_id: str
+    strategy: str
+    created_at: str
+    tournament: Tournament
 
 
 class TournamentStatementLine(TypedDict):

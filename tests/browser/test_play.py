@@ -269,7 +269,7 @@ def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
     """The banner prints a ready /play link with a practice token, which opens the page
     signed in; ``gin-service practice`` (the demo operator's key from the run's folder) prints
     another, whose fragment the page takes the token from, and opens a practice table of every
-    game, each waiting for one more player."""
+    game and the practice tournaments, each waiting for one more player."""
     linked = re.findall(
         rf"^  ({re.escape(served.base)}/play#token=\S+)$", served.log.read_text(), re.M
     )
@@ -291,9 +291,14 @@ def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
     issued = json.loads(done.stdout)
     assert issued["play_url"] == f"{served.base}/play#token={issued['token']}"
     assert sorted(t["game"] for t in issued["tables"]) == sorted(GAME_NAMES.values())
+    assert sorted(t["kind"] for t in issued["tournaments"]) == ["knockout", "single_table"]
     with GinClient(served.base, issued["token"]) as player:
         lobby = {t["id"]: t for t in player.lobby(currency="XPM", limit=100)["data"]}
         assert all(lobby[t["id"]]["free_seats"] == 1 for t in issued["tables"])
+        for t in issued["tournaments"]:  # each waits for one more entry, with bots in the rest
+            tournament = player.tournament(t["id"])
+            assert tournament["status"] == "open" and tournament["practice"] is True
+            assert tournament["entries_taken"] == tournament["entrants"] - 1
         wallet = player.wallet(issued["player_id"], "XPM")
         assert wallet["available"]["amount"] == PLAY_MONEY
     response = page.goto(issued["play_url"].removeprefix(served.base))
@@ -305,6 +310,10 @@ def test_make_run_points_to_the_page_and_gin_service_practice_issues_a_token(
         sit = page.get_by_role("button", name=f"Sit at Practice: {table['game']} ({table['id']})")
         sit.wait_for()
         assert sit.is_enabled()
+    for t in issued["tournaments"]:
+        enter = page.get_by_role("button", name=f"Enter {t['name']} ({t['id']})")
+        enter.wait_for()
+        assert enter.is_enabled()
 
 
 def seat_hands(operator: GinClient, match_id: str) -> tuple[set[int], set[str]]:
