@@ -431,7 +431,9 @@ def test_a_tournament_stream_follows_registrations_rounds_and_the_end(served: An
 
     resumed = EventReader(base, path, players[0].token, last_event_id=seen_at_start)
     event = resumed.next()  # the state it missed, at once, then the end
-    assert event is not None and event["event"] == "update" and event["data"] == final
+    own = players[0].get(f"/v1/tournaments/{tid}").get_json()  # the player's view: its seat
+    assert own["you"] is not None and {**own, "you": None} == final
+    assert event is not None and event["event"] == "update" and event["data"] == own
     event = resumed.next()
     assert event is not None and event["event"] == "end"
     assert resumed.next() is None
