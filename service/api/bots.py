@@ -15,20 +15,16 @@ from service.api.problems import documents
 from service.api.schemas import ListEnvelope, MinorUnits, Timestamp
 from service.api.tournament_schemas import TournamentOut
 from service.api.tournaments import tournament_json
-from service.api.wallets import IDEMPOTENCY_HEADER
+from service.api.wallets import IDEMPOTENCY_HEADER, MONEY_PROBLEMS
 from service.clock import utcnow
 from service.db.bot_models import BotPlayer
 from service.errors import (
     Forbidden,
-    IdempotencyKeyInUse,
-    IdempotencyKeyRequired,
-    IdempotencyKeyReused,
     NotFound,
     TableNotOpen,
     TokenExpired,
     TournamentNotOpen,
     Unauthenticated,
-    ValidationFailed,
 )
 from service.ledger.money import MAX_AMOUNT
 from service.usecases import bots
@@ -49,11 +45,11 @@ class BotIn(Schema):
     )
 
 
-class BotOut(Schema):
+class _BotOut(Schema):
+    """What every bot is: a player of the operator's, playing by a strategy."""
+
     object = fields.Constant("bot")
     player_id = fields.String(required=True, metadata={"description": "The bot's player."})
-    table_id = fields.String(required=True)
-    match_id = fields.String(required=True)
     strategy = fields.String(
         required=True,
         metadata={
@@ -62,6 +58,11 @@ class BotOut(Schema):
         },
     )
     created_at = Timestamp(required=True)
+
+
+class BotOut(_BotOut):
+    table_id = fields.String(required=True)
+    match_id = fields.String(required=True)
 
 
 class SeatedBotOut(BotOut):
@@ -74,18 +75,8 @@ class TournamentBotIn(Schema):
     )
 
 
-class EnteredBotOut(Schema):
-    object = fields.Constant("bot")
-    player_id = fields.String(required=True, metadata={"description": "The bot's player."})
+class EnteredBotOut(_BotOut):
     tournament_id = fields.String(required=True)
-    strategy = fields.String(
-        required=True,
-        metadata={
-            "enum": ["sensible", "eager"],
-            "description": "eager: First To Knock (knocks at once).",
-        },
-    )
-    created_at = Timestamp(required=True)
     tournament = fields.Nested(TournamentOut, required=True)
 
 
@@ -110,13 +101,7 @@ def _bot(bot: BotPlayer) -> dict[str, Any]:
 @blp.response(201, SeatedBotOut)
 @documents(
     blp,
-    Unauthenticated,
-    Forbidden,
-    NotFound,
-    IdempotencyKeyRequired,
-    IdempotencyKeyInUse,
-    IdempotencyKeyReused,
-    ValidationFailed,
+    *MONEY_PROBLEMS,
     bots.PracticeTableRequired,
     TableNotOpen,
 )
@@ -152,13 +137,7 @@ def list_bots(table_id: str) -> dict[str, Any]:
 @blp.response(201, EnteredBotOut)
 @documents(
     blp,
-    Unauthenticated,
-    Forbidden,
-    NotFound,
-    IdempotencyKeyRequired,
-    IdempotencyKeyInUse,
-    IdempotencyKeyReused,
-    ValidationFailed,
+    *MONEY_PROBLEMS,
     bots.PracticeTournamentRequired,
     TournamentNotOpen,
 )

@@ -6,7 +6,6 @@ from marshmallow import Schema, fields, validate
 
 from service.api.play_schemas import ClockIn, RummyIn
 from service.api.schemas import (
-    MAX_INTEGER,
     ListEnvelope,
     ListQuery,
     MinorUnits,
@@ -261,18 +260,6 @@ class TournamentOut(Schema):
 
 class TournamentList(ListEnvelope):
     data = fields.List(fields.Nested(TournamentOut), required=True)
-
-
-class TournamentEventsQuery(Schema):
-    after_version = StrictInteger(
-        minimum=0,
-        maximum=MAX_INTEGER,
-        from_text=True,
-        metadata={
-            "description": "Resume after this version (as `Last-Event-ID` does): the first "
-            "event is the tournament only if it has moved past it."
-        },
-    )
 
 
 class TournamentQuery(ListQuery):

@@ -21,9 +21,9 @@ from service.api.context import (
     unit,
     wallet_debit,
 )
+from service.api.play_schemas import EventsQuery
 from service.api.problems import documents
 from service.api.tournament_schemas import (
-    TournamentEventsQuery,
     TournamentIn,
     TournamentList,
     TournamentOut,
@@ -143,7 +143,7 @@ def get_tournament(tournament_id: str) -> dict[str, Any]:
 
 
 @blp.route("/tournaments/<tournament_id>/events")
-@blp.arguments(TournamentEventsQuery, location="query")
+@blp.arguments(EventsQuery, location="query")
 @blp.response(200, EVENT_STREAM_DOC, content_type=EVENT_STREAM)
 @documents(blp, Unauthenticated, TokenExpired, NotFound, ValidationFailed)
 def follow_tournament(query: dict[str, Any], tournament_id: str) -> Response:
