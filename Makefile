@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/gin-service run $(if $(BIND),--bind $(BIND)) $(if $(SEAMLESS),--seamless-demo)
 
-# For a person at /play, while `make run` runs: a practice player's token (play money) and a
-# practice table of each game with bots in its other seats; prints the link to open.
+# For a person at /play, while `make run` runs: a practice player's token (play money), a
+# practice table of each game with bots in its other seats and practice tournaments with bots
+# in their other entries; prints the link to open.
 practice: $(STAMP)
 	$(BIN)/gin-service practice $(if $(BIND),--url http://$(BIND))
 

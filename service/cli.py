@@ -11,8 +11,9 @@
 - ``gin-service api-key create|revoke|list``: an operator's API keys (a new secret is printed
   once); ``gin-service rates set OPERATOR_ID BASE QUOTE RATE``: a display exchange rate;
 - ``gin-service simulate ...``: forwards its arguments to ``service.simulate.main``;
-- ``gin-service practice``: a practice player's token and a practice table of each game with
-  bots in its other seats, for a person at ``/play`` (``service.practice``).
+- ``gin-service practice``: a practice player's token, a practice table of each game with
+  bots in its other seats and practice tournaments with bots in their other entries, for a
+  person at ``/play`` (``service.practice``).
 
 Every command but ``run`` (a server: its banner and logs), ``openapi`` (YAML) and ``simulate``
 (a readable summary; ``--report PATH`` writes its JSON) prints one JSON document on stdout.
@@ -416,8 +417,8 @@ def _parser() -> Parser:
     _add_key_and_rate_parsers(sub)
     practice = sub.add_parser(
         "practice",
-        help="a new practice player's token (play money) and a practice table of each game "
-        "waiting for it with bots, through the API; prints the /play link",
+        help="a new practice player's token (play money), a practice table of each game and "
+        "practice tournaments waiting for it with bots, through the API; prints the /play link",
     )
     practice.add_argument(
         "--url",
@@ -747,6 +748,10 @@ def _practice(args: argparse.Namespace) -> int:
                     {"id": t["id"], "game": GAME_NAMES[t["game"]], "match_id": t["match_id"]}
                     for t in practice.tables
                 ],
+                "tournaments": [
+                    {"id": t["id"], "name": t["name"], "kind": t["kind"], "game": t["game"]}
+                    for t in practice.tournaments
+                ],
                 "note": "Open play_url: the page keeps the token in the tab (sessionStorage) "
                 "and clears it from the address bar; a fragment never reaches the server.",
             },
@@ -989,7 +994,8 @@ def demo_file(file: str = DEMO_FILE) -> Path:
 def demo_banner(demo: dict[str, str], base_url: str, play_link: str | None = None) -> str:
     rule = "-" * 78
     practice = (
-        f"Practice table for people (the token lasts an hour; make practice makes another):\n"
+        f"Practice tables and tournaments for people (the token lasts an hour; make practice "
+        f"makes another):\n"
         f"  {play_link}"
         if play_link
         else f"Practice table for people: {base_url}/play  (a player token and tables with "

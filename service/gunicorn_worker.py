@@ -93,14 +93,13 @@ class Worker(ThreadWorker):  # type: ignore[misc]
         app = getattr(self.wsgi, "extensions", {}).get("gin")
         if app is not None:  # the service's application: wait for its matches' notices
             engine = app["engine"]
-            from service.usecases.play import peek_versions
 
             self.room = Room(
                 current_url(),
                 wake=self._wake,
                 render=self._render,
                 release=self._release,
-                versions=lambda ids: peek_versions(engine, ids),
+                versions=lambda topics: watched_versions(engine, topics),
                 executor=self.tpool,
             )
             self.room.start()
@@ -328,6 +327,18 @@ class Worker(ThreadWorker):  # type: ignore[misc]
             self.log.access(resp, req, wsgi, datetime.now() - started)
         except Exception:  # a request read only in part: no line rather than no answer
             self.log.debug("No access log line for the refused request.")
+
+
+def watched_versions(engine: Any, topics: list[str]) -> dict[str, int]:
+    """The current versions of the matches and tournaments a waiting room watches, by their
+    topics (:class:`service.live.Stream`)."""
+    from service.usecases import play, tournaments
+
+    held = {tid: topic for topic in topics if (tid := live.tournament_of(topic)) is not None}
+    versions = play.peek_versions(engine, [t for t in topics if live.tournament_of(t) is None])
+    for tid, version in tournaments.peek_versions(engine, list(held)).items():
+        versions[held[tid]] = version
+    return versions
 
 
 def server_refusal(exc: BaseException) -> ServiceError:

@@ -7,7 +7,9 @@ import fcntl
 import os
 import shutil
 import socket
+import sys
 import tempfile
+import warnings
 
 from hypothesis import HealthCheck, settings
 
@@ -89,6 +91,39 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
             fcntl.flock(turnstile, fcntl.LOCK_UN)
         return (yield)  # closing the file releases its lock
 
+
+def _name_leaked_connections() -> None:
+    """A psycopg connection garbage-collected while still open warns (an error here) long
+    after the test that opened it, in whichever test the collector happens to run: say which
+    test opened it, so the leak can be found from one failing run."""
+    try:
+        import psycopg
+        from psycopg import Connection
+    except ImportError:  # pragma: no cover - psycopg is a declared dependency
+        return
+    connect, delete = Connection.connect.__func__, Connection.__del__  # type: ignore[attr-defined]
+
+    def connect_and_remember(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        connection = connect(cls, *args, **kwargs)
+        connection._gin_opened_in = os.environ.get("PYTEST_CURRENT_TEST", "no test")
+        return connection
+
+    def warn_naming_the_test(self: Any, *args: Any) -> None:
+        opened_in = getattr(self, "_gin_opened_in", None)
+        if opened_in is None or getattr(self, "closed", True) or hasattr(self, "_pool"):
+            delete(self, *args)
+            return
+        if sys.meta_path is None:  # the interpreter is exiting: no test is left to blame
+            return
+        leak = f"a connection opened in {opened_in} was never closed"
+        warnings.warn(leak, ResourceWarning, stacklevel=2)
+
+    Connection.connect = classmethod(connect_and_remember)  # type: ignore[method-assign,assignment]
+    psycopg.connect = Connection.connect  # the module's name was bound at its import
+    Connection.__del__ = warn_naming_the_test  # type: ignore[method-assign]
+
+
+_name_leaked_connections()
 
 TEST_SECRET_KEY = "test-secret-key"
 T = TypeVar("T")

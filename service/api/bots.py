@@ -1,4 +1,5 @@
-"""Practice bots: an operator seats a bot at a practice table; the worker plays its turns."""
+"""Practice bots: an operator seats a bot at a practice table, or enters one in a practice
+tournament; the worker plays its turns."""
 
 from __future__ import annotations
 
@@ -12,19 +13,18 @@ from service.api.context import db_session, idempotent, principal, unit
 from service.api.play_schemas import TableOut
 from service.api.problems import documents
 from service.api.schemas import ListEnvelope, MinorUnits, Timestamp
-from service.api.wallets import IDEMPOTENCY_HEADER
+from service.api.tournament_schemas import TournamentOut
+from service.api.tournaments import tournament_json
+from service.api.wallets import IDEMPOTENCY_HEADER, MONEY_PROBLEMS
 from service.clock import utcnow
 from service.db.bot_models import BotPlayer
 from service.errors import (
     Forbidden,
-    IdempotencyKeyInUse,
-    IdempotencyKeyRequired,
-    IdempotencyKeyReused,
     NotFound,
     TableNotOpen,
     TokenExpired,
+    TournamentNotOpen,
     Unauthenticated,
-    ValidationFailed,
 )
 from service.ledger.money import MAX_AMOUNT
 from service.usecases import bots
@@ -45,11 +45,11 @@ class BotIn(Schema):
     )
 
 
-class BotOut(Schema):
+class _BotOut(Schema):
+    """What every bot is: a player of the operator's, playing by a strategy."""
+
     object = fields.Constant("bot")
     player_id = fields.String(required=True, metadata={"description": "The bot's player."})
-    table_id = fields.String(required=True)
-    match_id = fields.String(required=True)
     strategy = fields.String(
         required=True,
         metadata={
@@ -60,8 +60,24 @@ class BotOut(Schema):
     created_at = Timestamp(required=True)
 
 
+class BotOut(_BotOut):
+    table_id = fields.String(required=True)
+    match_id = fields.String(required=True)
+
+
 class SeatedBotOut(BotOut):
     table = fields.Nested(TableOut, required=True)
+
+
+class TournamentBotIn(Schema):
+    display_name = fields.String(
+        load_default="Practice bot", validate=validate.Length(min=1, max=255)
+    )
+
+
+class EnteredBotOut(_BotOut):
+    tournament_id = fields.String(required=True)
+    tournament = fields.Nested(TournamentOut, required=True)
 
 
 class BotList(ListEnvelope):
@@ -85,13 +101,7 @@ def _bot(bot: BotPlayer) -> dict[str, Any]:
 @blp.response(201, SeatedBotOut)
 @documents(
     blp,
-    Unauthenticated,
-    Forbidden,
-    NotFound,
-    IdempotencyKeyRequired,
-    IdempotencyKeyInUse,
-    IdempotencyKeyReused,
-    ValidationFailed,
+    *MONEY_PROBLEMS,
     bots.PracticeTableRequired,
     TableNotOpen,
 )
@@ -118,3 +128,32 @@ def list_bots(table_id: str) -> dict[str, Any]:
     """The bots seated at a table (operator only)."""
     found = bots.bots_of_table(db_session(), principal(), table_id)
     return render.page([_bot(b) for b in found], False, None)
+
+
+@blp.route("/tournaments/<tournament_id>/bots", methods=["POST"])
+@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@blp.arguments(TournamentBotIn)
+@idempotent
+@blp.response(201, EnteredBotOut)
+@documents(
+    blp,
+    *MONEY_PROBLEMS,
+    bots.PracticeTournamentRequired,
+    TournamentNotOpen,
+)
+def enter_bot(body: dict[str, Any], tournament_id: str) -> tuple[dict[str, Any], int]:
+    """Enter a practice bot in a practice tournament (operator only): a new player of yours,
+    marked as a bot, funded with the entry (buy-in plus fee) in play money from your
+    clearing account, registers like a person (the entry that fills a sit-and-go starts it)
+    and plays each match the tournament deals it."""
+    entered = bots.enter_bot(
+        db_session(), principal(), tournament_id, display_name=body["display_name"], now=utcnow()
+    )
+    bot = entered.bot
+    return {
+        "player_id": bot.player_id,
+        "tournament_id": bot.tournament_id,
+        "strategy": bot.strategy,
+        "created_at": bot.created_at,
+        "tournament": tournament_json(entered.tournament),
+    }, 201

@@ -118,9 +118,13 @@ OPERATIONS: dict[str, Operation] = {
     "PUT /v1/tables/{table_id}/seats/me/ready": Operation("setSeatReady", PLAYER),
     "POST /v1/tables/{table_id}/bots": Operation("seatBot", OPERATOR, REQUIRED),
     "GET /v1/tables/{table_id}/bots": Operation("listBots"),
+    "POST /v1/tournaments/{tournament_id}/bots": Operation(
+        "enterTournamentBot", OPERATOR, REQUIRED
+    ),
     "GET /v1/tournaments": Operation("listTournaments", EITHER),
     "POST /v1/tournaments": Operation("createTournament"),
     "GET /v1/tournaments/{tournament_id}": Operation("getTournament", EITHER),
+    "GET /v1/tournaments/{tournament_id}/events": Operation("followTournament", EITHER),
     "POST /v1/tournaments/{tournament_id}/entries": Operation(
         "registerForTournament", PLAYER, REQUIRED
     ),

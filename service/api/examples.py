@@ -28,6 +28,7 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     "topUpSeat": {"amount": 150},
     "setSeatReady": {"ready": False},
     "seatBot": {"display_name": "Practice bot"},
+    "enterTournamentBot": {"display_name": "Practice bot"},
     "createTournament": {
         "name": "Sunday sit-and-go",
         "format": "match_play",
@@ -532,6 +533,7 @@ _TOURNAMENT_OPEN: dict[str, Any] = {
     "currency": "EUR",
     "practice": False,
     "status": "open",
+    "version": 0,
     "buy_in": {"amount": 1000, "currency": "EUR"},
     "fee": {"amount": 100, "currency": "EUR"},
     "prize_pool": {"amount": 4000, "currency": "EUR"},
@@ -552,10 +554,12 @@ _TOURNAMENT_OPEN: dict[str, Any] = {
     "started_at": None,
     "finished_at": None,
     "cancelled_at": None,
+    "you": None,
 }
 _TOURNAMENT_RUNNING: dict[str, Any] = {
     **_TOURNAMENT_OPEN,
     "status": "running",
+    "version": 4,
     "entries_taken": 4,
     "server_seed": "5d0e8c4b2a19f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5c",
     "draw": [3, 1, 4, 2],
@@ -679,6 +683,7 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         **_TOURNAMENT_OPEN,
         "entries_taken": 1,
         "entries": [_TOURNAMENT_ENTRY],
+        "you": 1,
     },
     "unregisterFromTournament": _TOURNAMENT_OPEN,
     "cancelTournament": {
@@ -779,6 +784,24 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "created_at": "2026-12-01T01:29:40Z",
         "table": _PRACTICE_TABLE_WITH_BOT,
     },
+    "enterTournamentBot": {
+        "object": "bot",
+        "player_id": "ply_01M8QKHB7Y3T5R1P9N7L5J3G1E",
+        "tournament_id": "trn_01M94TTG2XY0T12QHZQ41R6ECT",
+        "strategy": "sensible",
+        "created_at": "2026-12-06T04:10:00Z",
+        "tournament": {
+            **_TOURNAMENT_OPEN,
+            "name": "Practice: Two-player Gin knockout of 4",
+            "currency": "XPM",
+            "practice": True,
+            "buy_in": {"amount": 1000, "currency": "XPM"},
+            "fee": {"amount": 100, "currency": "XPM"},
+            "prize_pool": {"amount": 4000, "currency": "XPM"},
+            "entries_taken": 1,
+            "entries": [{**_TOURNAMENT_ENTRY, "player_id": "ply_01M8QKHB7Y3T5R1P9N7L5J3G1E"}],
+        },
+    },
     "listBots": {
         "object": "list",
         "has_more": False,
@@ -802,6 +825,16 @@ RESPONSE_EXAMPLES: dict[str, Any] = {
         "event": "update",
         "id": str(_MATCH_VIEW["version"]),
         "data": f'{{"id": "{_MATCH_VIEW["id"]}", "version": {_MATCH_VIEW["version"]}}}',
+    },
+    # An update of a tournament's stream: the tournament as getTournament answers it
+    # (shortened here).
+    "followTournament": {
+        "event": "update",
+        "id": str(_TOURNAMENT_RUNNING["version"]),
+        "data": (
+            f'{{"id": "{_TOURNAMENT_RUNNING["id"]}", "status": "running", '
+            f'"version": {_TOURNAMENT_RUNNING["version"]}}}'
+        ),
     },
     "playAction": _AFTER_TAKE_UPCARD,
     "getHandHistory": {

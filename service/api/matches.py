@@ -99,7 +99,7 @@ def follow_match(query: dict[str, Any], match_id: str) -> Response:
     environ = request.environ
     sent = environ.get(live.RENDER)
     if sent is None:
-        sent = query.get("after_version", _last_event_id())
+        sent = query.get("after_version", live_events.last_event_id())
     view = play.get_view(db_session(), principal(), match_id)  # authorises, every time
     release_db_session()
     body = b""
@@ -118,14 +118,6 @@ def follow_match(query: dict[str, Any], match_id: str) -> Response:
         environ[live.TICKET] = live.Stream(match_id, version, token_expiry())
     # no waiting room: the stream ends after the current view; clients reconnect
     return Response(iter([first]), mimetype=EVENT_STREAM, headers=live_events.HEADERS)
-
-
-def _last_event_id() -> int | None:
-    """The ``Last-Event-ID`` a reconnecting client sent (a version), if it is one."""
-    text = request.headers.get("Last-Event-ID", "").strip()
-    if text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_INTEGER:
-        return int(text)
-    return None
 
 
 def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:

@@ -810,7 +810,7 @@ class EventsQuery(Schema):
         from_text=True,
         metadata={
             "description": "Resume after this version (as `Last-Event-ID` does): the first "
-            "event is the view only if the match has moved past it."
+            "event is the current state only if it has moved past it."
         },
     )
 

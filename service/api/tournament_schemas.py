@@ -97,8 +97,9 @@ class TournamentIn(Schema):
         maximum=32,
         metadata={
             "description": "A scheduled tournament's fewest entrants, 2 to `entrants`: a "
-            "knockout's at least 4 (default 4), a Rummy table's default 2, a Gin table's its "
-            "seat count. A sit-and-go's is its field (leave it out)."
+            "knockout's default 4 (a knockout started short of its field draws byes), a Rummy "
+            "table's default 2, a Gin table's its seat count. A sit-and-go's is its field "
+            "(leave it out)."
         },
     )
     starts_at = Timestamp(
@@ -149,7 +150,11 @@ class TournamentPairingOut(Schema):
         allow_none=True, required=True, metadata={"description": "`GET /v1/matches/{id}`."}
     )
     first_seat = fields.Integer(required=True)
-    second_seat = fields.Integer(required=True)
+    second_seat = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "None: a bye (round 1), `first_seat` advanced without a match."},
+    )
     winner_seat = fields.Integer(allow_none=True, required=True)
 
 
@@ -184,6 +189,13 @@ class TournamentOut(Schema):
     currency = fields.String(required=True)
     practice = fields.Boolean(required=True)
     status = fields.String(required=True, metadata={"enum": list(TOURNAMENT_STATUSES)})
+    version = fields.Integer(
+        required=True,
+        metadata={
+            "description": "Grows with each change (a registration, the start, a result, the "
+            "end): its event stream's event ids."
+        },
+    )
     buy_in = fields.Nested(MoneyOut, required=True)
     fee = fields.Nested(MoneyOut, required=True)
     prize_pool = fields.Nested(
@@ -239,6 +251,11 @@ class TournamentOut(Schema):
     started_at = Timestamp(allow_none=True, required=True)
     finished_at = Timestamp(allow_none=True, required=True)
     cancelled_at = Timestamp(allow_none=True, required=True)
+    you = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "Your entry's seat (a player token); null if you have none."},
+    )
 
 
 class TournamentList(ListEnvelope):

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import Response, g, request
 from flask_smorest import Blueprint
 
+from service import live
 from service.api import render
 from service.api.context import (
     credits_after,
     db_session,
     debits,
     idempotent,
+    in_unit,
     player_idempotent,
     principal,
+    release_db_session,
     unit,
     wallet_debit,
 )
+from service.api.play_schemas import EventsQuery
 from service.api.problems import documents
 from service.api.tournament_schemas import (
     TournamentIn,
@@ -45,6 +50,8 @@ from service.errors import (
     WalletDeclined,
     WalletUnavailable,
 )
+from service.live import events as live_events
+from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
 from service.tournaments.single_table import SingleTable
 from service.usecases import tournaments
 from service.usecases.tournaments import TournamentView
@@ -133,6 +140,49 @@ def get_tournament(tournament_id: str) -> dict[str, Any]:
     """One tournament: its entries, the bracket with each match's id, the standings, the
     seed's commitment and, once drawn, the seed."""
     return tournament_json(tournaments.get_tournament(db_session(), principal(), tournament_id))
+
+
+@blp.route("/tournaments/<tournament_id>/events")
+@blp.arguments(EventsQuery, location="query")
+@blp.response(200, EVENT_STREAM_DOC, content_type=EVENT_STREAM)
+@documents(blp, Unauthenticated, TokenExpired, NotFound, ValidationFailed)
+def follow_tournament(query: dict[str, Any], tournament_id: str) -> Response:
+    """Follow the tournament as server-sent events (``text/event-stream``): an ``update``
+    event (``id``: the tournament's ``version``) carrying the tournament as
+    ``GET /v1/tournaments/{id}`` answers it, at once and each time it changes (a
+    registration or withdrawal, the start with round 1's matches, each result and the next
+    round dealt, the end with the places and prizes), and ``end`` once it has finished or
+    been cancelled. Resume after a dropped connection with ``Last-Event-ID`` (or
+    ``after_version``). The operator's key or a player's token; a key or token revoked
+    meanwhile ends the stream with an ``error`` event (docs/tournaments.md, "Following a
+    tournament")."""
+    environ = request.environ
+    sent = environ.get(live.RENDER)
+    if sent is None:
+        sent = query.get("after_version", live_events.last_event_id())
+    view = in_unit(
+        lambda: TournamentOut().dump(
+            tournament_json(tournaments.get_tournament(db_session(), principal(), tournament_id))
+        )
+    )  # authorises, every time
+    release_db_session()
+    body = b""
+    version = int(view["version"])
+    if sent is None or version > sent:
+        body += live_events.update(view)
+    ended = view["status"] in tournaments.OVER
+    if ended:
+        body += live_events.end(version)
+    topic = live.tournament_topic(tournament_id)
+    if live.RENDER in environ:  # a later render: the events only (and the stream's state)
+        if not ended:
+            environ[live.TICKET] = live.Stream(topic, max(version, sent or 0))
+        return Response(body, mimetype=EVENT_STREAM)
+    first = live_events.RETRY + body
+    if live.can_park(environ) and not ended:
+        environ[live.TICKET] = live.Stream(topic, version, token_expiry())
+    # no waiting room: the stream ends after the current state; clients reconnect
+    return Response(iter([first]), mimetype=EVENT_STREAM, headers=live_events.HEADERS)
 
 
 def _entry_stake(tournament_id: str) -> Any:
@@ -268,6 +318,7 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
         "currency": t.currency,
         "practice": t.practice,
         "status": t.status,
+        "version": t.version,
         "buy_in": render.money(t.buy_in, t.currency),
         "fee": render.money(t.fee, t.currency),
         "prize_pool": render.money(
@@ -301,4 +352,11 @@ def tournament_json(view: TournamentView) -> dict[str, Any]:
         "started_at": t.started_at,
         "finished_at": t.finished_at,
         "cancelled_at": t.cancelled_at,
+        "you": _your_seat(view),
     }
+
+
+def _your_seat(view: TournamentView) -> int | None:
+    """The caller's seat in the tournament, when a player token calls and has an entry."""
+    caller = getattr(g.get("principal"), "player_id", None)
+    return next((e.seat for e in view.entries if caller and e.player_id == caller), None)

@@ -98,7 +98,8 @@ RECONNECT_SECONDS = 2.0
 class MatchEvent:
     """One server-sent event of a match's stream: ``update`` (``view``: the caller's view at
     version ``version``), ``end`` (the match has finished) or ``error`` (``view``: the
-    problem document that ended the stream)."""
+    problem document that ended the stream). A tournament's stream sends the same events,
+    ``view`` the tournament at its ``version``."""
 
     event: str
     version: int | None
@@ -443,6 +444,31 @@ class GinClient:
             ),
         )
 
+    @operation(
+        "POST",
+        "/v1/tournaments/{tournament_id}/bots",
+        body=("display_name",),
+        returns=t.TournamentBot,
+    )
+    def enter_bot(
+        self,
+        tournament_id: str,
+        *,
+        display_name: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> t.TournamentBot:
+        """Enter a practice bot in a practice tournament (its ``tournament`` after it)."""
+        body = {} if display_name is None else {"display_name": display_name}
+        return cast(
+            t.TournamentBot,
+            self._call(
+                "POST",
+                f"/v1/tournaments/{tournament_id}/bots",
+                json=body,
+                key=idempotency_key or new_key(),
+            ),
+        )
+
     @operation("GET", "/v1/tables/{table_id}/bots", returns=t.Page)
     def bots(self, table_id: str) -> list[t.Bot]:
         return cast(list[t.Bot], self._call("GET", f"/v1/tables/{table_id}/bots")["data"])
@@ -468,7 +494,10 @@ class GinClient:
         with the caller's view at each change. A dropped connection is resumed (with
         ``Last-Event-ID``: nothing is missed, the first event is the latest view) unless
         ``reconnect`` is false; an ``error`` event (a revoked key, ...) ends it."""
-        last = after_version
+        return self._follow(f"/v1/matches/{match_id}/events", after_version, reconnect)
+
+    def _follow(self, path: str, last: int | None, reconnect: bool) -> Iterator[MatchEvent]:
+        """A stream's events (a match's or a tournament's), resumed after ``last``."""
         while True:
             headers = {"Accept": "text/event-stream"}
             if self.token:
@@ -476,7 +505,6 @@ class GinClient:
             if last is not None:
                 headers["Last-Event-ID"] = str(last)
             try:
-                path = f"/v1/matches/{match_id}/events"
                 with self._http.stream("GET", path, headers=headers, timeout=None) as response:
                     if response.status_code >= 400:
                         response.read()
@@ -673,6 +701,16 @@ class GinClient:
     @operation("GET", "/v1/tournaments/{tournament_id}", returns=t.Tournament)
     def tournament(self, tournament_id: str) -> t.Tournament:
         return cast(t.Tournament, self._call("GET", f"/v1/tournaments/{tournament_id}"))
+
+    @operation("GET", "/v1/tournaments/{tournament_id}/events", query=("after_version",))
+    def follow_tournament(
+        self, tournament_id: str, *, after_version: int | None = None, reconnect: bool = True
+    ) -> Iterator[MatchEvent]:
+        """The tournament's server-sent events, until it has finished or been cancelled: an
+        ``update`` (``view``: the tournament as :meth:`tournament` answers it, ``version``
+        its version) at each change, then ``end``. Resumed after a dropped connection as
+        :meth:`follow` is."""
+        return self._follow(f"/v1/tournaments/{tournament_id}/events", after_version, reconnect)
 
     @operation("POST", "/v1/tournaments/{tournament_id}/entries", returns=t.Tournament)
     def register(self, tournament_id: str, idempotency_key: str | None = None) -> t.Tournament:

@@ -209,7 +209,7 @@ class TournamentPairing(TypedDict):
     match_no: int
     match_id: str | None
     first_seat: int
-    second_seat: int
+    second_seat: int | None  # None: a bye (round 1)
     winner_seat: int | None
 
 
@@ -234,6 +234,7 @@ class Tournament(TypedDict):
     kind: str  # knockout, single_table
     game: str
     status: str  # open, running, finished, cancelled
+    version: int  # grows with each change: its event stream's event ids
     format: str
     currency: str
     buy_in: Money
@@ -251,6 +252,15 @@ class Tournament(TypedDict):
     table: TournamentTable | None
     standings: list[TournamentStanding]
     starts_at: str | None
+    you: int | None  # the caller's seat (a player token with an entry)
+
+
+class TournamentBot(TypedDict):
+    player_id: str
+    tournament_id: str
+    strategy: str
+    created_at: str
+    tournament: Tournament
 
 
 class TournamentStatementLine(TypedDict):

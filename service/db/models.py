@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -242,6 +243,18 @@ class LedgerEntry(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
+
+
+class LedgerAuditRow(Base):
+    """The last ledger audit of an operator's books: its report as ``GET /v1/audit/ledger``
+    answers it, and when it ran (the console's dashboard shows it)."""
+
+    __tablename__ = "ledger_audits"
+
+    operator_id: Mapped[str] = mapped_column(ForeignKey("operators.id"), primary_key=True)
+    ran_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ok: Mapped[bool] = mapped_column(Boolean)
+    report: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class IdempotencyRow(Base):

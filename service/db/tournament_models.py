@@ -45,6 +45,7 @@ class Tournament(Base):
         CheckConstraint("min_entrants BETWEEN 2 AND entrants", name="min_entrants"),
         CheckConstraint("entries_taken BETWEEN 0 AND entrants", name="entries_taken"),
         CheckConstraint("buy_in >= 1 AND fee >= 0", name="entry_amounts"),
+        CheckConstraint("version >= 0", name="version"),
         Index(None, "operator_id", "status", "created_at"),
     )
 
@@ -66,6 +67,9 @@ class Tournament(Base):
     entries_taken: Mapped[int] = mapped_column(Integer, default=0)
     payout_table: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(12))
+    #: Grows with each change to it (a registration or withdrawal, the start, a recorded
+    #: result, the end, a cancellation): its event stream's event ids.
+    version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     server_seed: Mapped[str] = mapped_column(String(64))  # secret until the draw
     commitment: Mapped[str] = mapped_column(String(64))
     #: The drawn order of seats (``bracket.draw``; a single table's seating), once started.

@@ -44,9 +44,11 @@ class Wait:
 class Stream:
     """Keep this event stream's connection open; render its next events whenever its
     ``topic`` changes (a match id: when the match passes version ``sent``; a
+    :func:`tournament_topic`: when the tournament passes version ``sent``; a
     :func:`lobby_topic`: on each notice of its operator's tables), and at ``recheck``
     (``time.monotonic()``: when the caller's token expires) even if nothing changed.
-    ``sent``: what the stream has sent (a match's version, a digest of the lobby)."""
+    ``sent``: what the stream has sent (a match's or tournament's version, a digest of the
+    lobby)."""
 
     topic: str
     sent: int
@@ -60,6 +62,20 @@ class Stream:
 def lobby_topic(operator_id: str) -> str:
     """The topic of an operator's lobby stream (its notices are ``lobby`` notices)."""
     return f"lobby:{operator_id}"
+
+
+_TOURNAMENT = "tournament:"
+
+
+def tournament_topic(tournament_id: str) -> str:
+    """The topic of a tournament's stream (its notices are ``tournament`` notices, with the
+    tournament's version)."""
+    return _TOURNAMENT + tournament_id
+
+
+def tournament_of(topic: str) -> str | None:
+    """The tournament a :func:`tournament_topic` names (None for another topic)."""
+    return topic.removeprefix(_TOURNAMENT) if topic.startswith(_TOURNAMENT) else None
 
 
 def can_park(environ: dict[str, Any]) -> bool:

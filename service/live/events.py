@@ -3,8 +3,11 @@
 - ``update``: the match changed; ``id`` is its version (what ``Last-Event-ID`` resumes
   after), ``data`` the caller's view as ``GET /v1/matches/{id}`` answers it. A view carries
   the whole state the caller may see, so a client that missed some versions (coalesced, or
-  dropped while reconnecting) loses nothing by receiving only the latest.
-- ``end``: the match has finished (or is void); the stream closes after it.
+  dropped while reconnecting) loses nothing by receiving only the latest. A tournament's
+  stream (``GET /v1/tournaments/{id}/events``) sends the same events: ``id`` the
+  tournament's version, ``data`` the tournament as ``GET /v1/tournaments/{id}`` answers it.
+- ``end``: the match (the tournament) has finished (or is void, or cancelled); the stream
+  closes after it.
 - ``lobby`` (the lobby's stream, ``GET /v1/tables/events``): the lobby's page, each time
   it changes.
 - ``error``: the caller may no longer watch (a revoked key or token, ...): a problem
@@ -18,6 +21,7 @@ from typing import Any
 
 from flask import current_app, request
 
+from service.api.schemas import MAX_INTEGER
 from service.clock import utcnow
 from service.jsoncodec import dumps_bytes
 from service.usecases.auth import player_token_expiry
@@ -29,7 +33,10 @@ EVENT_STREAM_DOC: dict[str, Any] = {
     "type": "object",
     "properties": {
         "event": {"type": "string", "enum": ["update", "end", "error", "lobby"]},
-        "id": {"type": "string", "description": "The match's version (match streams)."},
+        "id": {
+            "type": "string",
+            "description": "The match's (the tournament's) version (match and tournament streams).",
+        },
         "data": {"type": "string", "contentMediaType": "application/json"},
         "retry": {"type": "integer", "description": "Milliseconds to wait before resuming."},
     },
@@ -49,6 +56,14 @@ def end(version: int) -> bytes:
 
 def _json(value: Any) -> bytes:
     return dumps_bytes(value)
+
+
+def last_event_id() -> int | None:
+    """The ``Last-Event-ID`` a reconnecting client sent (a version), if it is one."""
+    text = request.headers.get("Last-Event-ID", "").strip()
+    if text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_INTEGER:
+        return int(text)
+    return None
 
 
 def token_expiry() -> float | None:

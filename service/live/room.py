@@ -7,8 +7,8 @@ sends no query (docs/scale-out.md, "Waiting for changes").
   comes, or when the worker stops; the request is then run again and answers from the
   database (so a notice that never came costs at most the wait, never a stale answer).
 - An event stream (:class:`service.live.Stream`) stays here until it ends: on each notice for
-  its match (or a revoked key or token) its next events are rendered on a request thread,
-  through the application, and written from here; a comment line every
+  its match or tournament (or a revoked key or token) its next events are rendered on a
+  request thread, through the application, and written from here; a comment line every
   ``heartbeat_seconds`` finds clients that went away.
 - A connection whose client closed it is dropped at once.
 - The room keeps the last version it heard of each match: a waiter that parks after its
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.live import Stream, Wait, lobby_topic
+from service.live import Stream, Wait, lobby_topic, tournament_topic
 from service.live.notices import CHANNEL, Notice, decode, socket_folder
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,9 @@ class Room:
     ``wake(conn)``: run a parked long-poll again (called on the room's thread; it must not
     block). ``render(conn, sent)``: a stream's events after version ``sent``, as (bytes, the
     version now sent, whether the stream ends), run on ``executor``. ``release(conn)``: the
-    connection is done (closed by its client, or its stream ended). ``versions(ids)``: the
-    current versions of matches, read from the database (run on ``executor``)."""
+    connection is done (closed by its client, or its stream ended). ``versions(topics)``:
+    the current versions of matches and tournaments (by their streams' topics), read from
+    the database (run on ``executor``)."""
 
     def __init__(
         self,
@@ -267,9 +268,13 @@ class Room:
             for follower in self._following.get(lobby_topic(notice.match_id), ()):
                 self._due(follower)
             return
-        if notice.kind != "match":
+        if notice.kind == "tournament":  # a tournament's version: its stream's topic
+            match_id = tournament_topic(notice.match_id)
+        elif notice.kind == "match":
+            match_id = notice.match_id
+        else:
             return
-        match_id, version = notice.match_id, notice.version
+        version = notice.version
         if version > self._latest.get(match_id, -1):
             self._latest[match_id] = version
             self._latest.move_to_end(match_id)

@@ -264,6 +264,14 @@ def dashboard() -> str:
     return render_template("pages/console/dashboard.html", board=found)
 
 
+@blp.post("/audit")
+def audit_books() -> BaseResponse:
+    """Audit the operator's books now (the dashboard shows the last audit)."""
+    operator_id = _who().operator_id
+    _unit(lambda: audit.record_ledger_audit(db_session(), operator_id, utcnow()))
+    return redirect(url_for("console.dashboard"))
+
+
 # --- players -----------------------------------------------------------------------------
 
 
@@ -607,7 +615,7 @@ def money_page() -> tuple[str, int] | str:
     session, who = db_session(), _who()
     day = (request.form.get("date") or request.args.get("date") or "").strip()
     day = day or str(utcnow().date())
-    books = _unit(lambda: audit.ledger_report(session, who))
+    books = _unit(lambda: audit.record_ledger_audit(session, who.operator_id, utcnow()))
     lines = _unit(lambda: seamless.report(session, who.operator_id, day))
     diff, export_error = None, None
     if request.method == "POST":

@@ -1,21 +1,31 @@
-"""A knockout for two-player Gin: the draw, the rounds, who advances, and the places.
+"""A knockout for two-player Gin: the draw, the byes, the rounds, who advances, and the
+places.
 
-**The draw.** When the field is full the tournament's server seed (committed, as SHA-256 of
-its bytes, when the tournament opened) orders the entrants: the entrants' seat numbers
-1..N are shuffled by the same HMAC-SHA256 byte stream and unbiased Fisher-Yates shuffle as
-the cards (:mod:`service.rules.fair`), with the entrants' player ids, in seat order, as the
-stream's client seeds and nonce 0. Anyone holding the revealed seed and the entrants can
-recompute the bracket.
+**The draw.** When the tournament starts, its server seed (committed, as SHA-256 of its
+bytes, when the tournament opened) orders the entrants: the entrants' seat numbers 1..N are
+shuffled by the same HMAC-SHA256 byte stream and unbiased Fisher-Yates shuffle as the cards
+(:mod:`service.rules.fair`), with the entrants' player ids, in seat order, as the stream's
+client seeds and nonce 0. Anyone holding the revealed seed and the entrants can recompute
+the bracket.
 
-**The rounds.** Round 1 pairs the drawn order two by two (the first two, the next two, ...);
-the winner of match ``k`` of a round meets the winner of match ``k + 1`` (``k`` even) in the
-next round, the first of them in the match's first seat. The final's winner is first.
+**The byes.** The bracket has ``P`` slots, the smallest power of two that is at least N (a
+full field of 4, 8, 16 or 32 fills it); the ``P - N`` empty slots are byes. Round 1 has
+``P / 2`` matches. The first ``P - N`` entrants of the drawn order each get a bye, in the
+matches :func:`bye_matches` spreads them over (the first match, the first of the second
+half, the first of the second and fourth quarters, ...), each alone in its match's first
+seat: the bye advances at once, without a match. The rest of the drawn order fills the other
+matches two by two, in match order. Since ``N > P / 2``, no match is two byes.
+
+**The rounds.** The winner of match ``k`` of a round meets the winner of match ``k + 1``
+(``k`` odd, from 1) in the next round, the first of them in the match's first seat. The
+final's winner is first.
 
 **The places.** The final's loser is second; the losers of each earlier round share the
 places below, those of the semi-finals places 3-4, of the quarter-finals 5-8, and so on
-(:meth:`Knockout.standings`). While the knockout is still being played (a cancellation),
-the entrants still in are placed above every loser, those who reached a later round above
-those still in an earlier one.
+(:meth:`Knockout.standings`); a bye loses nothing, so fewer entrants share round 1's places.
+While the knockout is still being played (a cancellation), the entrants still in are placed
+above every loser, those who reached a later round (a bye reaches round 2) above those still
+in an earlier one.
 """
 
 from __future__ import annotations
@@ -26,7 +36,11 @@ from dataclasses import dataclass
 from service.rules.fair import ByteStream, fisher_yates
 from service.tournaments.errors import BracketError
 
+#: The fields a knockout is created with (the most entrants it takes).
 SIZES = (4, 8, 16, 32)
+#: The fewest and the most entrants a knockout is drawn for (a scheduled one starts short of
+#: its field, with byes).
+FEWEST, MOST = 2, SIZES[-1]
 
 
 def shuffle(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
@@ -40,23 +54,50 @@ def shuffle(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
 
 
 def draw(server_seed: str, player_ids: Sequence[str]) -> tuple[int, ...]:
-    """The bracket order of seats 1..N (``player_ids`` in seat order, N in :data:`SIZES`).
+    """The bracket order of seats 1..N (``player_ids`` in seat order, N from 2 to 32): the
+    first ``bracket_size(N) - N`` of it get the byes (:meth:`Knockout.start`).
 
-    :raises BracketError: on a field of another size.
+    :raises BracketError: on a field of fewer than 2 or more than 32.
     :raises FairnessError: on a malformed seed or player id.
     """
-    if len(player_ids) not in SIZES:
-        raise BracketError(f"a knockout has 4, 8, 16 or 32 entrants, not {len(player_ids)}")
+    if not FEWEST <= len(player_ids) <= MOST:
+        raise BracketError(f"a knockout has 2 to 32 entrants, not {len(player_ids)}")
     return shuffle(server_seed, player_ids)
+
+
+def bracket_size(entrants: int) -> int:
+    """The bracket's slots for ``entrants``: the smallest power of two at least as large."""
+    return 1 << max(1, (entrants - 1).bit_length())
+
+
+def bye_matches(matches: int, byes: int) -> tuple[int, ...]:
+    """Which of round 1's ``matches`` (a power of two; numbered from 1) take the ``byes``,
+    in the order the drawn entrants take them: the ``k``-th bye (from 0) goes to the match
+    whose index is ``k``'s bits reversed over ``log2(matches)`` bits, so the byes spread
+    over the halves of the bracket, then its quarters, and so on (8 matches: 1, 5, 3, 7,
+    2, 6, 4, 8)."""
+    if not 0 <= byes < max(matches, 1) or matches & (matches - 1):
+        raise BracketError(f"{byes} byes do not fit {matches} first-round matches")
+    bits = matches.bit_length() - 1
+    return tuple(int(f"{k:0{bits}b}"[::-1] or "0", 2) + 1 for k in range(byes))
 
 
 @dataclass(frozen=True)
 class Pairing:
-    """One match of a round: two seats and, once it is played, the winner's seat."""
+    """One match of a round: two seats and, once it is played, the winner's seat; or a bye
+    (round 1 only): ``first`` alone, its winner at once, no match played."""
 
     first: int
-    second: int
+    second: int | None
     winner: int | None = None
+
+    @classmethod
+    def bye_for(cls, seat: int) -> Pairing:
+        return cls(seat, None, seat)
+
+    @property
+    def bye(self) -> bool:
+        return self.second is None
 
     @property
     def loser(self) -> int | None:
@@ -74,11 +115,19 @@ class Knockout:
 
     @classmethod
     def start(cls, order: Sequence[int]) -> Knockout:
-        """Round 1 of the drawn ``order`` (:func:`draw`)."""
-        if len(order) not in SIZES or len(set(order)) != len(order):
-            raise BracketError(f"a knockout starts from 4, 8, 16 or 32 seats, not {order!r}")
-        pairs = tuple(Pairing(order[i], order[i + 1]) for i in range(0, len(order), 2))
-        return cls((pairs,))
+        """Round 1 of the drawn ``order`` (:func:`draw`): its first ``bracket_size - N``
+        seats on byes (:func:`bye_matches`), the rest paired in order in the other matches.
+        """
+        if not FEWEST <= len(order) <= MOST or len(set(order)) != len(order):
+            raise BracketError(f"a knockout starts from 2 to 32 distinct seats, not {order!r}")
+        matches = bracket_size(len(order)) // 2
+        byes = 2 * matches - len(order)
+        pairs: list[Pairing | None] = [None] * matches
+        for seat, match_no in zip(order[:byes], bye_matches(matches, byes), strict=True):
+            pairs[match_no - 1] = Pairing.bye_for(seat)
+        rest = iter(order[byes:])
+        played = [p if p is not None else Pairing(next(rest), next(rest)) for p in pairs]
+        return cls((tuple(played),))
 
     @property
     def size(self) -> int:
@@ -108,8 +157,14 @@ class Knockout:
 
     @property
     def decided(self) -> bool:
-        """Whether any of its matches has ended (what a cancellation's refund rule asks)."""
-        return any(p.winner is not None for pairings in self.rounds for p in pairings)
+        """Whether any of its matches has ended (what a cancellation's refund rule asks); a
+        bye is no match."""
+        return any(p.winner is not None and not p.bye for pairings in self.rounds for p in pairings)
+
+    @property
+    def byes(self) -> tuple[int, ...]:
+        """The seats that advanced from round 1 without a match."""
+        return tuple(p.first for p in self.rounds[0] if p.bye)
 
     def record(self, round_no: int, match_no: int, winner: int) -> Knockout:
         """The bracket after match ``match_no`` (from 1) of round ``round_no`` was won by seat
@@ -122,7 +177,8 @@ class Knockout:
             raise BracketError(f"round {round_no} match {match_no} is not being played")
         pairing = self.rounds[-1][match_no - 1]
         if pairing.winner is not None:
-            raise BracketError(f"round {round_no} match {match_no} was already won")
+            won = "is a bye" if pairing.bye else "was already won"
+            raise BracketError(f"round {round_no} match {match_no} {won}")
         if winner not in (pairing.first, pairing.second):
             raise BracketError(
                 f"seat {winner} does not play round {round_no} match {match_no} "
@@ -146,12 +202,12 @@ class Knockout:
         losers: dict[int, list[int]] = {}
         for number, pairings in enumerate(self.rounds, 1):
             for pairing in pairings:
-                if pairing.winner is None:
-                    alive.setdefault(number, []).extend((pairing.first, pairing.second))
+                if pairing.winner is None:  # (a bye has its winner)
+                    seats = (pairing.first, pairing.second)
+                    alive.setdefault(number, []).extend(s for s in seats if s is not None)
                     continue
-                losers.setdefault(number, []).append(
-                    pairing.second if pairing.winner == pairing.first else pairing.first
-                )
+                if pairing.loser is not None:  # (a bye: none)
+                    losers.setdefault(number, []).append(pairing.loser)
                 if number == self.current:  # earlier rounds' winners play in a later one
                     alive.setdefault(number + 1, []).append(pairing.winner)
         groups = [sorted(alive[r]) for r in sorted(alive, reverse=True)]
@@ -171,8 +227,8 @@ class Knockout:
             played = []
             for p in pairings:
                 first, second = p["first"], p["second"]
-                if first is None or second is None:
-                    raise BracketError(f"a pairing names both seats, not {p!r}")
+                if first is None or (second is None and p.get("winner") != first):
+                    raise BracketError(f"a pairing names both seats or is a bye, not {p!r}")
                 played.append(Pairing(first, second, p.get("winner")))
             rounds.append(tuple(played))
         return cls(tuple(rounds))

@@ -13,5 +13,6 @@ class PayoutTableError(TournamentError):
 
 
 class BracketError(TournamentError):
-    """A knockout given a field it cannot draw (not 4, 8, 16 or 32 entrants) or a result for a
-    match that is not being played; a single table given a match that does not fit it."""
+    """A knockout given a field it cannot draw (fewer than 2 or more than 32 entrants) or a
+    result for a match that is not being played or is a bye; a single table given a match
+    that does not fit it."""

@@ -37,11 +37,18 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.clock import rfc3339, utcnow
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, Seat, Settlement
-from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction
+from service.db.models import (
+    LedgerAccount,
+    LedgerAuditRow,
+    LedgerEntry,
+    LedgerTransaction,
+    Operator,
+)
 from service.db.wallet_models import OperatorWallet, WalletCall
 from service.errors import NotFound
 from service.formats import (
@@ -131,6 +138,18 @@ class LedgerAudit:
     @property
     def ok(self) -> bool:
         return not self.discrepancies
+
+    @classmethod
+    def of_all(cls, reports: Iterable[LedgerAudit]) -> LedgerAudit:
+        """The books of every operator, from each one's audit."""
+        whole = cls(None)
+        for report in reports:
+            whole.accounts += report.accounts
+            whole.transactions += report.transactions
+            whole.entries += report.entries
+            whole.settled_matches += report.settled_matches
+            whole.discrepancies.extend(report.discrepancies)
+        return whole
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1113,6 +1132,33 @@ def ledger_report(session: Session, principal: Principal) -> LedgerAudit:
     :raises Forbidden: for a player token.
     """
     return audit_ledger(session, require_operator(principal))
+
+
+def record_ledger_audit(session: Session, operator_id: str, now: datetime) -> LedgerAudit:
+    """Audit ``operator_id``'s books and keep the report as the operator's last audit
+    (replacing the one before; two audits at once both succeed, the later commit stays)."""
+    report = audit_ledger(session, operator_id)
+    values = {"ran_at": now, "ok": report.ok, "report": report.to_dict()}
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    session.execute(
+        dialect.insert(LedgerAuditRow)
+        .values(operator_id=operator_id, **values)
+        .on_conflict_do_update(index_elements=["operator_id"], set_=values)
+    )
+    return report
+
+
+def last_ledger_audit(session: Session, principal: Principal) -> LedgerAuditRow | None:
+    """The calling operator's last stored ledger audit, if one has run.
+
+    :raises Forbidden: for a player token.
+    """
+    return session.get(LedgerAuditRow, require_operator(principal))
+
+
+def operator_ids(session: Session) -> list[str]:
+    """Every operator, in id order (the periodic reconciliation audits each one's books)."""
+    return list(session.scalars(select(Operator.id).order_by(Operator.id)))
 
 
 # --- a whole run ----------------------------------------------------------------------------

@@ -14,11 +14,13 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from service.db import first_alone
 from service.db.models import ApiKey, Operator, Player
@@ -172,6 +174,25 @@ def authorize_player(session: Session, principal: Principal, player_id: str) -> 
     if principal.player_id is not None and principal.player_id != player_id:
         raise Forbidden("A player token may only act on its own player.")
     return player
+
+
+def load_players(session: Session, player_ids: Iterable[str]) -> dict[str, Player]:
+    """The players ``player_ids`` (those that exist), from the session where it holds them
+    and the others in one read. The caller keeps the answer while it needs them in the
+    session: its identity map keeps only the objects something refers to."""
+    found: dict[str, Player] = {}
+    missing: list[str] = []
+    for player_id in player_ids:
+        held = session.identity_map.get(identity_key(Player, player_id))
+        if isinstance(held, Player):
+            found[player_id] = held
+        else:
+            missing.append(player_id)
+    if missing:
+        found.update(
+            (p.id, p) for p in session.scalars(select(Player).where(Player.id.in_(missing)))
+        )
+    return found
 
 
 def operator_exists(session: Session, operator_id: str) -> bool:

@@ -5,7 +5,10 @@ the player, funds it with exactly its stake or buy-in in play money by a deposit
 operator's clearing account (a double-entry ledger movement like any deposit), and sits it
 down through :func:`service.usecases.tables.join_table`, the use case a person's seat goes
 through, all in the caller's one unit of work: a bot whose seat is refused (the table filled
-meanwhile) leaves nothing behind, neither the player nor its play money.
+meanwhile) leaves nothing behind, neither the player nor its play money. Entering one in a
+practice tournament (:func:`enter_bot`) is the same path with the tournament's registration,
+:func:`service.usecases.tournaments.register`, in place of the seat: funded with exactly the
+entry (buy-in plus fee), it then plays each match the tournament deals it.
 
 :func:`play_turns` is what the worker runs when a person's action at a practice table
 commits, after a bot's action, and every second from beat: one cheap query finds the bots'
@@ -29,7 +32,7 @@ from sqlalchemy.orm import Session
 from service.bots import Bot
 from service.bots.multi import action_text, decide_multi
 from service.db.bot_models import BotPlayer
-from service.db.match_models import GameTable, MatchRow
+from service.db.match_models import GameTable, MatchRow, Seat
 from service.errors import (
     FieldError,
     IllegalMove,
@@ -43,7 +46,7 @@ from service.errors import (
 from service.formats import InvalidSettings, MatchSettings
 from service.ledger.money import PRACTICE_CURRENCY
 from service.rules import Action
-from service.usecases import play, players, tables, unit_of_work, wallets
+from service.usecases import play, players, tables, tournaments, unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
 
 log = logging.getLogger(__name__)
@@ -60,10 +63,24 @@ class PracticeTableRequired(ServiceError):
     title = "Practice table required"
 
 
+class PracticeTournamentRequired(ServiceError):
+    """Raised when a bot is asked to enter a real-money tournament."""
+
+    status = 422
+    code = "practice_tournament_required"
+    title = "Practice tournament required"
+
+
 @dataclass(frozen=True)
 class SeatedBot:
     bot: BotPlayer
     table: tables.TableView
+
+
+@dataclass(frozen=True)
+class EnteredBot:
+    bot: BotPlayer
+    tournament: tournaments.TournamentView
 
 
 def seat_bot(
@@ -124,25 +141,88 @@ def seat_bot(
     return SeatedBot(bot, seated)
 
 
+def enter_bot(
+    session: Session,
+    principal: Principal,
+    tournament_id: str,
+    *,
+    display_name: str,
+    now: datetime,
+) -> EnteredBot:
+    """Enter a new bot player in the operator's practice tournament ``tournament_id``: as
+    :func:`seat_bot`, funded with exactly the entry by a deposit, then registered like a
+    person (the entry that fills a sit-and-go's field starts it).
+
+    :raises NotFound: when the operator has no such tournament.
+    :raises PracticeTournamentRequired: for a real-money tournament.
+    :raises TournamentNotOpen: when the tournament takes no more entries.
+    """
+    operator_id = require_operator(principal)
+    tournament = tournaments.get_tournament(session, principal, tournament_id).tournament
+    if not tournament.practice or tournament.currency != PRACTICE_CURRENCY:
+        message = (
+            f"Bots only enter practice tournaments ({PRACTICE_CURRENCY}); "
+            f"{tournament_id} is not one."
+        )
+        raise PracticeTournamentRequired(message, errors=[FieldError("tournament_id", message)])
+    player = players.create_player(
+        session, principal, f"bot:{tournament.id}:{secrets.token_hex(6)}", display_name, None, now
+    )
+    bot = BotPlayer(
+        player_id=player.id,
+        operator_id=operator_id,
+        table_id=None,
+        tournament_id=tournament.id,
+        match_id="",  # none dealt yet: its first match is new to it
+        strategy="eager" if tournament.format == "first_to_knock" else "sensible",
+        seen_version=None,
+        created_at=now,
+    )
+    session.add(bot)
+    entry = tournament.buy_in + tournament.fee
+    funding = f"bot-funding:{player.id}"
+    wallets.deposit(session, principal, player.id, PRACTICE_CURRENCY, entry, funding, now)
+    entered = tournaments.register(
+        session, Principal(operator_id, player.id), tournament.id, now, debit=None
+    )
+    return EnteredBot(bot, entered)
+
+
 def due_turns(session: Session, *, limit: int = 100) -> list[tuple[str, str, str, str]]:
     """(operator id, bot player id, match id, strategy) of every live match with a bot that
-    changed since that bot last looked: one indexed query, no match state decoded. A bot
-    plays its table's current match (a per-hand Rummy table deals each hand as a new one)."""
-    rows = session.execute(
-        select(BotPlayer.operator_id, BotPlayer.player_id, MatchRow.id, BotPlayer.strategy)
+    changed since that bot last looked: indexed queries, no match state decoded. A table's
+    bot plays its table's current match (a per-hand Rummy table deals each hand as a new
+    one); a tournament's bot the match of each of the tournament's tables it is seated at."""
+    changed = (
+        MatchRow.status == "playing",
+        or_(
+            BotPlayer.match_id != MatchRow.id,
+            BotPlayer.seen_version.is_(None),
+            MatchRow.version > BotPlayer.seen_version,
+        ),
+    )
+    columns = (
+        BotPlayer.operator_id,
+        BotPlayer.player_id,
+        MatchRow.id,
+        BotPlayer.strategy,
+        MatchRow.updated_at,
+    )
+    at_tables = (
+        select(*columns)
         .join(GameTable, GameTable.id == BotPlayer.table_id)
         .join(MatchRow, MatchRow.id == GameTable.match_id)
-        .where(
-            MatchRow.status == "playing",
-            or_(
-                BotPlayer.match_id != MatchRow.id,
-                BotPlayer.seen_version.is_(None),
-                MatchRow.version > BotPlayer.seen_version,
-            ),
-        )
-        .order_by(MatchRow.updated_at)
-        .limit(limit)
-    ).all()
+        .where(*changed)
+    )
+    in_tournaments = (  # the tournament's tables (indexed), the bot's seat by its key
+        select(*columns)
+        .join(GameTable, GameTable.tournament_id == BotPlayer.tournament_id)
+        .join(MatchRow, MatchRow.id == GameTable.match_id)
+        .join(Seat, (Seat.table_id == GameTable.id) & (Seat.player_id == BotPlayer.player_id))
+        .where(BotPlayer.tournament_id.is_not(None), *changed)
+    )
+    both = at_tables.union_all(in_tournaments).subquery()
+    rows = session.execute(select(both).order_by(both.c.updated_at).limit(limit)).all()
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 

@@ -26,7 +26,7 @@ from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
-from service.db.models import Player, table_of
+from service.db.models import table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
 from service.formats import MatchSettings, MatchStatus, games
 from service.formats.games import AnyMatch
@@ -38,7 +38,7 @@ from service.match_view import match_view, seat_numbers, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
-from service.usecases.auth import Principal
+from service.usecases.auth import Principal, load_players
 
 SYSTEM = "system"
 
@@ -371,18 +371,21 @@ def start_match(
     *,
     seats: list[Seat] | None = None,
     first_dealer: int | None = None,
+    seated: list[Seat] | None = None,
 ) -> None:
     """Every seat is filled: copy what the match needs onto its row, pick the first dealer
     at random and deal hand 1 (inside the caller's transaction, under its table lock).
+    ``seated``: the table's seats in seat order when the caller has them (a tournament's
+    table, just seated), else read.
 
     A hand of a per-hand Rummy table is a match of the ``seats`` dealt in (its match seats
     ``0 .. k-1`` in table order, each keeping its ``table_seat``), dealt by ``first_dealer``
     (a match seat) when the previous hand decided it (5.1.4)."""
     continuous = seats is not None
-    seats = _seats(session, table.id) if seats is None else seats
+    if seats is None:
+        seats = _seats(session, table.id) if seated is None else seated
     names = {
-        p.id: p.display_name
-        for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
+        p.id: p.display_name for p in load_players(session, [s.player_id for s in seats]).values()
     }
     row.format, row.currency, row.private = table.format, table.currency, table.private
     row.spectator_delay = table.spectator_delay

@@ -8,7 +8,8 @@ For each tournament, from what anyone holding its revealed seed and its records 
    order.
 2. **The bracket.** Replayed from the draw: each recorded winner is the winner of its match
    (the match's own state says who won), and each round's pairings follow from the one
-   before (:meth:`Knockout.record`). A single table's seating is the seed's shuffle
+   before (:meth:`Knockout.record`); the byes are the draw's first seats, advanced without
+   a match (:meth:`Knockout.start`). A single table's seating is the seed's shuffle
    (:func:`~service.tournaments.bracket.shuffle`) and its recorded places are those its
    ended match's final standing gives (:mod:`service.tournaments.single_table`).
 3. **The money.** From the tournament's ledger movements (its statement): the fees the house
@@ -196,7 +197,7 @@ def _replayed(facts: TournamentFacts, found: list[Discrepancy]) -> Knockout | No
     try:
         expected = list(draw(facts.server_seed, players))
     except TournamentError as exc:
-        found.append(Discrepancy("draw", "a field of 4, 8, 16 or 32", list(facts.draw), str(exc)))
+        found.append(Discrepancy("draw", "a field of 2 to 32", list(facts.draw), str(exc)))
         return None
     if expected != list(facts.draw):
         found.append(Discrepancy("draw", expected, list(facts.draw), "the seed's shuffle"))
@@ -213,6 +214,14 @@ def _replayed(facts: TournamentFacts, found: list[Discrepancy]) -> Knockout | No
                 found.append(
                     Discrepancy(f"{where}.seats", [drawn.first, drawn.second], list(seats))
                 )
+            if drawn.bye:  # advanced without a match: nothing played, nothing to record
+                if pairing["winner"] != drawn.winner or pairing["match_id"] is not None:
+                    found.append(
+                        Discrepancy(
+                            f"{where}.winner", drawn.winner, pairing["winner"], "a bye advances"
+                        )
+                    )
+                continue
             won = facts.match_winners.get(pairing["match_id"] or "")
             if pairing["winner"] != won:
                 found.append(

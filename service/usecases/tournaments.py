@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.db.match_models import GameTable, MatchAction, MatchRow, OutboxEvent, Seat
@@ -53,6 +53,7 @@ from service.formats.match import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
+from service.live import notices
 from service.outbound.transport import Post
 from service.rules import fair
 from service.tournaments.bracket import SIZES, Knockout, draw, shuffle
@@ -60,7 +61,7 @@ from service.tournaments.errors import PayoutTableError
 from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award
 from service.tournaments.single_table import SingleTable, match_result
 from service.usecases import play, seamless, tables, unit_of_work, wallets
-from service.usecases.auth import Principal, authorize_player, require_operator
+from service.usecases.auth import Principal, authorize_player, load_players, require_operator
 from service.usecases.pages import Page, page_of
 
 #: The formats a knockout's matches are played in: each has a winner.
@@ -74,6 +75,8 @@ SINGLE_TABLE_FORMATS = {
 }
 #: A tournament's kind -> the games it is offered for.
 KIND_GAMES = {"knockout": ("gin",), "single_table": tuple(SINGLE_TABLE_FORMATS)}
+#: The statuses of a tournament that is over.
+OVER = ("finished", "cancelled")
 #: How far ahead a scheduled tournament may start.
 LONGEST_SCHEDULE = timedelta(days=7)
 #: How long a sit-and-go takes registrations unless its operator says otherwise.
@@ -103,6 +106,13 @@ def entries_of(session: Session, tournament_id: str) -> list[TournamentEntry]:
 
 def _refuse(field: str, message: str) -> ValidationFailed:
     return ValidationFailed(f"{field}: {message}", errors=[FieldError(field, message)])
+
+
+def _changed(session: Session, tournament: Tournament) -> None:
+    """``tournament`` changed (under its row lock): its version grows, and its event streams
+    hear of it when the transaction commits (:mod:`service.live.notices`)."""
+    tournament.version += 1
+    notices.changed(session, tournament.id, tournament.version, kind="tournament")
 
 
 def payout_table_of(text: str | None, entrants: int) -> PayoutTable:
@@ -157,7 +167,7 @@ def create_tournament(
         detail = "; ".join(f"{p.field}: {p.message}" for p in problems)
         raise ValidationFailed(detail, errors=problems)
     table = payout_table_of(payout_table, field)
-    for size in start_sizes(kind, fewest, field):
+    for size in start_sizes(fewest, field):
         payout_table_of(str(table), size)
     seed = fair.new_server_seed()
     tournament = Tournament(
@@ -177,6 +187,7 @@ def create_tournament(
         entries_taken=0,
         payout_table=str(table),
         status="open",
+        version=0,
         server_seed=seed,
         commitment=fair.commitment(seed),
         draw=None,
@@ -240,16 +251,13 @@ def _field_problems(
     elif kind == "single_table" and not rummy and fewest != field:
         message = f"a {game} table starts with all its {field} seats taken"
         problems.append(FieldError("min_entrants", message))
-    elif not start_sizes(kind, fewest, field):
-        problems.append(FieldError("min_entrants", "no field of 4, 8, 16 or 32 reaches it"))
     return field, max(2, min(fewest, field))
 
 
-def start_sizes(kind: str, fewest: int, field: int) -> list[int]:
-    """The numbers of entrants a tournament may start with: a knockout's 4, 8, 16 or 32
-    from ``fewest`` to ``field``, a single table's any of them."""
-    sizes = range(fewest, field + 1)
-    return [n for n in sizes if n in SIZES] if kind == "knockout" else list(sizes)
+def start_sizes(fewest: int, field: int) -> list[int]:
+    """The numbers of entrants a tournament may start with: any from ``fewest`` to
+    ``field`` (a knockout short of its field draws byes, docs/tournaments.md, "Byes")."""
+    return list(range(fewest, field + 1))
 
 
 def match_settings(
@@ -405,10 +413,12 @@ def register(
     )
     session.add(entry)
     tournament.entries_taken = len(entries) + 1
-    session.flush()
+    _changed(session, tournament)
+    entries = sorted([*entries, entry], key=lambda e: e.seat)
     if tournament.entries_taken == tournament.entrants and tournament.starts_at is None:
-        _start(session, tournament, now)
-    return _view(session, tournament)
+        _start(session, tournament, now, entries)
+    session.flush()
+    return TournamentView(tournament, entries)
 
 
 def unregister(
@@ -486,6 +496,7 @@ def _withdraw(
     )
     session.delete(entry)
     tournament.entries_taken -= 1
+    _changed(session, tournament)
 
 
 def _credit(
@@ -534,13 +545,22 @@ def _release(
 # --- the start and the rounds -----------------------------------------------------------
 
 
-def _start(session: Session, tournament: Tournament, now: datetime) -> None:
+def _start(
+    session: Session,
+    tournament: Tournament,
+    now: datetime,
+    entries: Sequence[TournamentEntry] | None = None,
+) -> None:
     """The field is full (under the tournament's lock): the seed draws the bracket, round 1
-    is dealt, the fees go to the house. The fees last: every start locks the house's fee
-    account, so it is held only for the end of the transaction, not while the matches are
-    dealt (starts at once would queue behind one another's deals)."""
-    entries = entries_of(session, tournament.id)
+    is dealt, the fees go to the house. ``entries``: the entries by seat, when the caller
+    has them (the last registration), else read. The fees last: every start locks the
+    house's fee account, so it is held only for the end of the transaction, not while the
+    matches are dealt (starts at once would queue behind one another's deals)."""
+    entries = entries_of(session, tournament.id) if entries is None else entries
     players = [e.player_id for e in entries]
+    # Every entrant's row in one read, held while their matches are dealt and the fees
+    # taken (both find them in the session).
+    loaded = load_players(session, players)
     tournament.status = "running"
     tournament.started_at = now
     for entry in entries:
@@ -549,28 +569,16 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         order = draw(tournament.server_seed, players)
         tournament.draw = list(order)
         knockout = Knockout.start(order)
-        tournament.bracket = _with_matches(session, tournament, knockout, entries, now)
-        matches = [p["match_id"] for p in tournament.bracket[0]]
+        tournament.bracket, opened = _with_matches(session, tournament, knockout, entries, now)
+        matches = [p["match_id"] for p in tournament.bracket[0] if p["match_id"] is not None]
     else:
         order = shuffle(tournament.server_seed, players)
         tournament.draw = list(order)
         by_seat = {e.seat: e for e in entries}
         seated = [by_seat[seat] for seat in order]
-        match_id = _open_match(session, tournament, f"{tournament.name} table", seated, now)
-        tournament.bracket = SingleTable(order).to_dict(match_id)
-        matches = [match_id]
-    if tournament.fee:
-        wallets.capture(
-            session,
-            tournament.operator_id,
-            tournament.id,
-            tournament.currency,
-            {e.player_id: tournament.fee for e in entries},
-            {},
-            tournament.fee * len(entries),
-            f"tournament-fees:{tournament.id}",
-            now,
-        )
+        opened = [_open_table(session, tournament, f"{tournament.name} table", seated, now)]
+        tournament.bracket = SingleTable(order).to_dict(opened[0][1].id)
+        matches = [opened[0][1].id]
     _event(
         session,
         tournament,
@@ -583,7 +591,22 @@ def _start(session: Session, tournament: Tournament, now: datetime) -> None:
         },
         now,
     )
+    _changed(session, tournament)
+    _deal(session, opened, now)
+    if tournament.fee:
+        wallets.capture(
+            session,
+            tournament.operator_id,
+            tournament.id,
+            tournament.currency,
+            {e.player_id: tournament.fee for e in entries},
+            {},
+            tournament.fee * len(entries),
+            f"tournament-fees:{tournament.id}",
+            now,
+        )
     session.flush()
+    del loaded
 
 
 def _with_matches(
@@ -594,37 +617,52 @@ def _with_matches(
     now: datetime,
     *,
     deal: bool = True,
-) -> list[list[dict[str, Any]]]:
+) -> tuple[list[list[dict[str, Any]]], list[tuple[GameTable, MatchRow, list[Seat]]]]:
     """The bracket to store: ``knockout``'s pairings with the match ids the stored bracket
-    gives them; with ``deal``, a match opened for each pairing that has none yet."""
+    gives them; with ``deal``, a table and match opened for each pairing that has none yet
+    (added to the session, for :func:`_deal`): (the bracket, the tables opened)."""
     known = tournament.bracket or []
     by_seat = {e.seat: e for e in entries}
     out: list[list[dict[str, Any]]] = []
+    opened: list[tuple[GameTable, MatchRow, list[Seat]]] = []
     for r, pairings in enumerate(knockout.to_dict()):
         row: list[dict[str, Any]] = []
         for m, pairing in enumerate(pairings):
-            match_id = known[r][m]["match_id"] if r < len(known) else None
+            stored = {**pairing, "match_id": known[r][m]["match_id"] if r < len(known) else None}
             first, second = pairing["first"], pairing["second"]
-            if match_id is None and deal and first is not None and second is not None:
+            if stored["match_id"] is None and deal and first is not None and second is not None:
                 name = f"{tournament.name} round {r + 1} match {m + 1}"
-                match_id = _open_match(
-                    session, tournament, name, (by_seat[first], by_seat[second]), now
-                )
-            row.append({**pairing, "match_id": match_id})
+                seated = (by_seat[first], by_seat[second])
+                opened.append(_open_table(session, tournament, name, seated, now))
+                stored["match_id"] = opened[-1][1].id
+            row.append(stored)
         out.append(row)
-    return out
+    return out, opened
 
 
-def _open_match(
+def _deal(
+    session: Session, opened: Sequence[tuple[GameTable, MatchRow, list[Seat]]], now: datetime
+) -> None:
+    """Deal the matches of the tables :func:`_open_table` added: the tables, their seats and
+    their waiting matches are written in one flush (a round's in one statement per table,
+    not per match), then each match is dealt as every match is (:func:`play.start_match`).
+    """
+    session.flush()
+    for table, match, seats in opened:
+        play.start_match(session, table, match, now, seated=seats)
+
+
+def _open_table(
     session: Session,
     tournament: Tournament,
     name: str,
     entries: Sequence[TournamentEntry],
     now: datetime,
-) -> str:
+) -> tuple[GameTable, MatchRow, list[Seat]]:
     """A table the system opens for a knockout's pairing or a single table, every entrant
-    seated (``entries`` in seat order, 0 up) and nothing held, its match dealt at once; the
-    match id. A Rummy table that started short of its field seats the entrants there are."""
+    seated (``entries`` in seat order, 0 up) and nothing held, and its waiting match, added
+    to the session (:func:`_deal` deals it): (the table, its match, its seats). A Rummy
+    table that started short of its field seats the entrants there are."""
     stored = {**tournament.settings, "seats": len(entries)}
     settings = MatchSettings.from_dict(stored)
     table = GameTable(
@@ -650,25 +688,21 @@ def _open_match(
         created_at=now,
         tournament_id=tournament.id,
     )
-    session.add(table)
-    session.flush()
-    for seat_no, entry in enumerate(entries):
-        session.add(
-            Seat(
-                table_id=table.id,
-                seat_no=seat_no,
-                player_id=entry.player_id,
-                escrow=0,  # the money is in the tournament's pool
-                hold_transaction_id=entry.hold_transaction_id,
-                client_seed=fair.new_client_seed(),
-                joined_at=now,
-            )
+    seats = [
+        Seat(
+            table_id=table.id,
+            seat_no=seat_no,
+            player_id=entry.player_id,
+            escrow=0,  # the money is in the tournament's pool
+            hold_transaction_id=entry.hold_transaction_id,
+            client_seed=fair.new_client_seed(),
+            joined_at=now,
         )
+        for seat_no, entry in enumerate(entries)
+    ]
     match = tables.waiting_match(table, table.match_id, now)
-    session.add(match)
-    session.flush()
-    play.start_match(session, table, match, now)
-    return table.match_id
+    session.add_all([table, *seats, match])
+    return table, match, seats
 
 
 def tournament_of_match(session: Session, match_id: str) -> str | None:
@@ -728,6 +762,7 @@ def record_result(session: Session, tournament_id: str, match_id: str, now: date
         tournament.status = "finished"
         tournament.finished_at = now
         _event(session, tournament, "tournament.finished", _prizes_data(entries), now)
+    _changed(session, tournament)
     session.flush()
     return True
 
@@ -758,7 +793,10 @@ def _recorded(
     row.settled_at = now
     if isinstance(played, Knockout):
         knockout = _record(tournament, played, entries, row)
-        tournament.bracket = _with_matches(session, tournament, knockout, entries, now, deal=deal)
+        tournament.bracket, opened = _with_matches(
+            session, tournament, knockout, entries, now, deal=deal
+        )
+        _deal(session, opened, now)
         return knockout
     assert row.state is not None
     table = played.finish(match_result(games.from_state(row.state)), forfeit_order(session, row.id))
@@ -923,6 +961,7 @@ def _cancel(session: Session, tournament: Tournament, now: datetime, *, reason: 
     tournament.status = "cancelled"
     tournament.cancelled_at = now
     _event(session, tournament, "tournament.cancelled", {"reason": reason, **data}, now)
+    _changed(session, tournament)
     session.flush()
 
 
@@ -976,7 +1015,7 @@ def _start_or_cancel_due(session: Session, tournament_id: str, now: datetime) ->
     tournament = session.get(Tournament, tournament_id, with_for_update=True)
     if tournament is None or tournament.status != "open" or tournament.registration_deadline > now:
         return False  # started, cancelled or moved meanwhile
-    sizes = start_sizes(tournament.kind, tournament.min_entrants, tournament.entrants)
+    sizes = start_sizes(tournament.min_entrants, tournament.entrants)
     if tournament.starts_at is not None and tournament.entries_taken in sizes:
         _start(session, tournament, now)
     else:
@@ -1061,3 +1100,18 @@ def _event(
             attempts=0,
         )
     )
+
+
+# --- following --------------------------------------------------------------------------
+
+
+def peek_versions(engine: Engine, tournament_ids: list[str]) -> dict[str, int]:
+    """The versions of ``tournament_ids`` in one read (a waiting room whose notices
+    stopped)."""
+    if not tournament_ids:
+        return {}
+    with Session(engine) as session:
+        rows = session.execute(
+            select(Tournament.id, Tournament.version).where(Tournament.id.in_(tournament_ids))
+        )
+        return {row.id: int(row.version) for row in rows}

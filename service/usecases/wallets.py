@@ -27,7 +27,7 @@ from service.ledger import store
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
 from service.ledger.store import LockedAccount
-from service.usecases.auth import Principal, authorize_player, require_operator
+from service.usecases.auth import Principal, authorize_player, load_players, require_operator
 from service.usecases.limits import check_deposit_allowed
 from service.usecases.pages import Page, page_of
 from service.usecases.rates import Rate, display_rate
@@ -387,13 +387,12 @@ def capture(
         )
     principal = Principal(operator_id)
     ids = sorted(set(taken) | set(paid))
-    # One round trip for every player's row; the checks below find them in the session (the
-    # list keeps them there: the session's identity map holds its objects weakly, and rows
-    # dropped at once were read again one by one).
-    found = session.scalars(select(Player).where(Player.id.in_(ids))).all()
+    # At most one round trip for every player's row; the checks below find them in the
+    # session (held here: the session's identity map keeps only objects referred to).
+    loaded = load_players(session, ids)
     for player_id in ids:
         authorize_player(session, principal, player_id)
-    del found
+    del loaded
     journal = ledger.capture(
         operator_id,
         table_ref or match_ref,

@@ -364,6 +364,10 @@ def test_the_dashboard_counts_the_operators_day(app: Any, api: ApiClient) -> Non
             .values(status="failed", attempts=3, last_status_code=503, last_error="HTTP 503")
         )
     client = signed_in(app, str(api.token))
+    board = client.get("/console/")
+    assert 'id="audit-verdict">Not audited yet' in board.text  # no audit run on a page load
+    audited = client.post("/console/audit", data={"csrf_token": csrf_of(board)})
+    assert audited.status_code == 302 and audited.headers["Location"].endswith("/console/")
     page = client.get("/console/").text
     today = re.search(r"Today \((\d{4}-\d\d-\d\d), UTC\)", page)
     assert today is not None
@@ -372,4 +376,4 @@ def test_the_dashboard_counts_the_operators_day(app: Any, api: ApiClient) -> Non
     amount = f"{fee // 100}.{fee % 100:02d} EUR"
     assert cells[4:8] == [today.group(1), "EUR", "1", amount]
     assert f'href="/console/webhooks/{endpoint["id"]}"' in page and "HTTP 503" in page
-    assert 'id="audit-verdict">\nPassed' in page
+    assert 'id="audit-verdict">\nPassed' in page and "1 settled matches checked at" in page

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from service.clock import utcnow
 from service.db.match_models import MatchAction, OutboxEvent
@@ -88,6 +89,8 @@ def resign_first_seat(
     them."""
     players = {e["seat"]: e["player_id"] for e in tournament["entries"]}
     for pairing in tournament["rounds"][r - 1]["matches"]:
+        if pairing["second_seat"] is None:  # a bye: no match
+            continue
         loser = clients[players[pairing["first_seat"]]]
         answer = loser.post(f"/v1/matches/{pairing['match_id']}/actions", {"action": "RESIGN"})
         assert answer.status_code == 200, answer.get_json()
@@ -181,6 +184,39 @@ def test_a_four_entrant_knockout_is_played_and_paid_to_the_cent(
     # A finished match of the bracket concluded once more changes nothing.
     assert conclude(app, final[0]["match_id"]) is None
     assert api.get(f"/v1/tournaments/{done['id']}").get_json() == done
+
+
+def test_the_registration_that_starts_a_knockout_writes_its_round_in_few_statements(
+    api: ApiClient, app: Any
+) -> None:
+    """The start reads every entrant's row once and writes round 1's tables, seats and
+    matches in one statement each, however many matches the round has (docs/performance.md,
+    the registration figures)."""
+    tournament = open_tournament(api, entrants=8, payout_table="2-9: 10000")
+    clients = [player_client(api, deposit=DEPOSIT) for _ in range(8)]
+    for client in clients[:7]:
+        assert register(client, tournament["id"]).status_code == 201
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(" ".join(statement.split())[:40])
+
+    engine = app.extensions["gin"]["engine"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        started = register(clients[7], tournament["id"])
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert started.status_code == 201 and started.get_json()["status"] == "running"
+    assert len(started.get_json()["rounds"][0]["matches"]) == 4
+    counted = Counter(s.split(" (")[0] for s in statements if s.startswith("INSERT INTO"))
+    assert counted["INSERT INTO game_tables"] == 1
+    assert counted["INSERT INTO seats"] == 1
+    assert counted["INSERT INTO matches"] == 1
+    players_read = [s for s in statements if s.startswith("SELECT players.id")]
+    assert len(players_read) <= 2  # the registrant's token check, then the field at once
+    entries_read = [s for s in statements if s.startswith("SELECT tournament_entries.")]
+    assert len(entries_read) == 1
 
 
 def test_unregistering_before_the_start_releases_the_entry(api: ApiClient) -> None:
@@ -718,8 +754,8 @@ def test_a_scheduled_rummy_table_starts_at_its_time_with_the_entrants_it_has(
 def test_a_scheduled_tournament_short_of_a_field_it_may_start_with_is_cancelled(
     api: ApiClient, app: Any
 ) -> None:
-    # A knockout of up to 8 from 4 starts with 4 or 8: with 5 registered it cannot.
-    knockout, starts_at = scheduled(api, 5, entrants=8, min_entrants=4, payout_table="2-9: 10000")
+    # A knockout of up to 8 from 5, with 4 registered.
+    knockout, starts_at = scheduled(api, 4, entrants=8, min_entrants=5, payout_table="2-9: 10000")
     # A Rummy table of up to 4 from 3, with 2 registered.
     table, later = scheduled(
         api,
@@ -755,6 +791,52 @@ def test_a_scheduled_knockout_starts_with_a_field_of_four_from_eight(
     assert started["prize_pool"]["amount"] == 4 * BUY_IN
     lines, held = statement_sum(api, tournament["id"])
     assert held == 4 * BUY_IN and [line["kind"] for line in lines].count("fee") == 1
+    assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
+
+
+@pytest.mark.parametrize("field", [5, 6])
+def test_a_scheduled_knockout_short_of_its_field_starts_with_byes_and_plays_to_the_end(
+    api: ApiClient, app: Any, field: int
+) -> None:
+    """docs/tournaments.md, "Byes": the draw's first seats advance without a match or any
+    money moving; the places, the prizes and the audit count only the entrants there are."""
+    tournament, starts_at = scheduled(
+        api, 0, entrants=8, min_entrants=4, payout_table="2-9: 6000/4000"
+    )
+    clients = {}
+    for _ in range(field):
+        client = player_client(api, deposit=DEPOSIT)
+        assert register(client, tournament["id"]).status_code == 201
+        clients[client.player_id] = client  # type: ignore[attr-defined]
+    assert sweep(app, starts_at) >= 1
+    started = api.get(f"/v1/tournaments/{tournament['id']}").get_json()
+    assert started["status"] == "running" and started["prize_pool"]["amount"] == field * BUY_IN
+    first = started["rounds"][0]["matches"]
+    byes = [m for m in first if m["second_seat"] is None]
+    assert len(first) == 4 and len(byes) == 8 - field
+    assert sorted(m["first_seat"] for m in byes) == sorted(started["draw"][: 8 - field])
+    for bye in byes:  # advanced at once, no match dealt
+        assert bye["winner_seat"] == bye["first_seat"] and bye["match_id"] is None
+    assert all(m["match_id"] for m in first if m["second_seat"] is not None)
+    done = started
+    for r in (1, 2, 3):
+        done = resign_first_seat(api, app, clients, done, r)
+    assert done["status"] == "finished"
+    prizes = {e["seat"]: e["prize"]["amount"] for e in done["entries"]}
+    assert sorted(prizes.values(), reverse=True)[:2] == [
+        6 * field * BUY_IN // 10,
+        4 * field * BUY_IN // 10,
+    ]
+    assert sum(prizes.values()) == field * BUY_IN
+    places = sorted((e["first_place"], e["last_place"]) for e in done["entries"])
+    assert places[0] == (1, 1) and places[-1][1] == field
+    lines, held = statement_sum(api, tournament["id"])
+    assert held == 0 and [line["kind"] for line in lines].count("entry") == field
+    for entry in done["entries"]:
+        w = wallet(api, entry["player_id"])
+        assert w["available"]["amount"] == DEPOSIT - BUY_IN - FEE + prizes[entry["seat"]]
+    # (the start was swept at starts_at, a minute ahead of the clock: its event sorts last)
+    assert sorted(events(app, tournament["id"])) == ["tournament.finished", "tournament.started"]
     assert api.get(f"/v1/audit/tournaments/{tournament['id']}").get_json()["ok"] is True
 
 

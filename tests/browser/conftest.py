@@ -2,9 +2,10 @@
 
 One ``gin-service run`` (the embedded default, as ``make run`` starts it, with its demo
 operator) serves every test of a pytest process; each test gets a fresh browser context. When
-TEST_DATABASE_URL and TEST_BROKER_URL are set (CI sets them), every test runs a second time
-against ``gin-service run`` on a PostgreSQL database and a Redis broker of the run's own, as
-production runs.
+TEST_DATABASE_URL and TEST_BROKER_URL are set (CI sets them), every test that goes through the
+service (plays, settles, reads the console's data) runs a second time against ``gin-service
+run`` on a PostgreSQL database and a Redis broker of the run's own, as production runs; a
+``page_only`` test, of the page's own logic, runs once.
 Chromium is ``/usr/bin/chromium`` (``.ci/run`` installs Debian's package when it is missing);
 nothing here downloads a browser. The launch flags keep Chromium off the network: this
 machine's network is closed, and a page may only talk to the service that served it.
@@ -36,10 +37,25 @@ CHROMIUM_ARGS = [
 ]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test here ``browser``; a ``page_only`` test (the page's own logic: what it
+    computes from a pasted history, its layout, its keyboard handling) runs on the embedded
+    default alone, since its second backend would repeat the same test."""
+    kept, repeats = [], []
     for item in items:
-        if "tests/browser/" in str(item.fspath):
-            item.add_marker(pytest.mark.browser)
+        if "tests/browser/" not in str(item.fspath):
+            kept.append(item)
+            continue
+        item.add_marker(pytest.mark.browser)
+        params = getattr(item, "callspec", None)
+        backend = params.params.get("served") if params is not None else None
+        if item.get_closest_marker("page_only") and backend not in (None, "embedded"):
+            repeats.append(item)
+        else:
+            kept.append(item)
+    if repeats:
+        config.hook.pytest_deselected(items=repeats)
+        items[:] = kept
 
 
 PRODUCTION_URLS = (os.environ.get("TEST_DATABASE_URL"), os.environ.get("TEST_BROKER_URL"))

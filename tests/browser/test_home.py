@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 
+
+@pytest.mark.page_only
 def test_the_front_page_links_the_api_reference_under_a_strict_policy(page: Any) -> None:
     response = page.goto("/")
     assert response.status == 200

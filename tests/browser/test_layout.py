@@ -12,6 +12,7 @@ from tests.browser.tour import SCREENS, STOPS, overflow, sign_in
 from tests.integration.workers import Served
 
 
+@pytest.mark.page_only
 @pytest.mark.parametrize("screen", sorted(SCREENS))
 def test_every_page_fits_the_screen_without_sideways_scrolling(
     browser: Any, served: Served, screen: str

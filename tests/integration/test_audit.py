@@ -19,6 +19,7 @@ from service.cli import main
 from service.clock import utcnow
 from service.db import make_engine
 from service.db.match_models import HandRow, Settlement
+from service.db.models import LedgerAuditRow
 from service.rules import fair
 from service.usecases import settlement
 from tests.api.play_clients import FORMATS, play_match, seated_match
@@ -280,6 +281,13 @@ def test_reconcile_task_logs_and_counts_ledger_problems(
         result = reconcile.apply().get()
     assert result["ok"] is False and result["discrepancies"]
     assert failures_total() == before + len(result["discrepancies"])
+    engine = make_engine(books.url)
+    with engine.connect() as connection:  # each operator's report is kept as its last audit
+        stored = connection.execute(select(LedgerAuditRow.ok, LedgerAuditRow.report)).all()
+    engine.dispose()
+    assert [(ok, report["discrepancies"]) for ok, report in stored] == [
+        (False, result["discrepancies"])
+    ]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert any("FAILED" in r.getMessage() for r in errors)
 

@@ -18,6 +18,9 @@ import pytest
 
 from service.bots import decide
 from service.client import GinClient, MatchEvent
+from service.clock import utcnow
+from service.live import notices
+from service.usecases import settlement
 from tests.api.play_clients import (
     action_body,
     join,
@@ -25,7 +28,7 @@ from tests.api.play_clients import (
     open_table,
     player_client,
 )
-from tests.conftest import ApiClient, make_test_app, new_operator
+from tests.conftest import ApiClient, in_unit, make_test_app, new_operator
 from tests.integration.workers import wait_until
 from tests.ops.servers import HttpClient, gunicorn
 
@@ -341,3 +344,117 @@ def test_the_lobby_stream_follows_tables_opening_filling_and_closing(served: Any
     event = reader.next()
     assert event is not None and event["data"]["data"] == []
     reader.close()
+
+
+def test_a_tournament_stream_follows_registrations_rounds_and_the_end(served: Any) -> None:
+    """docs/tournaments.md, "Following a tournament": a player's and the operator's streams
+    see each registration, the start with round 1's matches, each result with the next round
+    dealt, and the end with the prizes; a dropped stream resumes after its Last-Event-ID."""
+    app, base, log = served
+    _operator, key = new_operator(app)
+    setup = ApiClient(app.test_client(), key)
+    http = HttpClient(base, timeout=60)
+    op = ApiClient(http, key)
+    created = op.post(
+        "/v1/tournaments",
+        {
+            "name": "Streamed 4",
+            "format": "first_to_knock",
+            "currency": "EUR",
+            "buy_in": 100,
+            "fee": 10,
+            "entrants": 4,
+            "payout_table": "2-5: 7000/3000",
+        },
+    )
+    assert created.status_code == 201, created.get_json()
+    tid = created.get_json()["id"]
+    path = f"/v1/tournaments/{tid}/events"
+    made = [player_client(setup, deposit=1000) for _ in range(4)]
+    players = [ApiClient(http, m.token) for m in made]
+    watcher = EventReader(base, path, players[0].token)  # a player's token
+    operator_reader = EventReader(base, path, key)
+    event = watcher.next()
+    assert event is not None and event["event"] == "update" and event["id"] == "0"
+    assert event["data"]["entries_taken"] == 0 and event["data"]["status"] == "open"
+    for count, player in enumerate(players, 1):
+        registered = player.post(f"/v1/tournaments/{tid}/entries", key=f"reg-{count}")
+        assert registered.status_code == 201, registered.get_json()
+        event = watcher.next()
+        assert event is not None and event["event"] == "update", event
+        assert event["data"]["entries_taken"] == count
+        assert int(event["id"]) == event["data"]["version"] == registered.get_json()["version"]
+    started = event["data"]
+    assert started["status"] == "running"
+    round_1 = started["rounds"][0]["matches"]
+    assert len(round_1) == 2 and all(m["match_id"] for m in round_1)
+    seen_at_start = int(event["id"])
+    watcher.close()  # dropped: it resumes after what it saw
+
+    # The results, recorded as the settlement task records them (its notices reach the
+    # server's waiting rooms through the same sockets).
+    clients = {m.player_id: p for m, p in zip(made, players, strict=True)}  # type: ignore[attr-defined]
+    by_seat = {e["seat"]: e["player_id"] for e in started["entries"]}
+    notices.use_publisher(notices.DatagramPublisher(log.parent / "live"))
+    try:
+        for r in (1, 2):
+            now = op.get(f"/v1/tournaments/{tid}").get_json()
+            for pairing in now["rounds"][r - 1]["matches"]:
+                loser = clients[by_seat[pairing["first_seat"]]]
+                answer = loser.post(
+                    f"/v1/matches/{pairing['match_id']}/actions", {"action": "RESIGN"}
+                )
+                assert answer.status_code == 200, answer.get_json()
+                _conclude(app, pairing["match_id"])
+    finally:
+        notices.use_publisher(None)
+    final = op.get(f"/v1/tournaments/{tid}").get_json()
+    assert final["status"] == "finished"
+
+    seen: list[dict[str, Any]] = []
+    while (event := operator_reader.next()) is not None:
+        seen.append(event)
+    operator_reader.close()
+    updates = [e for e in seen if e["event"] == "update"]
+    assert seen[-1]["event"] == "end" and int(seen[-1]["id"]) == final["version"]
+    versions = [int(e["id"]) for e in updates]
+    assert versions == sorted(set(versions)) and versions[-1] == final["version"]
+    assert updates[-1]["data"]["status"] == "finished"
+    prizes = [e["prize"]["amount"] for e in updates[-1]["data"]["entries"]]
+    assert sorted(prizes) == [0, 0, 120, 280]  # 70% and 30% of the pool of 400
+    # each result reached the stream: a winner recorded, round 2 dealt
+    assert any(
+        e["data"]["rounds"] and e["data"]["rounds"][0]["matches"][0]["winner_seat"] is not None
+        for e in updates
+    )
+    assert any(len(e["data"]["rounds"]) == 2 for e in updates)
+
+    resumed = EventReader(base, path, players[0].token, last_event_id=seen_at_start)
+    event = resumed.next()  # the state it missed, at once, then the end
+    own = players[0].get(f"/v1/tournaments/{tid}").get_json()  # the player's view: its seat
+    assert own["you"] is not None and {**own, "you": None} == final
+    assert event is not None and event["event"] == "update" and event["data"] == own
+    event = resumed.next()
+    assert event is not None and event["event"] == "end"
+    assert resumed.next() is None
+    resumed.close()
+    caught_up = EventReader(base, path, key, last_event_id=final["version"])
+    event = caught_up.next()
+    assert event is not None and event["event"] == "end"  # nothing it has not seen
+    caught_up.close()
+    with GinClient(base, players[1].token) as client:  # the typed client, resumed
+        followed = list(client.follow_tournament(tid, after_version=seen_at_start))
+    assert [(e.event, e.version) for e in followed] == [
+        ("update", final["version"]),
+        ("end", final["version"]),
+    ]
+    assert followed[0].view["status"] == "finished"
+
+
+def _conclude(app: Any, match_id: str) -> None:
+    """What the settlement task does with a tournament's ended match."""
+    session = app.extensions["gin"]["sessionmaker"]()
+    try:
+        assert in_unit(session, settlement.conclude, match_id, utcnow()) is None
+    finally:
+        session.close()

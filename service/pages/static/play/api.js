@@ -66,4 +66,8 @@ export const api = {
       signal,
     }),
   act: (id, body) => call("POST", `/v1/matches/${encodeURIComponent(id)}/actions`, { body }),
+  tournaments: () => call("GET", "/v1/tournaments?currency=XPM&status=open&limit=50"),
+  tournament: (id) => call("GET", `/v1/tournaments/${encodeURIComponent(id)}`),
+  enter: (id) =>
+    call("POST", `/v1/tournaments/${encodeURIComponent(id)}/entries`, { key: newKey() }),
 };

@@ -1,12 +1,19 @@
 // The practice table: token, lobby, and one match played (or watched) by clicking. Every
-// change comes from the API: a seat, an action's answer, or the long-poll on the match's
-// version (GET /v1/matches/{id}?wait_for_version=N), never a timer.
+// change of a match comes from the API: a seat, an action's answer, or the long-poll on the
+// match's version (GET /v1/matches/{id}?wait_for_version=N), never a timer. A practice
+// tournament the person entered is read (GET /v1/tournaments/{id}) every
+// TOURNAMENT_POLL_MS while they are not playing a live match of it (the API has no
+// tournament stream yet); their next match opens as soon as a read shows it dealt.
 import { ApiProblem, api, loadToken, saveToken } from "./api.js";
 import { GAME_NAMES, cardFace, handLine, isRed, offers, readView, resultLine } from "./model.js";
+import { bracketRounds, myMatch, offerLine, placeRows, stateLine } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 // The match the player sits in, kept in the tab so that the lobby can lead back to it.
 const MATCH_KEY = "gin.play.match";
+// The practice tournament the player entered, kept in the tab like the match.
+const TOURNAMENT_KEY = "gin.play.tournament";
+const TOURNAMENT_POLL_MS = 1000;
 
 const state = {
   matchId: null,
@@ -16,6 +23,7 @@ const state = {
   resigning: false,
   watcher: null, // the long-poll's AbortController
   focus: null, // the name of the hand's or actions' button that has the keyboard focus
+  tournament: null, // the followed tournament: {id, view, timer, opened: match ids opened}
 };
 
 function el(tag, props = {}, ...children) {
@@ -59,9 +67,11 @@ function tokenFromFragment() {
 
 function forget(message = "") {
   stopWatching();
+  stopTournament();
   saveToken(null);
   try {
     sessionStorage.removeItem(MATCH_KEY);
+    sessionStorage.removeItem(TOURNAMENT_KEY);
   } catch {
     // nothing kept
   }
@@ -70,6 +80,7 @@ function forget(message = "") {
   $("token-held").hidden = true;
   $("lobby").hidden = true;
   $("table").hidden = true;
+  $("tournament").hidden = true;
   $("problem").textContent = message;
 }
 
@@ -83,13 +94,17 @@ function useToken() {
 
 async function showLobby() {
   stopWatching();
+  stopTournament();
   state.matchId = null;
   $("table").hidden = true;
+  $("tournament").hidden = true;
   $("lobby").hidden = false;
   $("resume-row").hidden = !remembered();
+  $("tournament-resume-row").hidden = !rememberedTournament();
   try {
-    const page = await api.lobby();
+    const [page, tournaments] = await Promise.all([api.lobby(), api.tournaments()]);
     renderLobby(page.data.filter((t) => t.practice && t.status === "open"));
+    renderTournaments(tournaments.data.filter((t) => t.practice));
   } catch (error) {
     showProblem(error);
   }
@@ -97,6 +112,125 @@ async function showLobby() {
 
 function money(m) {
   return m ? `${(m.amount / 100).toFixed(2)} ${m.currency}` : "";
+}
+
+function renderTournaments(tournaments) {
+  $("tournaments-empty").hidden = tournaments.length > 0;
+  $("tournaments").replaceChildren(
+    ...tournaments.map((t) =>
+      el(
+        "li",
+        { class: "table-entry" },
+        el("span", { class: "table-name", text: t.name }),
+        el("span", { text: offerLine(t) }),
+        el(
+          "span",
+          { class: "row" },
+          el("button", { type: "button", "aria-label": `Enter ${t.name} (${t.id})`, text: "Enter", onclick: () => enter(t) }),
+        ),
+      ),
+    ),
+  );
+}
+
+async function enter(t) {
+  clearProblem();
+  try {
+    const entered = await api.enter(t.id);
+    followTournament(entered.id, entered);
+  } catch (error) {
+    showProblem(error);
+  }
+}
+
+// --- a practice tournament -----------------------------------------------------------------
+
+function rememberedTournament() {
+  try {
+    return sessionStorage.getItem(TOURNAMENT_KEY);
+  } catch {
+    return null;
+  }
+}
+
+function stopTournament() {
+  if (state.tournament) clearTimeout(state.tournament.timer);
+  state.tournament = null;
+}
+
+// Show the tournament `id` (its view `first` if at hand) and follow it to its end.
+function followTournament(id, first = null) {
+  stopTournament();
+  try {
+    sessionStorage.setItem(TOURNAMENT_KEY, id);
+  } catch {
+    // no storage: no way back but entering again
+  }
+  state.tournament = { id, view: null, timer: null, opened: new Set() };
+  $("lobby").hidden = true;
+  $("tournament").hidden = false;
+  $("tournament-heading").textContent = first ? first.name : "Tournament";
+  $("tournament-state").textContent = "Loading the tournament…";
+  if (first) showTournament(first);
+  readTournament(id);
+}
+
+// The live match being played now is the person's: its long-poll drives the page meanwhile.
+function playingLive() {
+  const view = state.view;
+  return Boolean(
+    view && state.matchId === view.id && view.status === "playing" && view.you !== null && view.you !== undefined,
+  );
+}
+
+async function readTournament(id) {
+  const followed = state.tournament;
+  if (!followed || followed.id !== id) return;
+  if (!playingLive()) {
+    try {
+      showTournament(await api.tournament(id));
+    } catch (error) {
+      showProblem(error);
+    }
+  }
+  const view = followed.view;
+  if (state.tournament === followed && !(view && (view.status === "finished" || view.status === "cancelled"))) {
+    followed.timer = setTimeout(() => readTournament(id), TOURNAMENT_POLL_MS);
+  }
+}
+
+function showTournament(t) {
+  const followed = state.tournament;
+  if (!followed || followed.id !== t.id) return;
+  followed.view = t;
+  $("tournament-heading").textContent = t.name;
+  say($("tournament-state"), stateLine(t));
+  const bracket = $("bracket");
+  if (t.kind === "knockout") {
+    bracket.replaceChildren(
+      ...bracketRounds(t).map((round) =>
+        el("div", {}, el("h3", { text: round.title }), el("ul", {}, ...round.lines.map((line) => el("li", { text: line })))),
+      ),
+    );
+  } else {
+    const seated = t.table ? `Seated in this order: ${t.table.seats.map((seat) => (seat === t.you ? `Seat ${seat} (you)` : `Seat ${seat}`)).join(", ")}.` : "";
+    bracket.replaceChildren(el("p", { text: seated }));
+  }
+  $("places").tBodies[0].replaceChildren(
+    ...placeRows(t).map((row) => el("tr", {}, el("td", { text: row.place }), el("td", { text: row.who }), el("td", { text: row.prize }))),
+  );
+  if (t.status === "finished" || t.status === "cancelled") {
+    try {
+      if (sessionStorage.getItem(TOURNAMENT_KEY) === t.id) sessionStorage.removeItem(TOURNAMENT_KEY);
+    } catch {
+      // nothing kept
+    }
+  }
+  const next = myMatch(t);
+  if (next && !followed.opened.has(next) && state.matchId !== next) {
+    followed.opened.add(next);
+    openMatch(next);
+  }
 }
 
 function renderLobby(tables) {
@@ -433,7 +567,9 @@ function start() {
   $("forget").addEventListener("click", () => forget());
   $("refresh").addEventListener("click", () => showLobby());
   $("back").addEventListener("click", () => showLobby());
+  $("tournament-back").addEventListener("click", () => showLobby());
   $("resume").addEventListener("click", () => openMatch(remembered()));
+  $("tournament-resume").addEventListener("click", () => followTournament(rememberedTournament()));
   $("watch-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const id = $("watch-match").value.trim();
