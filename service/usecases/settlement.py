@@ -20,9 +20,10 @@ from typing import Any
 from sqlalchemy import Integer, and_, bindparam, or_, select
 from sqlalchemy.orm import Session, aliased
 
+from service import games
 from service.db.match_models import GameTable, MatchRow, Settlement
 from service.errors import MatchNotLive, NotFound
-from service.formats import MatchSettings, RummyMatch, games
+from service.formats import MatchSettings, RummyMatch
 from service.ids import new_id
 from service.match_view import seat_numbers, table_seats
 from service.usecases import play, seamless, tables, tournaments, wallets

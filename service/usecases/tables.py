@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service import games
 from service.db.match_models import GameTable, MatchRow, Seat
 from service.db.models import Player
 from service.errors import (
@@ -29,7 +30,7 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch, games
+from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch
 from service.formats.payout_multi import needs_top_up
 from service.formats.settings import GAME_SEATS, GameKind
 from service.ids import new_id
