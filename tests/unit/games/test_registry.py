@@ -101,3 +101,19 @@ def test_a_state_of_another_or_no_known_kind_is_refused() -> None:
         games.restart({**state, "kind": 7})
     with pytest.raises(InvalidState, match="not a gin match state"):
         Match.from_dict({**state, "kind": RummyMatch.KIND})
+
+
+def test_the_simulator_and_the_table_schema_list_the_registry_s_games() -> None:
+    from service import simulate
+    from service.api.play_schemas import TableIn
+
+    assert {
+        game.kind.value: tuple(f.value for f in game.formats) for game in registry.GAMES.values()
+    } == simulate.GAMES
+    branches = TableIn.json_schema["allOf"][1]["oneOf"]
+    named = {b["properties"]["game"]["const"]: b["properties"] for b in branches}
+    assert list(named) == [g.value for g in registry.GAMES if g is not GameKind.GIN] + ["gin"]
+    for kind, properties in named.items():
+        game = registry.spec(kind)
+        assert properties["format"]["enum"] == [f.value for f in game.formats]
+        assert ("seat_count" in properties) == (len(game.seat_counts) == 1)
