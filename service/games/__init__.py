@@ -65,27 +65,19 @@ AnyMatch = Match | ThreePlayerMatch | PartnershipMatch | RummyMatch
 def new_match(
     settings: MatchSettings, players: int, randbelow: Callable[[int], int] = secrets.randbelow
 ) -> AnyMatch:
-    """A new match of the table's game for ``players`` seats (the seats taken), its first
-    dealer (or seating, or dealing team) drawn with ``randbelow``."""
+    """A new match of the table's game for ``players`` seats (:meth:`GameSpec.new_match`)."""
     match: AnyMatch = spec(settings.game).new_match(settings, players, randbelow)
     return match
 
 
 def from_state(state: Mapping[str, Any]) -> AnyMatch:
-    """The match a stored state (``to_dict``) holds, of whatever game.
-
-    :raises InvalidState: when the state is malformed.
-    """
+    """The match a stored state (``to_dict``) holds. :raises InvalidState: if malformed."""
     match: AnyMatch = kind_of(state).engine.from_dict(dict(state))
     return match
 
 
 def restart(state: Mapping[str, Any]) -> AnyMatch:
-    """A new match with the same settings and first draw (dealer, seating or dealing team)
-    as the stored ``state``: where a replay of its log starts.
-
-    :raises InvalidState: when the state is malformed.
-    """
+    """Where a replay of the stored ``state``'s log starts (:meth:`GameSpec.restart`)."""
     match: AnyMatch = kind_of(state).restart(state)
     return match
 
@@ -96,11 +88,7 @@ def pending_deal(match: AnyMatch) -> Deal | None:
 
 
 def deal(match: AnyMatch, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int) -> Deal:
-    """Deal :func:`pending_deal` from ``server_seed`` and the seats' client seeds (10.2,
-    11.6.4); the hand dealt.
-
-    :raises InvalidState: when the match waits for no deal.
-    """
+    """Deal :func:`pending_deal` from the seeds (:meth:`GameSpec.deal`); the hand dealt."""
     return spec_of(match).deal(match, server_seed, seeds_by_seat, now_ms)
 
 
@@ -110,10 +98,7 @@ def live_hands(match: AnyMatch) -> set[int]:
 
 
 def ended_hand(match: AnyMatch, number: int) -> EndedHand:
-    """Hand ``number``, which was live before the change that ended it.
-
-    :raises InvalidState: when that hand is not one that has just ended.
-    """
+    """Hand ``number``, which the last change ended (:meth:`GameSpec.ended_hand`)."""
     return spec_of(match).ended_hand(match, number)
 
 
@@ -128,10 +113,7 @@ def acting(match: AnyMatch) -> tuple[int, ...]:
 
 
 def apply(match: AnyMatch, seat: int, action: str, *, at: str, now_ms: int) -> str:
-    """Apply ``seat``'s action (its text form); the action's text as logged.
-
-    :raises RulesError: when the rules refuse it (the match is unchanged).
-    """
+    """Apply ``seat``'s action text (:meth:`GameSpec.apply`); its text as logged."""
     return spec_of(match).apply(match, seat, action, at=at, now_ms=now_ms)
 
 
@@ -156,8 +138,7 @@ def forfeit(match: AnyMatch, seat: int, reason: str, *, at: str, now_ms: int) ->
 
 
 def result(match: AnyMatch) -> dict[str, Any]:
-    """How a match that is over ended: the winner and forfeiter (at more than two seats
-    also every winner and every forfeiter)."""
+    """How a match that is over ended (:meth:`GameSpec.result`)."""
     return spec_of(match).result(match)
 
 
@@ -167,12 +148,8 @@ def view(match: AnyMatch, seat: int | None) -> dict[str, Any]:
 
 
 def statement(match: AnyMatch, settings: MatchSettings, escrow: Sequence[int]) -> Settled:
-    """The settlement of a match that is over, played at a table of ``settings``, given what
-    each seat has at the table (its stake, buy-in, or remaining table balance on a per-hand
-    Rummy table).
-
-    :raises SettlementError: when the match is not over or the escrow does not fit it.
-    """
+    """The settlement of a match that is over, given what each seat has at the table (its
+    stake, buy-in, or table balance on a per-hand Rummy table) (:meth:`GameSpec.statement`)."""
     return spec_of(match).statement(match, settings, escrow)
 
 
