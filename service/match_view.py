@@ -64,7 +64,8 @@ def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> di
     }
     if match is None:
         return view
-    return _at_table_seats(view | games.view(match, seat))
+    view.update(games.view(match, seat))
+    return _at_table_seats(view)
 
 
 def _at_table_seats(view: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from service.formats.rummy_match import RummyMatch
 from service.formats.settings import MatchSettings
 from service.formats.three_player import ThreePlayerMatch
 from service.games.protocol import Deal, EndedHand, GameSpec, MatchEngine, Settled
+from service.games.registry import BY_ENGINE_KIND as _GAMES
 from service.games.registry import GAMES, kind_of, spec, spec_of
 from service.rules.errors import InvalidState
 
@@ -84,42 +85,42 @@ def restart(state: Mapping[str, Any]) -> AnyMatch:
 
 def pending_deal(match: AnyMatch) -> Deal | None:
     """The next hand the match waits for, or None (a partnership deal waits for two)."""
-    return spec_of(match).pending_deal(match)
+    return _GAMES[match.KIND].pending_deal(match)
 
 
 def deal(match: AnyMatch, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int) -> Deal:
     """Deal :func:`pending_deal` from the seeds (:meth:`GameSpec.deal`); the hand dealt."""
-    return spec_of(match).deal(match, server_seed, seeds_by_seat, now_ms)
+    return _GAMES[match.KIND].deal(match, server_seed, seeds_by_seat, now_ms)
 
 
 def live_hands(match: AnyMatch) -> set[int]:
     """The numbers of the hands being played."""
-    return spec_of(match).live_hands(match)
+    return _GAMES[match.KIND].live_hands(match)
 
 
 def ended_hand(match: AnyMatch, number: int) -> EndedHand:
     """Hand ``number``, which the last change ended (:meth:`GameSpec.ended_hand`)."""
-    return spec_of(match).ended_hand(match, number)
+    return _GAMES[match.KIND].ended_hand(match, number)
 
 
 def hand_of(match: AnyMatch, seat: int) -> int | None:
     """The number of the hand ``seat`` plays now, or None (sitting out, none being played)."""
-    return spec_of(match).hand_of(match, seat)
+    return _GAMES[match.KIND].hand_of(match, seat)
 
 
 def acting(match: AnyMatch) -> tuple[int, ...]:
     """The seats to act now."""
-    return spec_of(match).acting(match)
+    return _GAMES[match.KIND].acting(match)
 
 
 def apply(match: AnyMatch, seat: int, action: str, *, at: str, now_ms: int) -> str:
     """Apply ``seat``'s action text (:meth:`GameSpec.apply`); its text as logged."""
-    return spec_of(match).apply(match, seat, action, at=at, now_ms=now_ms)
+    return _GAMES[match.KIND].apply(match, seat, action, at=at, now_ms=now_ms)
 
 
 def due_seat(match: AnyMatch, now_ms: int) -> int | None:
     """The seat whose clock ran out first by ``now_ms`` (the one :func:`timeout` acts for)."""
-    return spec_of(match).due_seat(match, now_ms)
+    return _GAMES[match.KIND].due_seat(match, now_ms)
 
 
 def timeout(match: AnyMatch, now_ms: int, *, at: str) -> tuple[int, str] | None:
@@ -134,23 +135,23 @@ def timeout(match: AnyMatch, now_ms: int, *, at: str) -> tuple[int, str] | None:
 
 def forfeit(match: AnyMatch, seat: int, reason: str, *, at: str, now_ms: int) -> None:
     """``seat`` forfeits (9.3, 11.6.2, 11.6.3)."""
-    spec_of(match).forfeit(match, seat, reason, at=at, now_ms=now_ms)
+    _GAMES[match.KIND].forfeit(match, seat, reason, at=at, now_ms=now_ms)
 
 
 def result(match: AnyMatch) -> dict[str, Any]:
     """How a match that is over ended (:meth:`GameSpec.result`)."""
-    return spec_of(match).result(match)
+    return _GAMES[match.KIND].result(match)
 
 
 def view(match: AnyMatch, seat: int | None) -> dict[str, Any]:
     """The fields of the match view that come from its game, as ``seat`` sees them."""
-    return spec_of(match).view(match, seat)
+    return _GAMES[match.KIND].view(match, seat)
 
 
 def statement(match: AnyMatch, settings: MatchSettings, escrow: Sequence[int]) -> Settled:
     """The settlement of a match that is over, given what each seat has at the table (its
     stake, buy-in, or table balance on a per-hand Rummy table) (:meth:`GameSpec.statement`)."""
-    return spec_of(match).statement(match, settings, escrow)
+    return _GAMES[match.KIND].statement(match, settings, escrow)
 
 
 def seated_statement(data: Mapping[str, Any], seats: Sequence[int]) -> dict[str, Any]:
@@ -197,7 +198,7 @@ def replay_log(
         or for another seat, or a hand's seed is missing (the log does not replay).
     """
     match = start
-    game = spec_of(match)
+    game = _GAMES[match.KIND]
     for entry in log:
         if entry.action == "START":
             pass

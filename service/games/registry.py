@@ -24,7 +24,8 @@ from service.rules.errors import InvalidState
 GAMES: dict[GameKind, GameSpec[Any]] = {g.kind: g for g in (GIN, GIN_THREE, GIN_PARTNERSHIP, RUMMY)}
 #: The game a table plays when its request names none.
 DEFAULT = GIN
-_BY_ENGINE_KIND: dict[str, GameSpec[Any]] = {g.engine.KIND: g for g in GAMES.values()}
+#: The games by the ``KIND`` of their engines (what a stored state's ``kind`` says).
+BY_ENGINE_KIND: dict[str, GameSpec[Any]] = {g.engine.KIND: g for g in GAMES.values()}
 
 
 def spec(kind: GameKind | str) -> GameSpec[Any]:
@@ -37,7 +38,7 @@ def spec(kind: GameKind | str) -> GameSpec[Any]:
 
 def spec_of(match: MatchEngine) -> GameSpec[Any]:
     """The game ``match`` is a match of."""
-    return _BY_ENGINE_KIND[match.KIND]
+    return BY_ENGINE_KIND[match.KIND]
 
 
 def kind_of(state: Mapping[str, Any]) -> GameSpec[Any]:
@@ -46,7 +47,7 @@ def kind_of(state: Mapping[str, Any]) -> GameSpec[Any]:
     :raises InvalidState: when the kind is not a game's.
     """
     kind = state.get("kind", GIN.engine.KIND)
-    found = _BY_ENGINE_KIND.get(kind) if isinstance(kind, str) else None
+    found = BY_ENGINE_KIND.get(kind) if isinstance(kind, str) else None
     if found is None:
         raise InvalidState(f"unknown match kind {kind!r}")
     return found
