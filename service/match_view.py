@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
+from service import games
 from service.clock import rfc3339
-from service.formats import Match, MatchStatus, RummyMatch, games
-from service.formats.games import AnyMatch
 from service.formats.multi_common import renamed
+from service.games import AnyMatch
 
 
 class MatchFields(Protocol):
@@ -64,44 +64,7 @@ def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> di
     }
     if match is None:
         return view
-    if not isinstance(match, Match):
-        return _multi_view(view, seat, match)
-    game = match.game()
-    view["scores"] = {
-        "hand_points": list(game.hand_points),
-        "boxes": list(game.boxes),
-        "target": match.target,
-        "hands_played": len(match.records),
-        "timeouts": list(match.timeouts),
-        "bank_ms": list(match.banks_ms),
-    }
-    view["hand_number"] = match.hand_number
-    if match.hand is not None:
-        view["dealer"] = match.hand.dealer
-        view["hand"] = match.hand.view(seat)
-    if match.records and not match.over:
-        view["previous_hand"] = match.records[-1].to_dict()
-    if match.over:
-        view["result"] = {
-            "winner": match.winner,
-            "forfeiter": match.forfeiter,
-            "forfeit_reason": match.forfeit_reason,
-            "void": match.status is MatchStatus.VOID,
-        }
-    return view
-
-
-def _multi_view(
-    view: dict[str, Any], seat: int | None, match: games.MultiGin | RummyMatch
-) -> dict[str, Any]:
-    """A match of more than two seats or of Rummy (11.6.5): the envelope every match has,
-    with the game's own view (``play``: every table or the hand's public part, the standings,
-    who acts, the caller's own hand and legal actions) that shows nobody else's cards."""
-    view["game"] = games.game_of(match).value
-    view["play"] = match.view(seat)
-    view["hand_number"] = max((h["number"] for h in _dealt(view["play"])), default=None)
-    if match.over:
-        view["result"] = {**games.result(match), "void": match.status is MatchStatus.VOID}
+    view.update(games.view(match, seat))
     return _at_table_seats(view)
 
 
@@ -136,10 +99,3 @@ def seat_numbers(seats: list[dict[str, Any]] | None) -> list[int]:
     per player follow."""
     table = table_seats(seats)
     return [s["seat"] for s in seats or []] if table is None else table
-
-
-def _dealt(play: dict[str, Any]) -> list[dict[str, Any]]:
-    if play.get("tables"):
-        return list(play["tables"])
-    hand = play.get("hand")
-    return [hand] if isinstance(hand, dict) and "number" in hand else []

@@ -56,18 +56,17 @@ from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
+from service.formats.settings import FIXED_STAKE_FORMATS, Format
+from service.games import registry
 
-FORMATS = ("first_to_knock", "match_play", "money_play", "classic")
 #: Every game, and the formats a simulation plays it in (every one a table can be opened in).
 GAMES: dict[str, tuple[str, ...]] = {
-    "gin": FORMATS,
-    "gin_three": ("match_play", "classic"),
-    "gin_partnership": ("match_play", "classic"),
-    "rummy": ("rummy_target", "rummy_deals", "rummy_per_hand"),
+    game.kind.value: tuple(f.value for f in game.formats) for game in registry.GAMES.values()
 }
-FIXED_STAKE = ("first_to_knock", "match_play")
+FORMATS = GAMES[registry.DEFAULT.kind.value]
+FIXED_STAKE = tuple(f.value for f in FIXED_STAKE_FORMATS)
 #: The formats whose tables deal hand after hand, each hand a match settled on its own.
-CONTINUOUS = ("rummy_per_hand",)
+CONTINUOUS = (Format.RUMMY_PER_HAND.value,)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -108,7 +107,7 @@ def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str
         "clock": {"turn_seconds": 120, "bank_seconds": 600, "fill_timeout_seconds": 600},
         "practice": args.currency == "XPM",
     }
-    if game == "rummy":
+    if len(registry.spec(game).seat_counts) > 1:  # Rummy: the table says how many it seats
         body["seat_count"] = args.rummy_seats
     if fmt not in FIXED_STAKE:
         per_point = max(1, args.stake // 100)
@@ -426,7 +425,7 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
     plays = [
         (game, fmt)
         for game in args.games
-        for fmt in (args.formats if game == "gin" else GAMES[game])
+        for fmt in (args.formats if game == registry.DEFAULT.kind else GAMES[game])
     ]
     jobs = [(i, game, fmt) for game, fmt in plays for i in range(args.matches)]
     from service.simulate_tournaments import KINDS, play_tournament

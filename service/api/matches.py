@@ -42,6 +42,7 @@ from service.formats.match import RESIGN
 from service.ledger.money import PRACTICE_CURRENCY
 from service.live import events as live_events
 from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
+from service.rules.action_text import action_text
 from service.usecases import play
 from service.usecases.rates import display_rate
 
@@ -189,21 +190,6 @@ def _kick_workers(view: dict[str, Any]) -> None:
         if response.status_code < 300:
             kick()
         return response
-
-
-def action_text(body: dict[str, Any]) -> str:
-    """An action's text form (``"DISCARD TD"``, ``"KNOCK 5C | 2H 3H 4H"``) from its
-    :class:`ActionIn` fields."""
-    text: str = body["action"]
-    if "meld" in body:
-        text += f" {body['meld']}"
-    for card in body.get("cards") or []:
-        text += f" {card}"
-    if "card" in body:
-        text += f" {body['card']}"
-    for meld in body.get("melds") or []:
-        text += " | " + " ".join(meld)
-    return text
 
 
 @blp.route("/matches/<match_id>/actions", methods=["POST"])

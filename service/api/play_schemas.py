@@ -30,7 +30,9 @@ from service.api.schemas import (
 )
 from service.formats import FeeBase, Format
 from service.formats.match import PLAYER_ACTIONS
-from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind
+from service.formats.settings import GameKind
+from service.games import registry
+from service.games.protocol import GameSpec
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.rules import Ruleset
 from service.rules.game import NOT_OFFERED
@@ -157,13 +159,9 @@ RummyIn = _RuleOptions.from_dict(_rummy_fields(), name="RummyIn")
 _FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
 #: The formats a table can be opened in: every game's.
 OPEN_FORMATS = [
-    f.value for f in dict.fromkeys(f for formats in GAME_FORMATS.values() for f in formats)
+    f.value for f in dict.fromkeys(f for game in registry.GAMES.values() for f in game.formats)
 ]
-_RUMMY_FORMATS = [
-    Format.RUMMY_PER_HAND.value,
-    Format.RUMMY_TARGET.value,
-    Format.RUMMY_DEALS.value,
-]
+_RUMMY_FORMATS = [f.value for f in registry.spec(GameKind.RUMMY).formats]
 #: Money Play and classic take a fee, if any, from the transfer (docs/engine.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
@@ -201,6 +199,21 @@ class SpectatorDelayIn(Schema):
         maximum=play.MAX_DELAY_SECONDS,
         metadata={"description": "Show the last version committed at least this long ago."},
     )
+
+
+def _game_branch(game: GameSpec[Any]) -> dict[str, Any]:
+    """What a table of ``game`` (not the default one) needs: the game named, one of its
+    formats, and its seat count (required where it has more than one)."""
+    fixed = len(game.seat_counts) == 1
+    return {
+        "title": f"{game.kind.value}: {', '.join(f.value for f in game.formats)}",
+        "properties": {
+            "game": {"const": game.kind.value},
+            "format": {"enum": [f.value for f in game.formats if f.value in OPEN_FORMATS]},
+            **({"seat_count": {"const": game.seat_counts[0]}} if fixed else {}),
+        },
+        "required": ["game"] if fixed else ["game", "seat_count"],
+    }
 
 
 class TableIn(Schema):
@@ -260,31 +273,17 @@ class TableIn(Schema):
             },
             {
                 "oneOf": [
-                    {
-                        "title": f"{game.value}: {', '.join(f.value for f in formats)}",
-                        "properties": {
-                            "game": {"const": game.value},
-                            "format": {
-                                "enum": [f.value for f in formats if f.value in OPEN_FORMATS]
-                            },
-                            **(
-                                {"seat_count": {"const": GAME_SEATS[game]}}
-                                if game in GAME_SEATS
-                                else {}
-                            ),
-                        },
-                        "required": ["game"] if game in GAME_SEATS else ["game", "seat_count"],
-                    }
-                    for game, formats in GAME_FORMATS.items()
-                    if game is not GameKind.GIN
+                    _game_branch(game)
+                    for game in registry.GAMES.values()
+                    if game is not registry.DEFAULT
                 ]
                 + [
                     {
-                        "title": "gin (the default): two players",
+                        "title": f"{registry.DEFAULT.kind.value} (the default): two players",
                         "properties": {
-                            "game": {"const": GameKind.GIN.value},
-                            "format": {"enum": [f.value for f in GAME_FORMATS[GameKind.GIN]]},
-                            "seat_count": {"const": 2},
+                            "game": {"const": registry.DEFAULT.kind.value},
+                            "format": {"enum": [f.value for f in registry.DEFAULT.formats]},
+                            "seat_count": {"const": registry.DEFAULT.seat_counts[0]},
                         },
                     }
                 ]
@@ -404,7 +403,8 @@ class TableIn(Schema):
 
     name = fields.String(load_default="", validate=validate.Length(max=100))
     game = fields.String(
-        load_default=GameKind.GIN.value, validate=validate.OneOf([g.value for g in GameKind])
+        load_default=registry.DEFAULT.kind.value,
+        validate=validate.OneOf([g.value for g in registry.GAMES]),
     )
     seat_count = StrictInteger(
         minimum=2,
@@ -546,7 +546,7 @@ class TableOut(Schema):
     id = fields.String(required=True)
     object = fields.Constant("table")
     name = fields.String(required=True)
-    game = fields.String(required=True, metadata={"enum": [g.value for g in GameKind]})
+    game = fields.String(required=True, metadata={"enum": [g.value for g in registry.GAMES]})
     seat_count = fields.Integer(required=True)
     match_id = fields.String(required=True)
     format = fields.String(required=True)
@@ -586,7 +586,7 @@ class TableList(ListEnvelope):
 
 
 class LobbyQuery(ListQuery):
-    game = fields.String(validate=validate.OneOf([g.value for g in GameKind]))
+    game = fields.String(validate=validate.OneOf([g.value for g in registry.GAMES]))
     format = fields.String(validate=validate.OneOf(OPEN_FORMATS))
     currency = fields.String(validate=validate.OneOf(sorted(EXPONENTS)))
     min_stake = StrictInteger(maximum=MAX_AMOUNT, from_text=True)
@@ -757,7 +757,7 @@ class MatchOut(Schema):
     game = fields.String(
         metadata={
             "description": "Left out for two-player Gin.",
-            "enum": [g.value for g in GameKind],
+            "enum": [g.value for g in registry.GAMES],
         }
     )
     format = fields.String(required=True)

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.bots.strategy import Bot, random_action
+from service.rules.action_text import action_fields
 from service.rules.actions import Action, coerce_action
 from service.rules.cards import DECK, Card, cards_to_mask, mask_to_cards
 from service.rules.errors import RulesError
@@ -86,18 +87,20 @@ def random_multi(view: Mapping[str, Any], rng: random.Random) -> dict[str, Any] 
 
 def action_text(action: str | Mapping[str, Any] | Action | RummyAction) -> str:
     """The text form of an action (what the HTTP API's ``{"action": ...}`` takes): a Gin or
-    Rummy action, its fields as listed in a view, or its text (returned normalised)."""
+    Rummy action, its fields as listed in a view, or its text (returned normalised), read by
+    :mod:`service.rules.action_text` and printed by the game's engine."""
     if isinstance(action, RummyAction | Action):
         return str(action)
-    if isinstance(action, str):
-        try:
-            return str(coerce_action(action))
-        except RulesError:  # not a Gin action: Rummy's parser says what is wrong, if anything
-            return str(RummyAction.parse(action))
-    kind = str(action.get("action", "")).upper()
-    if kind in _RUMMY_ONLY or "cards" in action or "meld" in action:
-        return str(RummyAction.from_dict(action))
-    return str(coerce_action(action))
+    fields = action_fields(action) if isinstance(action, str) else action
+    kind = str(fields.get("action", "")).upper()
+    if kind in _RUMMY_ONLY or "cards" in fields or "meld" in fields:
+        return str(RummyAction.from_dict(fields))
+    try:
+        return str(coerce_action(fields))
+    except RulesError:
+        if isinstance(action, str):  # not a Gin action: Rummy's says what is wrong, if anything
+            return str(RummyAction.from_dict(fields))
+        raise
 
 
 def _kind(view: Mapping[str, Any]) -> str | None:

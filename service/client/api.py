@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 import httpx
 
 from service.client import types as t
+from service.rules.action_text import action_fields as action_body
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -109,26 +110,6 @@ class MatchEvent:
 def new_key() -> str:
     """A fresh Idempotency-Key."""
     return secrets.token_hex(16)
-
-
-def action_body(text: str) -> dict[str, Any]:
-    """An action's text form (``"KNOCK TD"``, ``"PASS"``, ``"KNOCK TD | AC 2C 3C"``, Rummy's
-    ``"MELD 7S 7H 7D"`` and ``"LAY_OFF 2 8H 9H"``) as the request body fields ``action``,
-    ``card``, ``melds``, ``cards`` and ``meld``."""
-    head, *melds = text.split("|")
-    words = head.split()
-    if not words:
-        raise ValueError(f"empty action {text!r}")
-    body: dict[str, Any] = {"action": words[0]}
-    if words[0] == "LAY_OFF" and len(words) > 2:  # Rummy: "LAY_OFF 2 8H 9H"
-        body |= {"meld": int(words[1]), "cards": words[2:]}
-    elif words[0] == "MELD":  # Rummy: "MELD 7S 7H 7D"
-        body["cards"] = words[1:]
-    elif len(words) > 1:
-        body["card"] = words[1]
-    if melds:
-        body["melds"] = [m.split() for m in melds]
-    return body
 
 
 class GinClient:

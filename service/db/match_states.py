@@ -12,7 +12,7 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from service.formats.games import AnyMatch
+from service.games import AnyMatch
 
 #: How many matches' decoded states a process keeps per database, unless the app sets it
 #: (``MATCH_STATES_KEPT``); docs/performance.md gives a decoded state's size.

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from service.formats.clock import play_timeout
 from service.formats.settings import Format, FtkWinnerRule, MatchSettings
@@ -90,6 +90,10 @@ def ftk_winner(settings: MatchSettings, records: Sequence[HandRecord]) -> int | 
 
 class Match:
     """One match between seats 0 and 1; see the module docstring."""
+
+    #: The ``kind`` its stored state carries; a state without one (stored before Gin's
+    #: carried it) reads as Gin all the same.
+    KIND: ClassVar[str] = "gin"
 
     def __init__(self, settings: MatchSettings, first_dealer: int) -> None:
         if first_dealer not in (0, 1):
@@ -299,6 +303,7 @@ class Match:
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": MATCH_SCHEMA,
+            "kind": self.KIND,
             "settings": self.settings.to_dict(),
             "first_dealer": self.first_dealer,
             "dealer": self.dealer,
@@ -318,6 +323,8 @@ class Match:
         try:
             if data["schema"] != MATCH_SCHEMA:
                 raise InvalidState(f"unknown match schema {data['schema']!r}")
+            if data.get("kind", cls.KIND) != cls.KIND:
+                raise InvalidState(f"not a {cls.KIND} match state: {data['kind']!r}")
             match = cls(MatchSettings.from_dict(data["settings"]), data["first_dealer"])
             match.dealer = data["dealer"]
             match.status = MatchStatus(data["status"])

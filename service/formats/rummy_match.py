@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from service.formats.clock import ClockSettings, OnTimeout
 from service.formats.errors import InvalidSettings
@@ -285,7 +285,7 @@ class RummyMatch:
     ``AWAITING_DEAL`` until :meth:`deal` deals :meth:`next_hand`, ``PLAYING`` while that hand
     is played, ``FINISHED`` at the end."""
 
-    KIND = KIND
+    KIND: ClassVar[str] = KIND
 
     def __init__(self, settings: RummyMatchSettings) -> None:
         self.settings = settings

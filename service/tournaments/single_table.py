@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.formats.games import AnyMatch
 from service.formats.match import Match
 from service.formats.rummy_match import RummyMatch
+from service.games import AnyMatch
 from service.rules.rummy.rules import Scoring
 from service.tournaments.errors import BracketError
 

@@ -40,6 +40,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from service import games
 from service.clock import rfc3339, utcnow
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, Seat, Settlement
 from service.db.models import (
@@ -57,10 +58,10 @@ from service.formats import (
     MatchStatus,
     OnTimeout,
     automatic_action,
-    games,
     settle,
 )
 from service.formats.match import RESIGN, HandRecord
+from service.formats.settings import GameKind
 from service.ledger import store
 from service.ledger.postings import AccountRef, TransactionKind
 from service.rules import Action, ActionKind, RulesError, fair
@@ -652,7 +653,7 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     if settlement.currency != row.currency:
         found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
     table = session.get(GameTable, row.table_id)
-    if "kind" in row.state:  # three-player, partnership, Rummy
+    if games.kind_of(row.state).kind is not GameKind.GIN:  # two-player Gin's own audit below
         found += _audit_game(session, settlement, row, table)
         return report
     settings = MatchSettings.from_dict(

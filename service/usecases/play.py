@@ -22,16 +22,17 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, case, func, insert, null, select, type_coerce, update
 from sqlalchemy.orm import Session
 
+from service import games
 from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
-from service.formats import MatchSettings, MatchStatus, games
-from service.formats.games import AnyMatch
+from service.formats import MatchSettings, MatchStatus
 from service.formats.match import RESIGN
 from service.formats.multi_common import renamed, seated_history
+from service.games import AnyMatch
 from service.ids import new_id
 from service.live import notices
 from service.match_view import match_view, seat_numbers, table_seats

@@ -22,12 +22,13 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.session import make_transient_to_detached
 
+from service import games
 from service.db.driver import execute, pipeline
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.db.models import table_of
 from service.db.wallet_models import OperatorWallet
 from service.errors import MatchNotLive, NotFound
-from service.formats import MatchSettings, RummyMatch, games
+from service.formats import MatchSettings, RummyMatch
 from service.ids import new_id
 from service.match_view import seat_numbers, table_seats
 from service.usecases import play, seamless, tables, tournaments, wallets

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service import games
 from service.db.match_models import GameTable, MatchRow, Seat
 from service.db.models import Player
 from service.errors import (
@@ -29,9 +30,9 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch, games
+from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch
 from service.formats.payout_multi import needs_top_up
-from service.formats.settings import GAME_SEATS, GameKind
+from service.games import registry
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.live import notices
@@ -66,14 +67,14 @@ def settings_problems(
     problems: list[FieldError] = []
     if currency is not None:
         problems += practice_problems(practice, currency)
-    game = data.get("game", "gin")
+    game = registry.GAMES.get(data.get("game", registry.DEFAULT.kind))
     seats = data.pop("seat_count", None)
     if seats is None:
-        seats = GAME_SEATS.get(GameKind(game)) if game in {g.value for g in GameKind} else 2
-        if seats is None:
+        counts = (game or registry.DEFAULT).seat_counts  # an unknown game is refused already
+        seats = counts[0]
+        if len(counts) > 1:
             message = "required at a Rummy table: how many players it seats, 2 to rummy.max_players"
             problems.append(FieldError("seat_count", message))
-            seats = 2  # to check the rest
     data["seats"] = seats
     options = dict(data.get("rummy") or {})
     for key in ("match", "rummy.match"):

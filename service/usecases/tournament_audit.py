@@ -31,11 +31,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service import games
 from service.db.match_models import MatchRow
 from service.db.tournament_models import Tournament
 from service.db.wallet_models import WalletCall
 from service.errors import NotFound
-from service.formats import Match, games
+from service.formats import Match
 from service.rules import fair
 from service.tournaments.bracket import Knockout, draw, shuffle
 from service.tournaments.errors import TournamentError

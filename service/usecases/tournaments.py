@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from service import games
 from service.db.match_models import GameTable, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, Player
 from service.db.tournament_models import Tournament, TournamentEntry
@@ -48,7 +49,7 @@ from service.errors import (
     TournamentNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, Match, MatchSettings, games
+from service.formats import Format, Match, MatchSettings
 from service.formats.match import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from service import games
 from service.bots.multi import action_text, decide_multi, random_multi
 from service.client.api import action_body
 from service.clock import utcnow
 from service.db.match_models import MatchRow
-from service.formats import PartnershipMatch, RummyMatch, ThreePlayerMatch, games
+from service.formats import PartnershipMatch, RummyMatch, ThreePlayerMatch
 from service.rules import fair
 from service.rules.cards import mask_to_cards
 from service.usecases import settlement

@@ -1,4 +1,4 @@
-"""Every game behind one interface (service.formats.games): whole matches of every game and
+"""Every game behind one interface (service.games): whole matches of every game and
 format dealt from fair seeds, played with random legal actions through the interface alone,
 stored and restored after every change, and settled zero-sum within the escrow."""
 
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats import MatchSettings, games
+from service import games
+from service.formats import Match, MatchSettings, RummyMatch
 from service.formats.match import MatchStatus
 from service.rules import fair
 from service.rules.rummy import RummyRules
@@ -102,7 +103,7 @@ CASES: list[tuple[str, dict[str, Any], int]] = [
 
 
 def _legal(match: games.AnyMatch, seat: int) -> list[str]:
-    if isinstance(match, games.Match):
+    if isinstance(match, Match):
         assert match.hand is not None
         return [str(a) for a in match.hand.legal_actions(seat)]
     return [str(a) for a in match.legal_actions(seat)]
@@ -228,7 +229,7 @@ def test_a_stored_rummy_match_keeps_its_fair_shuffle_for_later_restocks() -> Non
     server_seed = fair.new_server_seed()
     games.deal(match, server_seed, ["x", "y", "z"], 0)
     restored = games.from_state(match.to_dict())
-    assert isinstance(restored, games.RummyMatch) and restored.hand is not None
+    assert isinstance(restored, RummyMatch) and restored.hand is not None
     shuffle = restored.hand.shuffler
     assert isinstance(shuffle, FairShuffle)
     assert (shuffle.server_seed, shuffle.client_seeds, shuffle.nonce) == (

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from service.formats import Format, MatchSettings
-from service.formats.games import statement
 from service.formats.multi_common import HandSlot, TableRecord
 from service.formats.payout_multi import match_play_forfeit
 from service.formats.settings import FeeRule, GameKind
 from service.formats.three_player import Seating, ThreePlayerMatch, three_player_standings
+from service.games import statement
 from service.rules import Ruleset
 
 #: 3 x 400 less a 5% fee on the pot = 1140.

@@ -1,0 +1,206 @@
+"""What every game offers the service, stated once (docs/engine.md, Games and the registry).
+
+Two protocols. A :class:`MatchEngine` is a match of one game as the service stores and reads
+it: its status, its clock, its text form. A :class:`GameSpec` is a game: what a table of it
+declares (its kind, seat counts, formats, options, engine and bot) and what the service asks
+of its matches (start, deal, apply an action, time out, forfeit, who acts, each viewer's
+view, the hands that ended with their histories, the result, the statement). The service
+holds a match as its engine and reaches its game's spec through
+:func:`service.games.registry.spec_of`: no code outside a spec asks which game a match is.
+
+Seats are match seats throughout. A dealt hand has a ``number`` within the match (the
+fairness nonce), the ``seats`` dealt in (ascending) and a ``dealer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, Self, TypeVar
+
+from service.formats.match import MatchStatus
+from service.formats.settings import Format, GameKind, MatchSettings
+
+
+class MatchEngine(Protocol):
+    """A match of one game, as every engine (:class:`~service.formats.Match`,
+    :class:`~service.formats.ThreePlayerMatch`, :class:`~service.formats.PartnershipMatch`,
+    :class:`~service.formats.RummyMatch`) offers it."""
+
+    #: The ``kind`` its stored state carries (a state without one is two-player Gin's).
+    KIND: ClassVar[str]
+    status: MatchStatus
+
+    @property
+    def over(self) -> bool: ...
+
+    def deadline_ms(self) -> int | None:
+        """When the seat to act runs out of time (epoch milliseconds), or None."""
+        ...
+
+    def timeout(self, now_ms: int, *, at: str | None = None) -> str | None:
+        """Act for a seat whose time ran out: the outcome, or None."""
+        ...
+
+    def copy(self) -> Self: ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored state: JSON-ready, with the engine's ``kind``."""
+        ...
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """:raises InvalidState: when the data is malformed."""
+        ...
+
+
+M = TypeVar("M", bound=MatchEngine)
+
+
+@dataclass(frozen=True, slots=True)
+class Deal:
+    """A hand the match waits for: its ``number``, the ``seats`` dealt in, the ``dealer``."""
+
+    number: int
+    seats: tuple[int, ...]
+    dealer: int
+
+    def client_seeds(self, seeds_by_seat: Sequence[str]) -> tuple[str, ...]:
+        """The client seeds of the seats dealt in, ascending (11.6.4)."""
+        return tuple(seeds_by_seat[seat] for seat in self.seats)
+
+
+@dataclass(frozen=True, slots=True)
+class EndedHand:
+    """A hand that ended: its result in match seats and its full history (10.3)."""
+
+    number: int
+    seats: tuple[int, ...]
+    outcome: str  # knock, gin, ..., dead, forfeit; Rummy: rummy, out, void
+    winner: int | None
+    points: int | None
+    record: dict[str, Any]
+    history: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A match's settlement: what leaves escrow for each seat, the fee, and the statement
+    as JSON-ready data (``escrow``, ``payouts`` and ``net`` as lists by seat, ``winner``,
+    ``forfeiter`` and ``void`` for every game)."""
+
+    payouts: tuple[int, ...]
+    net: tuple[int, ...]
+    fee: int
+    data: dict[str, Any]
+
+
+class GameSpec(Protocol[M]):
+    """One game: what a table of it declares and what the service asks of its matches."""
+
+    @property
+    def kind(self) -> GameKind:
+        """The ``game`` a table names."""
+        ...
+
+    @property
+    def seat_counts(self) -> range:
+        """How many players a table of it seats (Rummy: 2 up to its ``rummy.max_players``)."""
+        ...
+
+    @property
+    def formats(self) -> tuple[Format, ...]:
+        """The formats it is played in, the first the default."""
+        ...
+
+    @property
+    def options(self) -> type:
+        """The type of its rule options (the Gin ``Ruleset`` or the ``RummyRules``)."""
+        ...
+
+    @property
+    def engine(self) -> type[M]:
+        """Its engine: the class of its matches."""
+        ...
+
+    @property
+    def bot(self) -> Callable[[Mapping[str, Any]], dict[str, Any] | str]:
+        """Its bot: the action a seat takes, from the seat's own view of its hand or match."""
+        ...
+
+    def new_match(
+        self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]
+    ) -> M:
+        """A new match for ``players`` seats, its first draw (dealer, seating or dealing
+        team) made with ``randbelow``."""
+        ...
+
+    def restart(self, state: Mapping[str, Any]) -> M:
+        """A new match with the settings and first draw of the stored ``state``: where a
+        replay of its log starts.
+
+        :raises InvalidState: when the state is malformed.
+        """
+        ...
+
+    def pending_deal(self, match: M) -> Deal | None:
+        """The next hand the match waits for, or None."""
+        ...
+
+    def deal(self, match: M, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int) -> Deal:
+        """Deal :meth:`pending_deal` from the seeds (10.2, 11.6.4).
+
+        :raises InvalidState: when the match waits for no deal.
+        """
+        ...
+
+    def live_hands(self, match: M) -> set[int]:
+        """The numbers of the hands being played."""
+        ...
+
+    def ended_hand(self, match: M, number: int) -> EndedHand:
+        """Hand ``number``, which was live before the change that ended it.
+
+        :raises InvalidState: when that hand is not one that has just ended.
+        """
+        ...
+
+    def hand_of(self, match: M, seat: int) -> int | None:
+        """The number of the hand ``seat`` plays now, or None."""
+        ...
+
+    def acting(self, match: M) -> tuple[int, ...]:
+        """The seats to act now."""
+        ...
+
+    def apply(self, match: M, seat: int, action: str, *, at: str, now_ms: int) -> str:
+        """Apply ``seat``'s action (its text form); the action's text as logged.
+
+        :raises RulesError: when the rules refuse it (the match is unchanged).
+        """
+        ...
+
+    def due_seat(self, match: M, now_ms: int) -> int | None:
+        """The seat whose clock ran out first by ``now_ms``, or None."""
+        ...
+
+    def forfeit(self, match: M, seat: int, reason: str, *, at: str, now_ms: int) -> None:
+        """``seat`` forfeits (9.3, 11.6.2, 11.6.3)."""
+        ...
+
+    def result(self, match: M) -> dict[str, Any]:
+        """How a match that is over ended: the winner and forfeiter (at more than two
+        seats also every winner and every forfeiter)."""
+        ...
+
+    def view(self, match: M, seat: int | None) -> dict[str, Any]:
+        """What ``seat`` (None: the operator or a spectator) sees of the match: the match
+        view's fields that come from the game (docs/play.md)."""
+        ...
+
+    def statement(self, match: M, settings: MatchSettings, escrow: Sequence[int]) -> Settled:
+        """The settlement of a match that is over (6, 11.4-11.7).
+
+        :raises SettlementError: when the match is not over or the escrow does not fit it.
+        """
+        ...

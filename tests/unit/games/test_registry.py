@@ -1,0 +1,119 @@
+"""The registry of games (service.games.registry): every game a table can name has one spec,
+the spec states what the settings check, and a match finds its game by its engine; two-player
+Gin's stored state names its kind, and one stored without it still reads as Gin."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service import games
+from service.formats import Match, MatchSettings, RummyMatch
+from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind
+from service.games import registry
+from service.rules import fair
+from service.rules.errors import InvalidState
+from service.rules.rummy import RummyRules
+
+FIXED = {"format": "match_play", "stake": 100}
+TABLES = {
+    GameKind.GIN: (MatchSettings.from_dict(FIXED), 2),
+    GameKind.GIN_THREE: (MatchSettings.from_dict({**FIXED, "game": "gin_three", "seats": 3}), 3),
+    GameKind.GIN_PARTNERSHIP: (
+        MatchSettings.from_dict({**FIXED, "game": "gin_partnership", "seats": 4}),
+        4,
+    ),
+    GameKind.RUMMY: (
+        MatchSettings.from_dict(
+            {
+                "game": "rummy",
+                "format": "rummy_target",
+                "seats": 3,
+                "stake_per_point": 1,
+                "min_buyin": 100,
+                "max_buyin": 500,
+                "target": 100,
+            }
+        ),
+        3,
+    ),
+}
+
+
+def test_every_game_a_table_can_name_has_one_spec() -> None:
+    assert list(registry.GAMES) == list(GameKind)
+    assert registry.DEFAULT.kind is GameKind.GIN
+    for kind, game in registry.GAMES.items():
+        assert game.kind is kind
+        assert registry.spec(kind.value) is game
+        assert game.formats == GAME_FORMATS[kind]
+    kinds = [game.engine.KIND for game in registry.GAMES.values()]
+    assert len(set(kinds)) == len(kinds)
+    with pytest.raises(ValueError):
+        registry.spec("poker")
+
+
+def test_the_seat_counts_are_those_the_settings_accept() -> None:
+    for kind, game in registry.GAMES.items():
+        if kind in GAME_SEATS:
+            assert list(game.seat_counts) == [GAME_SEATS[kind]]
+        else:
+            assert list(game.seat_counts) == list(range(2, RummyRules().max_players + 1))
+
+
+@pytest.mark.parametrize("kind", list(GameKind))
+def test_a_match_finds_its_game_and_survives_storage(kind: GameKind) -> None:
+    settings, seats = TABLES[kind]
+    game = registry.spec(kind)
+    match = games.new_match(settings, seats, random.Random(3).randrange)
+    assert isinstance(match, game.engine)
+    assert registry.spec_of(match) is game
+    games.deal(match, fair.new_server_seed(), ["s"] * seats, 0)
+    state = match.to_dict()
+    assert state["kind"] == game.engine.KIND
+    assert registry.kind_of(state) is game
+    assert games.from_state(state) == match
+    restarted = games.restart(state)
+    assert isinstance(restarted, game.engine) and games.pending_deal(restarted) is not None
+
+
+def test_gin_state_names_its_kind_and_one_without_it_reads_as_gin() -> None:
+    settings, _ = TABLES[GameKind.GIN]
+    match = games.new_match(settings, 2, random.Random(5).randrange)
+    games.deal(match, fair.new_server_seed(), ["a", "b"], 0)
+    state = match.to_dict()
+    assert state["kind"] == "gin"
+    legacy = {k: v for k, v in state.items() if k != "kind"}  # as stored before it had one
+    assert registry.kind_of(legacy) is registry.GAMES[GameKind.GIN]
+    read = games.from_state(legacy)
+    assert isinstance(read, Match) and read == match
+    assert read.to_dict() == state  # written back, it names its kind
+    assert games.restart(legacy).first_dealer == match.first_dealer
+
+
+def test_a_state_of_another_or_no_known_kind_is_refused() -> None:
+    settings, _ = TABLES[GameKind.GIN]
+    state = Match(settings, 0).to_dict()
+    with pytest.raises(InvalidState, match="unknown match kind 'poker'"):
+        games.from_state({**state, "kind": "poker"})
+    with pytest.raises(InvalidState, match="unknown match kind"):
+        games.restart({**state, "kind": 7})
+    with pytest.raises(InvalidState, match="not a gin match state"):
+        Match.from_dict({**state, "kind": RummyMatch.KIND})
+
+
+def test_the_simulator_and_the_table_schema_list_the_registry_s_games() -> None:
+    from service import simulate
+    from service.api.play_schemas import TableIn
+
+    assert {
+        game.kind.value: tuple(f.value for f in game.formats) for game in registry.GAMES.values()
+    } == simulate.GAMES
+    branches = TableIn.json_schema["allOf"][1]["oneOf"]
+    named = {b["properties"]["game"]["const"]: b["properties"] for b in branches}
+    assert list(named) == [g.value for g in registry.GAMES if g is not GameKind.GIN] + ["gin"]
+    for kind, properties in named.items():
+        game = registry.spec(kind)
+        assert properties["format"]["enum"] == [f.value for f in game.formats]
+        assert ("seat_count" in properties) == (len(game.seat_counts) == 1)
