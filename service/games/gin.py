@@ -4,18 +4,37 @@ the two seats' client seeds, settled by :func:`~service.formats.settle_match`.""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from service.bots import decide
 from service.formats.match import Match, MatchStatus
+from service.formats.multi_common import MultiMatch
 from service.formats.payout import settle_match
 from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind, MatchSettings
 from service.games.protocol import Deal, EndedHand, Settled
 from service.rules import Action, Ruleset, fair
 from service.rules.errors import InvalidState
 
+M = TypeVar("M", bound=Match | MultiMatch)
 
-class GinSpec:
+
+class TwoSeatDeals(Generic[M]):
+    """How every Gin hand is dealt: a deck shuffled from its two seats' client seeds (the
+    hand's seats say which two, at any table)."""
+
+    def pending_deal(self, match: M) -> Deal | None:
+        raise NotImplementedError
+
+    def deal(self, match: M, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int) -> Deal:
+        coming = self.pending_deal(match)
+        if coming is None:
+            raise InvalidState(f"the match is {match.status.value}, not awaiting a deal")
+        seeds = coming.client_seeds(seeds_by_seat)
+        match.deal(fair.shuffled_deck(server_seed, seeds[0], seeds[1], coming.number), now_ms)
+        return coming
+
+
+class GinSpec(TwoSeatDeals[Match]):
     """Two-player Gin: seats 0 and 1, one hand at a time."""
 
     kind = GameKind.GIN
@@ -40,16 +59,6 @@ class GinSpec:
         if match.status is not MatchStatus.AWAITING_DEAL:
             return None
         return Deal(match.hand_number, (0, 1), match.dealer)
-
-    def deal(
-        self, match: Match, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int
-    ) -> Deal:
-        coming = self.pending_deal(match)
-        if coming is None:
-            raise InvalidState(f"the match is {match.status.value}, not awaiting a deal")
-        seeds = coming.client_seeds(seeds_by_seat)
-        match.deal(fair.shuffled_deck(server_seed, seeds[0], seeds[1], coming.number), now_ms)
-        return coming
 
     def live_hands(self, match: Match) -> set[int]:
         hand = match.hand

@@ -4,20 +4,21 @@ or two tables at a time, each dealt from its own two seats' client seeds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from service.formats.match import MatchStatus
 from service.formats.multi_common import MultiMatch
 from service.formats.payout_multi.statement import MultiStatement
 from service.formats.settings import GameKind, MatchSettings
+from service.games.gin import TwoSeatDeals
 from service.games.protocol import Deal, EndedHand, Settled
-from service.rules import Action, fair
+from service.rules import Action
 from service.rules.errors import InvalidState
 
 G = TypeVar("G", bound=MultiMatch)
 
 
-class MultiGinSpec(Generic[G]):
+class MultiGinSpec(TwoSeatDeals[G]):
     """The spec of a Gin game of more than two seats; its game states the rest."""
 
     kind: GameKind
@@ -27,14 +28,6 @@ class MultiGinSpec(Generic[G]):
             return None
         slot = match.next_hand()
         return None if slot is None else Deal(slot.number, tuple(slot.seats), slot.dealer)
-
-    def deal(self, match: G, server_seed: str, seeds_by_seat: Sequence[str], now_ms: int) -> Deal:
-        coming = self.pending_deal(match)
-        if coming is None:
-            raise InvalidState(f"the match is {match.status.value}, not awaiting a deal")
-        seeds = coming.client_seeds(seeds_by_seat)
-        match.deal(fair.shuffled_deck(server_seed, seeds[0], seeds[1], coming.number), now_ms)
-        return coming
 
     def live_hands(self, match: G) -> set[int]:
         return {t.slot.number for t in match.tables if not t.hand.ended}
