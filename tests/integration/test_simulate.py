@@ -60,43 +60,48 @@ def backend(kind: str) -> Iterator[dict[str, str]]:
         broker.cleanup()
 
 
+def simulated(
+    env: dict[str, str], report_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``gin-service simulate`` with ``args`` as a process of its own (no progress bar, 45 s
+    for each settlement), which must succeed: what it printed, and its JSON report."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "service.simulate", *args, "--no-progress"),
+            *("--settle-timeout", "45", "--report", str(report_path)),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done, json.loads(report_path.read_text())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["embedded", "postgres_redis"])
 def test_simulation_of_every_game_and_format_keeps_the_books(kind: str, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
         env = simulator_env(extra)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "service.simulate",
-                "--matches",
-                str(MATCHES_PER_FORMAT),
-                "--game",
-                "all",
-                "--format",
-                "all",
-                "--target",
-                "25",
-                "--hands",
-                str(HANDS),
-                "--parallel",
-                "4",
-                "--no-progress",
-                "--settle-timeout",
-                "45",
-                "--report",
-                str(report_path),
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
+        done, report = simulated(
+            env,
+            report_path,
+            "--matches",
+            str(MATCHES_PER_FORMAT),
+            "--game",
+            "all",
+            "--format",
+            "all",
+            "--target",
+            "25",
+            "--hands",
+            str(HANDS),
+            "--parallel",
+            "4",
         )
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads(report_path.read_text())
     plays = [(game, f) for game, formats in simulate.GAMES.items() for f in formats]
     played = MATCHES_PER_FORMAT * len(plays)
     assert (report["matches"], report["failed"]) == (played, 0)
@@ -304,35 +309,20 @@ def test_tournaments_of_every_kind_are_played_and_their_books_balance(
     report_path = tmp_path / "report.json"
     with backend(kind) as extra:
         env = simulator_env(extra)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "service.simulate",
-                "--matches",
-                "1",
-                "--format",
-                "first_to_knock",
-                "--tournaments",
-                "1",
-                "--rummy-seats",
-                "3",
-                "--parallel",
-                "7",
-                "--no-progress",
-                "--settle-timeout",
-                "45",
-                "--report",
-                str(report_path),
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
+        done, report = simulated(
+            env,
+            report_path,
+            "--matches",
+            "1",
+            "--format",
+            "first_to_knock",
+            "--tournaments",
+            "1",
+            "--rummy-seats",
+            "3",
+            "--parallel",
+            "7",
         )
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads(report_path.read_text())
     assert report["invariants"]["violations"] == []
     played = report["tournaments"]
     assert (played["played"], played["failed"]) == (len(simulate_tournaments.KINDS), 0)
