@@ -3,10 +3,8 @@ the ledger, playing a whole match against a scripted human with the bots' task r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from service.bots import decide
@@ -14,15 +12,6 @@ from service.client import ApiProblem, GinClient, new_key
 from service.clock import utcnow
 from service.usecases import bots, play
 from service.usecases.auth import Principal
-from tests.conftest import new_operator
-
-
-@pytest.fixture
-def operator(app: Any) -> Iterator[GinClient]:
-    _operator_id, key = new_operator(app)
-    client = GinClient("http://gin.test", key, transport=httpx.WSGITransport(app=app))
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -7,10 +7,8 @@ concluded as the settlement task does, until the tournament pays its prizes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import select
 
@@ -27,19 +25,11 @@ from service.practice import (
     practice_player,
 )
 from service.usecases import bots, settlement
-from tests.conftest import in_unit, new_operator
+from tests.conftest import in_unit
 
 ENTRY = TOURNAMENT_BUY_IN + TOURNAMENT_FEE
 #: Turns before the person resigns (keeps a drawn-out match inside the test's budget).
 MAX_PERSON_ACTIONS = 60
-
-
-@pytest.fixture
-def operator(app: Any) -> Iterator[GinClient]:
-    _operator_id, key = new_operator(app)
-    client = GinClient("http://gin.test", key, transport=httpx.WSGITransport(app=app))
-    yield client
-    client.close()
 
 
 def person(operator: GinClient) -> tuple[GinClient, str]:
