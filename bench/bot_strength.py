@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from service.bots import Bot, greedy_action, random_action
-from service.rules import Hand, Ruleset
-from service.rules.playout import random_deck
+from service.games.common.cards import random_deck
+from service.games.gin.bot import Bot, greedy_action, random_action
+from service.games.gin.hand import Hand
+from service.games.gin.ruleset import Ruleset
 
 Policy = Callable[[dict[str, Any]], dict[str, Any]]  # a legal action, as the view lists it
 

@@ -16,7 +16,7 @@ Two figures per setup, every request over HTTP through :class:`service.client.Gi
    resignation's answer until ``GET /v1/matches/{id}/settlement`` answers 200 (polled every
    ``--poll`` ms). Target on the embedded default: p99 < 1 s.
 2. Per-hand Rummy hand end -> next hand dealt: a two-seat ``rummy_per_hand`` table whose
-   hands the project's practice bot plays (:func:`service.bots.multi.decide_multi`, each
+   hands the project's practice bot plays (:func:`service.games.bots.decide_multi`, each
    player from its own view); from the answer of the action that ended a hand until
    ``GET /v1/tables/{id}`` names the next hand (the worker settles the hand and deals the
    next in one transaction), ``--hands`` hands. Target: p99 < 1.5 s.
@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness import database_base_url, free_port, percentile  # noqa: E402
 
-from service.bots.multi import action_text, decide_multi  # noqa: E402
 from service.client import ApiProblem, GinClient  # noqa: E402
+from service.games.bots import action_text, decide_multi  # noqa: E402
 
 #: Variables of this shell that would change what ``gin-service run`` starts.
 CLEARED = (

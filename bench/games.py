@@ -7,7 +7,7 @@ the same run.
    too). A client reads the view of the player to act (``GET /v1/matches/{id}`` with that
    player's token) and posts one of its ``legal_actions`` (``POST .../actions`` with
    ``expected_version``): Gin as bench/play.py's client chooses (a knock whenever it may),
-   Rummy as the greedy practice bot of service/bots/multi.py decides (draw, meld, lay off,
+   Rummy as the greedy practice bot of service/games/bots.py decides (draw, meld, lay off,
    discard), as ``gin-service simulate`` plays it. An action's answer is the actor's own view:
    when the same player acts again the client decides on it without reading again. A match
    still being played when its phase ends goes back to its queue and is played on in the
@@ -23,7 +23,7 @@ the same run.
    per table, which between two of its table's hands plays a two-player Gin First To Knock
    match (one hand, another after a dead hand) to its end: the baseline, the two alternating
    (which one goes first alternates too). Rummy is played as in part 1, Gin as the practice
-   bot plays First To Knock (service/bots/strategy.py, ``eager``), whose matches take a hand
+   bot plays First To Knock (service/games/gin/bot.py, ``eager``), whose matches take a hand
    or two: part 1's random Gin choices make mostly dead hands, hundreds of actions a match.
    A table's first hand is dealt to the first two players to sit down (the others sat down
    during it): it is played unmeasured, and from the second on every hand is dealt to all
@@ -85,8 +85,8 @@ from harness import (  # noqa: E402
 from play import action_body, by_kind, choose  # noqa: E402
 from play import prepare as prepare_gin  # noqa: E402
 
-from service.bots.multi import decide_multi  # noqa: E402
-from service.bots.strategy import decide as decide_gin  # noqa: E402
+from service.games.bots import decide_multi  # noqa: E402
+from service.games.gin.bot import decide as decide_gin  # noqa: E402
 from tests.integration.workers import Broker  # noqa: E402
 
 View = dict[str, Any]

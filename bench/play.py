@@ -200,7 +200,7 @@ def prepare(url: str, matches: int) -> list[tuple[str, list[str]]]:
 
     from service import create_app
     from service.clock import utcnow
-    from service.formats import MatchSettings
+    from service.games.common.settings import MatchSettings
     from service.usecases import players, tables, wallets
 
     try:  # bench/instructions.py runs this set-up on an older revision too

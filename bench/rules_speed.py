@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import combinations
 
-from service.rules import DECK, Card, arrange, best_discard
-from service.rules.playout import play_out
+from service.games.common.cards import DECK, Card
+from service.games.gin.melds import arrange, best_discard
+from service.games.gin.playout import play_out
 
 
 def naive_melds(cards: Sequence[Card]) -> list[frozenset[Card]]:

@@ -31,18 +31,18 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.formats.match import MatchStatus
-from service.formats.multi_common import MultiMatch
-from service.formats.partnership import PartnershipMatch
-from service.formats.rummy_match import RummyMatch, RummyMatchSettings
-from service.formats.settings import Format, MatchSettings
-from service.formats.three_player import Seating, ThreePlayerMatch
-from service.rules import Ruleset
-from service.rules.playout import choose as gin_choose
-from service.rules.playout import random_deck
-from service.rules.rummy import Restock, RummyRules
-from service.rules.rummy.hand import Phase
-from service.rules.rummy.playout import choose as rummy_choose
+from service.games.common.cards import random_deck
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.playout import choose as gin_choose
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.match import MultiMatch
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
+from service.games.protocol import MatchStatus
+from service.games.rummy.hand import Phase
+from service.games.rummy.match import RummyMatch, RummyMatchSettings
+from service.games.rummy.playout import choose as rummy_choose
+from service.games.rummy.rules import Restock, RummyRules
 
 T = TypeVar("T")
 

@@ -192,7 +192,7 @@ class Setup:
         """``tables`` fresh two-seat Match Play tables of ``mode``'s operator and two fresh
         players for each (funded: deposits, or registered at the wallet), in seat order."""
         from service.clock import utcnow
-        from service.formats import MatchSettings
+        from service.games.common.settings import MatchSettings
         from service.usecases import players, wallets
         from service.usecases import tables as tables_
         from service.usecases.auth import mint_player_token

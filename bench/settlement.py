@@ -41,7 +41,7 @@ def main() -> int:
     from service import create_app
     from service.clock import utcnow
     from service.db.match_models import MatchRow, Settlement
-    from service.formats import MatchSettings
+    from service.games.common.settings import MatchSettings
     from service.usecases import play, players, tables, unit_of_work, wallets
     from service.usecases.auth import Principal
     from tests.conftest import new_operator, throwaway_postgres

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 from service import games
 from service.clock import rfc3339
-from service.formats.multi_common import renamed
 from service.games import AnyMatch
+from service.games.common.seats import renamed
 
 
 class MatchFields(Protocol):

@@ -8,7 +8,7 @@ worker with beat as child processes (``DATABASE_URL``, ``CELERY_BROKER_URL``,
 same run works on PostgreSQL and Redis).
 
 Each match is played by its bot clients (one per seat) in a thread of its own (``--parallel``
-at once), each deciding with :mod:`service.bots` from its own view, through
+at once), each deciding with :mod:`service.games.bots` from its own view, through
 :class:`service.client.GinClient` only. A continuous table (``rummy_per_hand``) counts as one
 "match": the bots sit down one by one (the second deals the first hand, the others are dealt
 in from the next), play ``--hands`` hands following the table's ``match_id``, each settled by
@@ -50,14 +50,14 @@ from typing import Any
 
 import httpx
 
-from service.bots import Bot
-from service.bots.multi import action_text, decide_multi
 from service.cli import Parser, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
-from service.formats.settings import FIXED_STAKE_FORMATS, Format
 from service.games import registry
+from service.games.bots import action_text, decide_multi
+from service.games.common.settings import FIXED_STAKE_FORMATS, Format
+from service.games.gin.bot import Bot
 
 #: Every game, and the formats a simulation plays it in (every one a table can be opened in).
 GAMES: dict[str, tuple[str, ...]] = {

@@ -239,8 +239,8 @@ def _unwrapped(paragraph: str) -> str:
 
 def markdown(text: str) -> str:
     """A docstring's reStructuredText as Markdown: ``x`` becomes `x`, a role becomes plain
-    text (:class:`~service.rules.Ruleset` is Ruleset, :data:`Title <target>` is Title), and
-    the lines of a paragraph are joined."""
+    text (:class:`~service.games.gin.ruleset.Ruleset` is Ruleset, :data:`Title <target>` is
+    Title), and the lines of a paragraph are joined."""
     text = _RST_LITERAL.sub(lambda m: f"`{m.group(1)}`", _RST_ROLE.sub(_role_text, text))
     return "\n\n".join(_unwrapped(p) for p in re.split(r"\n[ \t]*\n", text.strip()))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.rules.rummy import RummyRules
+from service.games.rummy.rules import RummyRules
 
 REQUEST_EXAMPLES: dict[str, Any] = {
     "createApiKey": {"label": "cashier"},

@@ -38,11 +38,11 @@ from service.errors import (
     Unauthenticated,
     ValidationFailed,
 )
-from service.formats.match import RESIGN
+from service.games.common.action_text import action_text
+from service.games.gin.match import RESIGN
 from service.ledger.money import PRACTICE_CURRENCY
 from service.live import events as live_events
 from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
-from service.rules.action_text import action_text
 from service.usecases import play
 from service.usecases.rates import display_rate
 

@@ -28,16 +28,15 @@ from service.api.schemas import (
     Timestamp,
     display_currency_query,
 )
-from service.formats import FeeBase, Format
-from service.formats.match import PLAYER_ACTIONS
-from service.formats.settings import GameKind
 from service.games import registry
+from service.games.common.settings import FeeBase, Format, GameKind
+from service.games.gin.game import NOT_OFFERED
+from service.games.gin.match import PLAYER_ACTIONS
+from service.games.gin.ruleset import Ruleset
 from service.games.protocol import GameSpec
+from service.games.rummy.actions import RummyActionKind
+from service.games.rummy.rules import RummyRules
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
-from service.rules import Ruleset
-from service.rules.game import NOT_OFFERED
-from service.rules.rummy import RummyRules
-from service.rules.rummy.actions import RummyActionKind
 from service.usecases import play, tables
 
 CARD = fields.String(metadata={"example": "TD", "description": "Card code (docs/engine.md 0.2)."})
@@ -97,7 +96,7 @@ def _rule_option(
             validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
         )
     if kind is bool:
-        if name in NOT_OFFERED:  # the engine refuses it (service.rules.game): false only
+        if name in NOT_OFFERED:  # the engine refuses it (service.games.gin.game): false only
             metadata = {"description": f"{description} Not offered: false only.", "enum": [False]}
         return StrictBoolean(metadata=metadata, **kwargs)
     low, high = (_RULE_RANGES if ranges is None else ranges).get(name, (0, 10_000))
@@ -111,8 +110,8 @@ def _json_literal(value: Any) -> str:
 
 
 def _ruleset_fields() -> dict[str, fields.Field]:
-    """A field per :class:`~service.rules.Ruleset` option, under its bare name and under its
-    Appendix A key (``gin.gin_bonus``): both spellings the engine reads, and no other key."""
+    """A field per :class:`~service.games.gin.ruleset.Ruleset` option, under its bare name and under
+    its Appendix A key (``gin.gin_bonus``): both spellings the engine reads, and no other key."""
     kinds = typing.get_type_hints(Ruleset)
     defaults = Ruleset()
     out: dict[str, fields.Field] = {}
@@ -139,7 +138,7 @@ RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
 
 
 def _rummy_fields() -> dict[str, fields.Field]:
-    """A field per :class:`~service.rules.rummy.RummyRules` option but ``match`` (the format
+    """A field per :class:`~service.games.rummy.rules.RummyRules` option but ``match`` (the format
     and the target fix it), under its bare name (one spelling: the engine refuses an option
     given twice)."""
     kinds = typing.get_type_hints(RummyRules)
@@ -218,7 +217,7 @@ def _game_branch(game: GameSpec[Any]) -> dict[str, Any]:
 
 class TableIn(Schema):
     """A new table. The rules between its fields (checked by
-    :class:`~service.formats.MatchSettings` and the table use case) are stated for the
+    :class:`~service.games.common.settings.MatchSettings` and the table use case) are stated for the
     contract in ``json_schema``."""
 
     json_schema: ClassVar[dict[str, Any]] = {
@@ -356,7 +355,8 @@ class TableIn(Schema):
         ],
     }
 
-    #: The fields that are the table's settings (:class:`~service.formats.MatchSettings`).
+    #: The fields that are the table's settings
+    #: (:class:`~service.games.common.settings.MatchSettings`).
     SETTINGS: ClassVar[frozenset[str]] = frozenset(
         {
             "game",

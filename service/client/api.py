@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 import httpx
 
 from service.client import types as t
-from service.rules.action_text import action_fields as action_body
+from service.games.common.action_text import action_fields as action_body
 
 P = ParamSpec("P")
 R = TypeVar("R")

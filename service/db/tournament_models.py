@@ -54,7 +54,7 @@ class Tournament(Base):
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(20))
     game: Mapped[str] = mapped_column(String(20))
-    #: The settings of its matches' tables (:class:`~service.formats.MatchSettings`).
+    #: The settings of its matches' tables (:class:`~service.games.common.settings.MatchSettings`).
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     format: Mapped[str] = mapped_column(String(20))
     currency: Mapped[str] = mapped_column(String(3))

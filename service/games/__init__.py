@@ -15,17 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.formats.match import RESIGN, Match
-from service.formats.multi_common import renamed
-from service.formats.partnership import PartnershipMatch
-from service.formats.payout_multi.statement import renamed_statement
-from service.formats.rummy_match import RummyMatch
-from service.formats.settings import MatchSettings
-from service.formats.three_player import ThreePlayerMatch
+from service.games.common.errors import InvalidState
+from service.games.common.seats import renamed
+from service.games.common.settings import MatchSettings
+from service.games.common.statement import renamed_statement
+from service.games.gin.match import RESIGN, Match
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import ThreePlayerMatch
 from service.games.protocol import Deal, EndedHand, GameSpec, MatchEngine, Settled
 from service.games.registry import BY_ENGINE_KIND as _GAMES
 from service.games.registry import GAMES, kind_of, spec, spec_of
-from service.rules.errors import InvalidState
+from service.games.rummy.match import RummyMatch
 
 __all__ = [
     "GAMES",
@@ -159,7 +159,7 @@ def seated_statement(data: Mapping[str, Any], seats: Sequence[int]) -> dict[str,
     Rummy hand or a match of more than two seats whose match seat ``i`` is table seat
     ``seats[i]``, with every player it names by table seat: the result's ``winner``,
     ``forfeiter``, ``winners`` and ``forfeiters``, and the statement's own seats
-    (:func:`~service.formats.payout_multi.statement.renamed_statement`: the keys of its
+    (:func:`~service.games.common.statement.renamed_statement`: the keys of its
     figures by seat, ``receivers``, each line's ``payer`` and ``payee`` and its text). Its
     lists by seat (``escrow``, ``payouts``, ``net``, ``players``) keep match seat order, which
     ``seats`` states. What a ``rummy_per_hand`` hand's settlement shows: its match seats are

@@ -16,16 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
-from service.formats.match import MatchStatus
-from service.formats.settings import Format, GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings
+
+
+class MatchStatus(StrEnum):
+    AWAITING_DEAL = "AWAITING_DEAL"
+    PLAYING = "PLAYING"
+    FINISHED = "FINISHED"
+    VOID = "VOID"
 
 
 class MatchEngine(Protocol):
-    """A match of one game, as every engine (:class:`~service.formats.Match`,
-    :class:`~service.formats.ThreePlayerMatch`, :class:`~service.formats.PartnershipMatch`,
-    :class:`~service.formats.RummyMatch`) offers it."""
+    """A match of one game, as every engine (:class:`~service.games.gin.match.Match`,
+    :class:`~service.games.multi_gin.three_player.ThreePlayerMatch`,
+    :class:`~service.games.multi_gin.partnership.PartnershipMatch`,
+    :class:`~service.games.rummy.match.RummyMatch`) offers it."""
 
     #: The ``kind`` its stored state carries (a state without one is two-player Gin's).
     KIND: ClassVar[str]

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.formats.settings import GameKind
-from service.games.gin import GIN
-from service.games.gin_partnership import GIN_PARTNERSHIP
-from service.games.gin_three import GIN_THREE
+from service.games.common.errors import InvalidState
+from service.games.common.settings import GameKind
+from service.games.gin.spec import GIN
+from service.games.multi_gin.partnership_spec import GIN_PARTNERSHIP
+from service.games.multi_gin.three_player_spec import GIN_THREE
 from service.games.protocol import GameSpec, MatchEngine
-from service.games.rummy import RUMMY
-from service.rules.errors import InvalidState
+from service.games.rummy.spec import RUMMY
 
 #: The games, by the ``game`` a table names.
 GAMES: dict[GameKind, GameSpec[Any]] = {g.kind: g for g in (GIN, GIN_THREE, GIN_PARTNERSHIP, RUMMY)}

@@ -37,7 +37,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from service import config, live
-from service.formats.match import PLAYER_ACTIONS
+from service.games.gin.match import PLAYER_ACTIONS
 
 log = logging.getLogger("gin.request")
 

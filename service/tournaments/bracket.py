@@ -4,7 +4,7 @@ places.
 **The draw.** When the tournament starts, its server seed (committed, as SHA-256 of its
 bytes, when the tournament opened) orders the entrants: the entrants' seat numbers 1..N are
 shuffled by the same HMAC-SHA256 byte stream and unbiased Fisher-Yates shuffle as the cards
-(:mod:`service.rules.fair`), with the entrants' player ids, in seat order, as the stream's
+(:mod:`service.games.common.fair`), with the entrants' player ids, in seat order, as the stream's
 client seeds and nonce 0. Anyone holding the revealed seed and the entrants can recompute
 the bracket.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.rules.fair import ByteStream, fisher_yates
+from service.games.common.fair import ByteStream, fisher_yates
 from service.tournaments.errors import BracketError
 
 #: The fields a knockout is created with (the most entrants it takes).

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.formats.match import Match
-from service.formats.rummy_match import RummyMatch
 from service.games import AnyMatch
-from service.rules.rummy.rules import Scoring
+from service.games.gin.match import Match
+from service.games.rummy.match import RummyMatch
+from service.games.rummy.rules import Scoring
 from service.tournaments.errors import BracketError
 
 

@@ -3,17 +3,18 @@
 Anyone with the right key can prove afterwards that every settlement is right:
 
 1. **Replay.** Every hand of the match is dealt again from its revealed seed (the commitment
-   and the deck are recomputed with :mod:`service.rules.fair`) by the pure engine
-   (:class:`service.formats.Match`, which deals with :meth:`service.rules.Hand.deal`), and the
-   hand's recorded actions are applied again; automatic (timeout) actions must be exactly what
-   the server would have played. A hand cut short by a forfeit is replayed up to its
+   and the deck are recomputed with :mod:`service.games.common.fair`) by the pure engine
+   (:class:`service.games.gin.match.Match`, which deals with
+   :meth:`service.games.gin.hand.Hand.deal`), and the hand's recorded actions are applied again;
+   automatic (timeout) actions must be exactly what the server would have played. A hand cut short
+   by a forfeit is replayed up to its
    ``FORFEIT`` entry, which must agree with the log's resignation or timeout. The rebuilt
    history, outcome, hand records, dealer chain and
    forfeit must equal what is stored, and the hands' actions must be the ones in the
    append-only ``match_actions`` log.
 2. **Statement.** From the rebuilt hand records, forfeit and the seats' escrow,
-   :func:`service.formats.settle` computes the statement again; it must equal the stored one
-   (payouts, fee, nets, totals, every figure).
+   :func:`service.games.gin.payout.settle` computes the statement again; it must equal the
+   stored one (payouts, fee, nets, totals, every figure).
 3. **Ledger.** The settlement's capture transaction moves exactly the stored payouts and fee
    out of the match's escrow, it is the match's only capture, and the match's escrow accounts
    are empty.
@@ -52,21 +53,18 @@ from service.db.models import (
 )
 from service.db.wallet_models import OperatorWallet, WalletCall
 from service.errors import NotFound
-from service.formats import (
-    Match,
-    MatchSettings,
-    MatchStatus,
-    OnTimeout,
-    automatic_action,
-    settle,
-)
-from service.formats.match import RESIGN, HandRecord
-from service.formats.settings import GameKind
+from service.games.common import fair
+from service.games.common.clock import OnTimeout
+from service.games.common.errors import RulesError
+from service.games.common.settings import GameKind, MatchSettings
+from service.games.gin.actions import WITH_CARD, Action, ActionKind
+from service.games.gin.clock import automatic_action
+from service.games.gin.hand import FORFEIT_ACTION
+from service.games.gin.match import RESIGN, HandRecord, Match
+from service.games.gin.payout import settle
+from service.games.protocol import MatchStatus
 from service.ledger import store
 from service.ledger.postings import AccountRef, TransactionKind
-from service.rules import Action, ActionKind, RulesError, fair
-from service.rules.actions import WITH_CARD
-from service.rules.hand import FORFEIT_ACTION
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
 from service.usecases.play import epoch_ms

@@ -29,8 +29,6 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from service.bots import Bot
-from service.bots.multi import action_text, decide_multi
 from service.db.bot_models import BotPlayer
 from service.db.match_models import GameTable, MatchRow, Seat
 from service.errors import (
@@ -43,9 +41,12 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.formats import InvalidSettings, MatchSettings
+from service.games.bots import action_text, decide_multi
+from service.games.common.errors import InvalidSettings
+from service.games.common.settings import MatchSettings
+from service.games.gin.actions import Action
+from service.games.gin.bot import Bot
 from service.ledger.money import PRACTICE_CURRENCY
-from service.rules import Action
 from service.usecases import play, players, tables, tournaments, unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
 

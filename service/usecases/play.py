@@ -1,9 +1,9 @@
 """Live matches: starting them, players' views, actions, timeouts and hand histories.
 
 Every change to a match is one database transaction that bumps ``version``. The pure
-:class:`service.formats.Match` decides everything; this module loads it from the row, applies
-one change, deals the next hand when the match asks for one (with a fresh provably fair seed),
-writes the hand records, the action log and outbox events. A change that writes more than the
+:class:`service.games.gin.match.Match` decides everything; this module loads it from the row,
+applies one change, deals the next hand when the match asks for one (with a fresh provably fair
+seed), writes the hand records, the action log and outbox events. A change that writes more than the
 match row and its log entry (a hand or the match ends, a deal, a timeout, a resignation) holds
 the row's lock for its whole transaction (``SELECT ... FOR UPDATE``; SQLite serialises writers
 with ``BEGIN IMMEDIATE``). The common action is computed from the row as read and written by one
@@ -29,15 +29,16 @@ from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, O
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import table_of
 from service.errors import Forbidden, IllegalMove, MatchNotLive, NotFound, StaleVersion
-from service.formats import MatchSettings, MatchStatus
-from service.formats.match import RESIGN
-from service.formats.multi_common import renamed, seated_history
 from service.games import AnyMatch
+from service.games.common import fair
+from service.games.common.errors import InvalidState, RulesError
+from service.games.common.seats import renamed, seated_history
+from service.games.common.settings import MatchSettings
+from service.games.gin.match import RESIGN
+from service.games.protocol import MatchStatus
 from service.ids import new_id
 from service.live import notices
 from service.match_view import match_view, seat_numbers, table_seats
-from service.rules import RulesError, fair
-from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, load_players
 

@@ -1,7 +1,7 @@
 """Settling finished matches: the statement and its ledger transaction, exactly once.
 
 ``settle_match`` runs in one database transaction under the match's row lock: it computes the
-statement with the pure payout maths (:mod:`service.formats.payout`), posts one balanced ledger
+statement with the pure payout maths (:mod:`service.games.gin.payout`), posts one balanced ledger
 transaction that empties the match's escrow into the players' available funds and the house
 fee account, writes the immutable settlement row (unique per match) and a
 ``settlement.completed`` outbox event. Run twice, by a retry, a duplicate delivery or two
@@ -28,7 +28,8 @@ from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.db.models import table_of
 from service.db.wallet_models import OperatorWallet
 from service.errors import MatchNotLive, NotFound
-from service.formats import MatchSettings, RummyMatch
+from service.games.common.settings import MatchSettings
+from service.games.rummy.match import RummyMatch
 from service.ids import new_id
 from service.match_view import seat_numbers, table_seats
 from service.usecases import play, seamless, tables, tournaments, wallets

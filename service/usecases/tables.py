@@ -30,14 +30,17 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, InvalidSettings, MatchSettings, RummyMatch
-from service.formats.payout_multi import needs_top_up
 from service.games import registry
+from service.games.common import fair
+from service.games.common.errors import InvalidSettings, RulesError
+from service.games.common.settings import Format, MatchSettings
+from service.games.rummy.hand import next_dealer
+from service.games.rummy.match import RummyMatch
+from service.games.rummy.payout import needs_top_up
+from service.games.rummy.rules import RummyRules
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.live import notices
-from service.rules import RulesError, fair
-from service.rules.rummy import RummyRules, next_dealer
 from service.usecases import play, seamless, unit_of_work, wallets
 from service.usecases.auth import Principal, authorize_player, require_operator
 from service.usecases.pages import Page, page_of

@@ -36,8 +36,8 @@ from service.db.match_models import MatchRow
 from service.db.tournament_models import Tournament
 from service.db.wallet_models import WalletCall
 from service.errors import NotFound
-from service.formats import Match
-from service.rules import fair
+from service.games.common import fair
+from service.games.gin.match import Match
 from service.tournaments.bracket import Knockout, draw, shuffle
 from service.tournaments.errors import TournamentError
 from service.tournaments.payouts import PayoutTable, award

@@ -49,14 +49,14 @@ from service.errors import (
     TournamentNotOpen,
     ValidationFailed,
 )
-from service.formats import Format, Match, MatchSettings
-from service.formats.match import RESIGN
+from service.games.common import fair
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.match import RESIGN, Match
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
 from service.live import notices
 from service.outbound.transport import Post
-from service.rules import fair
 from service.tournaments.bracket import SIZES, Knockout, draw, shuffle
 from service.tournaments.errors import PayoutTableError
 from service.tournaments.payouts import DEFAULT_TABLE, PayoutTable, Prize, award

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.bots import decide
+from service.games.gin.bot import decide
 from tests.conftest import ApiClient
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")

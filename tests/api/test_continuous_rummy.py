@@ -10,10 +10,10 @@ import random
 import secrets
 from typing import Any
 
-from service.bots.multi import action_text, decide_multi, random_multi
 from service.client.api import action_body
 from service.clock import utcnow
-from service.rules import fair
+from service.games.bots import action_text, decide_multi, random_multi
+from service.games.common import fair
 from service.usecases import settlement
 from tests.api.play_clients import join, open_table, player_client, wallet
 from tests.api.test_every_game import _codes, _hidden, _leaks

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from service.bots import decide
 from service.clock import utcnow
 from service.config import ConfigError, Settings
-from service.formats import Match
+from service.games.gin.bot import decide
+from service.games.gin.match import Match
 from service.usecases import play
 from tests.api.play_clients import action_body, join, open_table, player_client
 from tests.conftest import ApiClient, counter_values, new_operator, serving

@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 
 from service import games
-from service.bots.multi import action_text, decide_multi, random_multi
 from service.client.api import action_body
 from service.clock import utcnow
 from service.db.match_models import MatchRow
-from service.formats import PartnershipMatch, RummyMatch, ThreePlayerMatch
-from service.rules import fair
-from service.rules.cards import mask_to_cards
+from service.games.bots import action_text, decide_multi, random_multi
+from service.games.common import fair
+from service.games.common.cards import mask_to_cards
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import ThreePlayerMatch
+from service.games.rummy.match import RummyMatch
 from service.usecases import settlement
 from tests.api.play_clients import CODE, _strings, join, open_table, player_client, wallet
 from tests.conftest import ApiClient, in_unit

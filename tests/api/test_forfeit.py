@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from service.clock import utcnow
 from service.db.match_models import MatchAction
-from service.rules import deadwood, fair
+from service.games.common import fair
+from service.games.gin.melds import deadwood
 from service.usecases import play, settlement
 from tests.api.play_clients import FORMATS, action_body, seated_match
 from tests.conftest import ApiClient, in_unit

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body
 from service.clock import utcnow
 from service.db.match_models import OutboxEvent
+from service.games.bots import action_text, decide_multi
 from service.usecases import settlement
 from tests.api.play_clients import join, open_table, player_client
 from tests.conftest import ApiClient, in_unit

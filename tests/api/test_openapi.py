@@ -417,7 +417,7 @@ def test_descriptions_are_markdown(spec: dict[str, Any]) -> None:
     assert "``" not in text
     assert not re.search(r":(class|func|meth|data|mod|attr|exc):`", text)
     assert markdown(
-        "Send ``external_id``; see :class:`~service.rules.Ruleset`, "
+        "Send ``external_id``; see :class:`~service.games.gin.ruleset.Ruleset`, "
         ":func:`service.usecases.play.act` and :data:`the table <X>`.\n"
         "Next line.\n\nNew paragraph."
     ) == (

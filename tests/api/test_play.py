@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from service.clock import utcnow
-from service.rules import fair
-from service.rules.playout import random_deck
+from service.games.common import fair
+from service.games.common.cards import random_deck
 from tests.api.play_clients import (
     CODE,
     FORMATS,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body as client_body
 from service.clock import utcnow
+from service.games.bots import action_text, decide_multi
 from service.usecases import play
 from service.usecases.auth import Principal
 from tests.api.play_clients import action_body, join, open_table, player_client, seated_match

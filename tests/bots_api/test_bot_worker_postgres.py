@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.bots import decide
 from service.client import ApiProblem, GinClient
+from service.games.gin.bot import decide
 from tests.conftest import make_test_app, new_operator, throwaway_postgres
 from tests.integration.workers import ROOT, Broker, kill, wait_until
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.bots import decide
 from service.client import ApiProblem, GinClient, new_key
 from service.clock import utcnow
+from service.games.gin.bot import decide
 from service.usecases import bots, play
 from service.usecases.auth import Principal
 
@@ -159,7 +159,7 @@ def test_a_twin_run_with_a_stale_view_changes_nothing(
         assert bots.play_turns(session, utcnow()).applied >= 1
         version = play.current_version(session, principals[0], match_id)
         monkeypatch.setattr(play, "get_view", lambda *_: stale)
-        from service.bots import Bot
+        from service.games.gin.bot import Bot
 
         _view, applied = bots._play(session, principals[mover], match_id, Bot(), utcnow())
         assert applied == 0

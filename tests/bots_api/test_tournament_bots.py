@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from service.bots import decide
 from service.client import ApiProblem, GinClient
 from service.clock import utcnow
 from service.db.bot_models import BotPlayer
 from service.db.models import Player
+from service.games.gin.bot import decide
 from service.practice import (
     PLAY_MONEY,
     TOURNAMENT_BUY_IN,
@@ -52,7 +52,7 @@ def live_matches(tournament: dict[str, Any]) -> list[str]:
 def play_out(
     app: Any, operator: GinClient, me: GinClient, my_id: str, tournament_id: str
 ) -> tuple[dict[str, Any], int, set[str]]:
-    """Play the tournament to its end: the person by :func:`service.bots.decide` (resigning
+    """Play the tournament to its end: the person by :func:`service.games.gin.bot.decide` (resigning
     after ``MAX_PERSON_ACTIONS``), the bots by :func:`service.usecases.bots.play_turns` (the
     operator reads the matches: the person may read only their own). The finished
     tournament, the bots' actions and every match the person was dealt."""

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from service.bots import decide
 from service.client import GinClient
 from service.client.api import ApiProblem
+from service.games.gin.bot import decide
 from tests.browser.tour import PHONE, overflow
 from tests.conftest import wait_until
 from tests.integration.workers import Served

@@ -15,15 +15,18 @@ from typing import Any
 
 import pytest
 
-from service.bots import decide
-from service.bots.multi import action_text, decide_multi
 from service.client.api import ApiProblem, GinClient
-from service.rules import Ruleset, arrange, fair
-from service.rules.cards import DECK
-from service.rules.hand import Hand
-from service.rules.rummy import RummyHand, RummyRules
-from service.rules.rummy.fair import fair_shuffle
-from service.rules.rummy.playout import choose as choose_rummy
+from service.games.bots import action_text, decide_multi
+from service.games.common import fair
+from service.games.common.cards import DECK
+from service.games.gin.bot import decide
+from service.games.gin.hand import Hand
+from service.games.gin.melds import arrange
+from service.games.gin.ruleset import Ruleset
+from service.games.rummy.fair import fair_shuffle
+from service.games.rummy.hand import RummyHand
+from service.games.rummy.playout import choose as choose_rummy
+from service.games.rummy.rules import RummyRules
 from tests.api.play_clients import CODE
 from tests.integration.workers import Served
 
@@ -170,7 +173,7 @@ def _tampered(history: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.mark.page_only
 def test_the_browser_shuffle_is_fair_py_byte_for_byte(verify_page: Any) -> None:
     """The page's module computes the same commitments, decks and continued (restock)
-    shuffles as service/rules/fair.py, for several seeds and player counts."""
+    shuffles as service/games/common/fair.py, for several seeds and player counts."""
     rng = random.Random(5)
     for players in (2, 3, 4, 6):
         seed = fair.new_server_seed()

@@ -20,7 +20,7 @@ from service.clock import utcnow
 from service.db import make_engine
 from service.db.match_models import HandRow, Settlement
 from service.db.models import LedgerAuditRow
-from service.rules import fair
+from service.games.common import fair
 from service.usecases import settlement
 from tests.api.play_clients import FORMATS, play_match, seated_match
 from tests.conftest import ApiClient, in_unit, make_test_app, new_operator

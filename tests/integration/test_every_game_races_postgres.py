@@ -31,12 +31,14 @@ import pytest
 from sqlalchemy import func, select
 
 from service import games
-from service.bots.multi import action_text, decide_multi
 from service.client.api import action_body
 from service.clock import utcnow
 from service.db.match_models import GameTable, MatchAction, MatchRow, Seat, Settlement
 from service.db.models import LedgerAccount, LedgerTransaction
-from service.formats import PartnershipMatch, RummyMatch, ThreePlayerMatch
+from service.games.bots import action_text, decide_multi
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import ThreePlayerMatch
+from service.games.rummy.match import RummyMatch
 from service.ledger import store
 from service.usecases import play, settlement
 from service.usecases.play import epoch_ms, from_epoch_ms

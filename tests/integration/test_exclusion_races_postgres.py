@@ -24,7 +24,7 @@ from sqlalchemy import select
 from service.clock import utcnow
 from service.db.match_models import GameTable, Seat
 from service.db.models import Player
-from service.formats import Format, MatchSettings
+from service.games.common.settings import Format, MatchSettings
 from service.usecases import players, tables, wallets
 from service.usecases.audit import run_audit
 from service.usecases.auth import Principal

@@ -28,7 +28,7 @@ from service.db.match_models import GameTable, OutboxEvent
 from service.db.models import LedgerTransaction
 from service.db.tournament_models import Tournament, TournamentEntry
 from service.errors import TournamentNotOpen
-from service.formats import Format, MatchSettings
+from service.games.common.settings import Format, MatchSettings
 from service.usecases import play, players, settlement, tournaments, wallets
 from service.usecases.audit import audit_ledger
 from service.usecases.auth import Principal

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from service.bots import decide
 from service.client import GinClient, MatchEvent
 from service.clock import utcnow
+from service.games.gin.bot import decide
 from service.live import notices
 from service.usecases import settlement
 from tests.api.play_clients import (

@@ -6,9 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from service.bots import decide
-from service.formats import Match, MatchSettings, settle
-from service.rules import Action, fair
+from service.games.common import fair
+from service.games.common.settings import MatchSettings
+from service.games.gin.actions import Action
+from service.games.gin.bot import decide
+from service.games.gin.match import Match
+from service.games.gin.payout import settle
 from service.usecases.audit import (
     HandEvidence,
     LoggedAction,

@@ -8,9 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.bots import Bot, decide, greedy_action, random_action
-from service.rules import Hand, Ruleset
-from service.rules.playout import random_deck
+from service.games.common.cards import random_deck
+from service.games.gin.bot import Bot, decide, greedy_action, random_action
+from service.games.gin.hand import Hand
+from service.games.gin.ruleset import Ruleset
 from tests.unit.rules.scenarios import deal
 
 rulesets = st.builds(

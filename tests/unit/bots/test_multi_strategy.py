@@ -10,21 +10,18 @@ from typing import Any
 
 import pytest
 
-from service.bots.multi import action_text, decide_multi, random_multi
-from service.formats import (
-    Format,
-    MatchSettings,
-    PartnershipMatch,
-    RummyMatch,
-    RummyMatchSettings,
-    Seating,
-    ThreePlayerMatch,
-)
-from service.formats.match import MatchStatus
-from service.formats.multi_common import MultiMatch
-from service.rules import Hand, Ruleset
-from service.rules.playout import random_deck
-from service.rules.rummy import AceMode, Restock, RummyAction, RummyRules
+from service.games.bots import action_text, decide_multi, random_multi
+from service.games.common.cards import random_deck
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.hand import Hand
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.match import MultiMatch
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
+from service.games.protocol import MatchStatus
+from service.games.rummy.actions import RummyAction
+from service.games.rummy.match import RummyMatch, RummyMatchSettings
+from service.games.rummy.rules import AceMode, Restock, RummyRules
 from tests.unit.rummy.scenarios import position
 
 Policy = Callable[[dict[str, Any], random.Random], dict[str, Any] | str]

@@ -6,18 +6,14 @@ import random
 
 import pytest
 
-from service.formats import (
-    ClockSettings,
-    Format,
-    InvalidSettings,
-    Match,
-    MatchSettings,
-    MatchStatus,
-    OnTimeout,
-    automatic_action,
-)
-from service.rules import best_discard
-from service.rules.playout import random_deck
+from service.games.common.cards import random_deck
+from service.games.common.clock import ClockSettings, OnTimeout
+from service.games.common.errors import InvalidSettings
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.clock import automatic_action
+from service.games.gin.match import Match
+from service.games.gin.melds import best_discard
+from service.games.protocol import MatchStatus
 from tests.unit.rules.scenarios import deal
 
 

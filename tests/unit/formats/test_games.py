@@ -12,11 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service import games
-from service.formats import Match, MatchSettings, RummyMatch
-from service.formats.match import MatchStatus
-from service.rules import fair
-from service.rules.rummy import RummyRules
-from service.rules.rummy.fair import FairShuffle
+from service.games.common import fair
+from service.games.common.settings import MatchSettings
+from service.games.gin.match import Match
+from service.games.protocol import MatchStatus
+from service.games.rummy.fair import FairShuffle
+from service.games.rummy.match import RummyMatch
+from service.games.rummy.rules import RummyRules
 from tests.unit.budget import examples
 
 SHORT = {"ruleset": {"target": 25, "partnership_target": 25}}
@@ -206,7 +208,7 @@ BUYIN = {"stake_per_point": 1, "min_buyin": 1, "max_buyin": 1}
 def test_settings_refuse_a_format_or_seat_count_the_game_lacks(
     settings: dict[str, Any], field: str
 ) -> None:
-    from service.formats import InvalidSettings
+    from service.games.common.errors import InvalidSettings
 
     with pytest.raises(InvalidSettings) as refused:
         MatchSettings(**settings)

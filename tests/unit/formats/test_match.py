@@ -9,18 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats import (
-    FeeRule,
-    Format,
-    HandRecord,
-    Match,
-    MatchSettings,
-    MatchStatus,
-    settle_match,
-)
-from service.formats.settings import GAME_FORMATS, GameKind
-from service.rules import IllegalAction
-from service.rules.playout import choose, random_deck
+from service.games.common.cards import random_deck
+from service.games.common.errors import IllegalAction
+from service.games.common.settings import GAME_FORMATS, FeeRule, Format, GameKind, MatchSettings
+from service.games.gin.match import HandRecord, Match
+from service.games.gin.payout import settle_match
+from service.games.gin.playout import choose
+from service.games.protocol import MatchStatus
 from tests.unit.budget import examples
 
 SETTINGS = {

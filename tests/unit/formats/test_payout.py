@@ -6,18 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats import (
+from service.games.common.errors import InvalidSettings, SettlementError
+from service.games.common.settings import (
     CapMode,
     FeeBase,
     FeeRule,
     Format,
     FtkWinnerRule,
-    HandRecord,
-    InvalidSettings,
     MatchSettings,
-    SettlementError,
-    settle,
 )
+from service.games.gin.match import HandRecord
+from service.games.gin.payout import settle
 
 
 def hands(

@@ -8,12 +8,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from service.formats.clock import automatic_action
-from service.formats.match import MatchStatus
-from service.formats.multi_common import MultiMatch, TableHand
-from service.rules import DECK, Action, ActionKind, Card, Phase, parse_cards
-from service.rules.actions import with_card
-from service.rules.playout import choose, random_deck
+from service.games.common.cards import DECK, Card, parse_cards, random_deck
+from service.games.gin.actions import Action, ActionKind, with_card
+from service.games.gin.clock import automatic_action
+from service.games.gin.hand import Phase
+from service.games.gin.playout import choose
+from service.games.multi_gin.match import MultiMatch, TableHand
+from service.games.protocol import MatchStatus
 
 #: Hands that end at once (hand-checked): the knocker holds ten cards and takes the upcard,
 #: then knocks with ``knock``.

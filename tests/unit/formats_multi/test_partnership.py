@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from service.formats import Format, MatchSettings, MatchStatus
-from service.formats.multi_common import HandSlot, TableRecord
-from service.formats.partnership import (
+from service.games.common.cards import random_deck
+from service.games.common.errors import IllegalAction
+from service.games.common.fair import shuffled_deck
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.game import Game
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.match import HandSlot, TableRecord
+from service.games.multi_gin.partnership import (
     DealRecord,
     PartnershipMatch,
     deal_result,
@@ -23,9 +28,7 @@ from service.formats.partnership import (
     partnership_standings,
     team_of,
 )
-from service.rules import Game, IllegalAction, Ruleset
-from service.rules.fair import shuffled_deck
-from service.rules.playout import random_deck
+from service.games.protocol import MatchStatus
 from tests.unit.formats_multi import decks
 from tests.unit.formats_multi.decks import (
     GIN_60,

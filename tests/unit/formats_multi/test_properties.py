@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats import Format, MatchSettings, MatchStatus
-from service.formats.multi_common import MultiMatch, Standings
-from service.formats.partnership import PartnershipMatch, deal_result, pairing, team_of
-from service.formats.three_player import Seating, ThreePlayerMatch
-from service.rules import Game, Ruleset, ShutoutMode
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.game import Game
+from service.games.gin.ruleset import Ruleset, ShutoutMode
+from service.games.multi_gin.match import MultiMatch, Standings
+from service.games.multi_gin.partnership import PartnershipMatch, deal_result, pairing, team_of
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
+from service.games.protocol import MatchStatus
 from tests.unit.budget import examples
 from tests.unit.formats_multi.decks import leaks, random_steps
 

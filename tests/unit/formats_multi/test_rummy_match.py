@@ -12,21 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats.clock import ClockSettings, OnTimeout
-from service.formats.errors import InvalidSettings
-from service.formats.match import MatchStatus
-from service.formats.payout_multi import (
-    MoneyFormat,
-    rummy_match,
-    rummy_penalty,
-    rummy_per_hand,
-)
-from service.formats.rummy_match import RummyMatch, RummyMatchSettings, RummySlot
-from service.rules.cards import parse_cards
-from service.rules.errors import IllegalAction, InvalidState
-from service.rules.playout import random_deck
-from service.rules.rummy import RummyRules, Scoring, deal_size
-from service.rules.rummy.playout import choose, seeded_shuffler
+from service.games.common.cards import parse_cards, random_deck
+from service.games.common.clock import ClockSettings, OnTimeout
+from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState
+from service.games.common.statement import MoneyFormat
+from service.games.protocol import MatchStatus
+from service.games.rummy.hand import deal_size
+from service.games.rummy.match import RummyMatch, RummyMatchSettings, RummySlot
+from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
+from service.games.rummy.playout import choose, seeded_shuffler
+from service.games.rummy.rules import RummyRules, Scoring
 from tests.unit.budget import examples
 from tests.unit.formats_multi.decks import card_strings
 from tests.unit.rummy.scenarios import deck_for

@@ -6,7 +6,7 @@ the serialized round trip ``from_dict(to_dict())`` gives: a match equal to the o
 the same state, that goes on exactly as the round trip would, and that is independent of the
 original (whatever is done to one leaves the other's state as it was). A view must be what
 it is on a freshly restored state, however often the state was viewed or copied before.
-Matches are driven by seeded random play: the practice bots of service/bots/multi.py on the
+Matches are driven by seeded random play: the practice bots of service/games/bots.py on the
 views of the seat to act, with deals, timeouts and forfeits in between.
 """
 
@@ -22,18 +22,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.bots.multi import decide_multi, random_multi
-from service.formats.clock import ClockSettings, OnTimeout
-from service.formats.match import MatchStatus
-from service.formats.multi_common import MultiMatch
-from service.formats.partnership import PartnershipMatch
-from service.formats.rummy_match import RummyMatch, RummyMatchSettings
-from service.formats.settings import Format, MatchSettings
-from service.formats.three_player import Seating, ThreePlayerMatch
-from service.rules import Ruleset
-from service.rules.playout import random_deck
-from service.rules.rummy import Restock, RummyRules, Scoring
-from service.rules.rummy.hand import RummyHand
+from service.games.bots import decide_multi, random_multi
+from service.games.common.cards import random_deck
+from service.games.common.clock import ClockSettings, OnTimeout
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.match import MultiMatch
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
+from service.games.protocol import MatchStatus
+from service.games.rummy.hand import RummyHand
+from service.games.rummy.match import RummyMatch, RummyMatchSettings
+from service.games.rummy.rules import Restock, RummyRules, Scoring
 from tests.unit.budget import examples
 
 AnyMatch = TypeVar("AnyMatch", RummyMatch, MultiMatch)

@@ -10,20 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from service.formats import Format, MatchSettings, MatchStatus
-from service.formats.errors import InvalidSettings
-from service.formats.multi_common import PairMargin
-from service.formats.three_player import (
+from service.games.common.cards import random_deck
+from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState
+from service.games.common.fair import shuffled_deck
+from service.games.common.settings import Format, MatchSettings
+from service.games.gin.ruleset import NextDealer, Ruleset, ShutoutMode
+from service.games.multi_gin.match import PairMargin
+from service.games.multi_gin.three_player import (
     Seating,
     ThreePlayerMatch,
     three_player_pairs,
     three_player_standings,
 )
-from service.rules import IllegalAction, Ruleset, ShutoutMode
-from service.rules.errors import InvalidState
-from service.rules.fair import shuffled_deck
-from service.rules.playout import random_deck
-from service.rules.ruleset import NextDealer
+from service.games.protocol import MatchStatus
 from tests.unit.formats_multi.decks import KNOCK_16, knock_at_once, knock_deck, play_dead
 
 EXAMPLES = json.loads((Path(__file__).parent / "worked_examples.json").read_text())

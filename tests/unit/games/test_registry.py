@@ -9,12 +9,13 @@ import random
 import pytest
 
 from service import games
-from service.formats import Match, MatchSettings, RummyMatch
-from service.formats.settings import GAME_FORMATS, GAME_SEATS, GameKind
 from service.games import registry
-from service.rules import fair
-from service.rules.errors import InvalidState
-from service.rules.rummy import RummyRules
+from service.games.common import fair
+from service.games.common.errors import InvalidState
+from service.games.common.settings import GAME_FORMATS, GAME_SEATS, GameKind, MatchSettings
+from service.games.gin.match import Match
+from service.games.rummy.match import RummyMatch
+from service.games.rummy.rules import RummyRules
 
 FIXED = {"format": "match_play", "stake": 100}
 TABLES = {

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from service.formats.payout import SettlementError
-from service.formats.payout_multi import (
-    HOUSE,
-    TABLE,
-    LineKind,
-    MoneyFormat,
-    PairAmount,
-    classic_three_player,
-    net_loss_cap,
-    settle_nets,
-    settle_pairs,
-)
-from service.formats.settings import FeeBase, FeeRule
+from service.games.common.errors import SettlementError
+from service.games.common.netting import PairAmount, net_loss_cap, settle_nets, settle_pairs
+from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.statement import HOUSE, TABLE, LineKind, MoneyFormat
+from service.games.multi_gin.payout import classic_three_player
 
 
 def test_11_4_1_the_buyin_is_the_most_a_player_can_lose() -> None:

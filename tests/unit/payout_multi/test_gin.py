@@ -7,21 +7,20 @@ from collections.abc import Callable
 
 import pytest
 
-from service.formats.partnership import partnership_standings
-from service.formats.payout import SettlementError
-from service.formats.payout_multi import (
-    HOUSE,
-    LineKind,
+from service.games.common.errors import SettlementError
+from service.games.common.settings import CapMode, FeeBase, FeeRule
+from service.games.common.statement import HOUSE, LineKind
+from service.games.gin.game import Game
+from service.games.gin.ruleset import Ruleset, ShutoutMode
+from service.games.multi_gin.partnership import partnership_standings
+from service.games.multi_gin.payout import (
     classic_three_player,
     classic_three_player_forfeit,
     partnership_classic,
     partnership_classic_forfeit,
     settle_three_player,
 )
-from service.formats.settings import CapMode, FeeBase, FeeRule
-from service.formats.three_player import three_player_standings
-from service.rules import Game, Ruleset
-from service.rules.ruleset import ShutoutMode
+from service.games.multi_gin.three_player import three_player_standings
 
 PLENTY = {0: 10**6, 1: 10**6, 2: 10**6}
 TEAMS_PLENTY = {0: 10**6, 1: 10**6, 2: 10**6, 3: 10**6}

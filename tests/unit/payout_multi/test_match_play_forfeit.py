@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from service.formats import Format, MatchSettings
-from service.formats.multi_common import HandSlot, TableRecord
-from service.formats.payout_multi import match_play_forfeit
-from service.formats.settings import FeeRule, GameKind
-from service.formats.three_player import Seating, ThreePlayerMatch, three_player_standings
 from service.games import statement
-from service.rules import Ruleset
+from service.games.common.settings import FeeRule, Format, GameKind, MatchSettings
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.match import HandSlot, TableRecord
+from service.games.multi_gin.pots import match_play_forfeit
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch, three_player_standings
 
 #: 3 x 400 less a 5% fee on the pot = 1140.
 STAKE, FEE = 400, FeeRule(500)

@@ -6,18 +6,16 @@ from collections.abc import Callable
 
 import pytest
 
-from service.formats.payout import SettlementError
-from service.formats.payout_multi import (
-    HOUSE,
-    PARTNERSHIP_TEAMS,
-    TABLE,
-    LineKind,
+from service.games.common.errors import SettlementError
+from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.statement import HOUSE, TABLE, LineKind
+from service.games.multi_gin.payout import PARTNERSHIP_TEAMS
+from service.games.multi_gin.pots import (
     match_play_forfeit,
     match_play_pot,
     partnership_match_play,
     three_player_match_play,
 )
-from service.formats.settings import FeeBase, FeeRule
 
 THREE = {0: 500, 1: 500, 2: 500}
 FOUR = {0: 500, 1: 500, 2: 500, 3: 500}

@@ -7,27 +7,25 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats.payout_multi import (
+from service.games.common.netting import PairAmount, net_loss_cap, settle_pairs
+from service.games.common.settings import CapMode, FeeBase, FeeRule
+from service.games.common.statement import (
     HOUSE,
-    MONEY_PAIRS,
     TABLE,
     LineKind,
+    MoneyFormat,
     MultiStatement,
-    PairAmount,
     Party,
+)
+from service.games.gin.ruleset import ShutoutMode
+from service.games.multi_gin.payout import (
+    MONEY_PAIRS,
     classic_three_player,
     classic_three_player_forfeit,
-    match_play_pot,
-    net_loss_cap,
     partnership_classic,
-    rummy_match,
-    rummy_penalty,
-    rummy_per_hand,
-    settle_pairs,
 )
-from service.formats.payout_multi.statement import MoneyFormat
-from service.formats.settings import CapMode, FeeBase, FeeRule
-from service.rules.ruleset import ShutoutMode
+from service.games.multi_gin.pots import match_play_pot
+from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 
 winnings_fees = st.builds(
     FeeRule,

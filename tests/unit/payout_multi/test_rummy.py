@@ -7,18 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from service.formats.payout import SettlementError
-from service.formats.payout_multi import (
-    TABLE,
-    LineKind,
-    MoneyFormat,
+from service.games.common.errors import SettlementError
+from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.statement import TABLE, LineKind, MoneyFormat
+from service.games.rummy.payout import (
     needs_top_up,
     penalty_margins,
     rummy_match,
     rummy_penalty,
     rummy_per_hand,
 )
-from service.formats.settings import FeeBase, FeeRule
 
 
 def test_5_8_1_each_loser_pays_count_times_r() -> None:

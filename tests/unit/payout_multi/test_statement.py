@@ -8,22 +8,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats.payout import SettlementError
-from service.formats.payout_multi import (
+from service.games.common.errors import SettlementError
+from service.games.common.netting import PairAmount, split_equally
+from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.statement import (
     HOUSE,
     TABLE,
     LineKind,
     MoneyFormat,
     MultiStatement,
-    PairAmount,
     StatementLine,
-    rummy_penalty,
-    rummy_per_hand,
-    split_equally,
-    three_player_match_play,
+    renamed_statement,
 )
-from service.formats.payout_multi.statement import renamed_statement
-from service.formats.settings import FeeBase, FeeRule
+from service.games.multi_gin.pots import three_player_match_play
+from service.games.rummy.payout import rummy_penalty, rummy_per_hand
 
 
 def statement(**changes: object) -> MultiStatement:

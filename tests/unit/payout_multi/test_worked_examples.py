@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 
-from service.formats.payout_multi import (
-    MultiStatement,
-    classic_three_player,
-    rummy_penalty,
-    rummy_per_hand,
-)
-from service.formats.settings import FeeBase, FeeRule
+from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.statement import MultiStatement
+from service.games.multi_gin.payout import classic_three_player
+from service.games.rummy.payout import rummy_penalty, rummy_per_hand
 
 CASES = json.loads((Path(__file__).parent / "worked_examples.json").read_text("utf-8"))["cases"]
 NAMES = {"7.12": {0: "A", 1: "B", 2: "C", 3: "D"}, "7.15": {0: "P", 1: "Q", 2: "R"}}

@@ -1,7 +1,7 @@
 """Slow, obviously-correct reference solver for the Gin Rummy rules
 (docs/engine.md 1.9, 2.7-2.9, 3.3).
 
-Written independently of ``service.rules`` and used only by the tests, on hands of at most
+Written independently of ``service.games.gin`` and used only by the tests, on hands of at most
 11 cards. Everything here is brute force on purpose:
 
 * a meld is found by trying *every* subset of size >= 3 of the hand;

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from service.rules import DECK, Hand, Ruleset, parse_cards
+from service.games.common.cards import DECK, parse_cards
+from service.games.gin.hand import Hand
+from service.games.gin.ruleset import Ruleset
 
 
 def deck_for(first: str, dealer_cards: str, upcard: str, stock_top: str = "") -> list[str]:

@@ -1,4 +1,4 @@
-"""One grammar for an action's text and fields (service.rules.action_text), for every game:
+"""One grammar for an action's text and fields (service.games.common.action_text), for every game:
 each form undoes the other, on every legal action the engines list, and the text is what
 the engine prints."""
 
@@ -9,10 +9,12 @@ import random
 import pytest
 
 from service import games
-from service.formats import Match, MatchSettings
-from service.rules import Action, fair
-from service.rules.action_text import action_fields, action_text
-from service.rules.rummy.actions import RummyAction
+from service.games.common import fair
+from service.games.common.action_text import action_fields, action_text
+from service.games.common.settings import MatchSettings
+from service.games.gin.actions import Action
+from service.games.gin.match import Match
+from service.games.rummy.actions import RummyAction
 
 TABLES = [
     ({"format": "match_play", "stake": 100}, 2),

@@ -1,4 +1,4 @@
-"""Property tests: the engine (service.rules) against the brute-force reference solver.
+"""Property tests: the engine (service.games.gin) against the brute-force reference solver.
 
 Hypothesis example counts come from the profiles registered in tests/conftest.py; the slowest
 reference comparisons cap them (never raise them) via ``_capped``.
@@ -11,17 +11,12 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from service.rules import (
-    Card,
-    IllegalKnock,
-    RulesError,
-    Ruleset,
-    arrange,
-    best_discard,
-    lay_off,
-    parse_cards,
-    score_hand,
-)
+from service.games.common.cards import Card, parse_cards
+from service.games.common.errors import IllegalKnock, RulesError
+from service.games.gin.layoff import lay_off
+from service.games.gin.melds import arrange, best_discard
+from service.games.gin.ruleset import Ruleset
+from service.games.gin.scoring import score_hand
 from tests.unit.rules import reference as ref
 from tests.unit.rules.strategies import (
     all_melded_eleven,

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from service.rules import Card, InvalidCard, RulesError, format_cards, parse_cards
+from service.games.common.cards import Card, format_cards, parse_cards
+from service.games.common.errors import InvalidCard, RulesError
 
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.rules import DECK, FairnessError, fair
+from service.games.common import fair
+from service.games.common.cards import DECK
+from service.games.common.errors import FairnessError
 
 SEED = "00" * 31 + "2a"
 

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.rules import Game, RulesError, Ruleset, ShutoutMode, final_totals
+from service.games.common.errors import RulesError
+from service.games.gin.game import Game, final_totals
+from service.games.gin.ruleset import Ruleset, ShutoutMode
 
 # docs/engine.md 7.7: #1 P1 +40, #2 P2 +27, #3 P1 +72 (seat 0 = P1).
 CLASSIC = [(0, 40), (1, 27), (0, 72)]

@@ -6,23 +6,13 @@ import copy
 
 import pytest
 
-from service.rules import (
-    DECK,
-    Action,
-    DeadHandRule,
-    Hand,
-    InvalidState,
-    KnockerArrangement,
-    KnockLimitExceeded,
-    NextDealer,
-    Opening,
-    Phase,
-    RulesError,
-    Ruleset,
-    deadwood,
-    score_hand,
-)
-from service.rules.hand import HandOutcome, next_dealer
+from service.games.common.cards import DECK
+from service.games.common.errors import InvalidState, KnockLimitExceeded, RulesError
+from service.games.gin.actions import Action
+from service.games.gin.hand import Hand, HandOutcome, Phase, next_dealer
+from service.games.gin.melds import deadwood
+from service.games.gin.ruleset import DeadHandRule, KnockerArrangement, NextDealer, Opening, Ruleset
+from service.games.gin.scoring import score_hand
 from tests.unit.rules.scenarios import deal, deck_for
 
 # Seat 0 is the first player (non-dealer) and seat 1 the dealer unless a test says otherwise.

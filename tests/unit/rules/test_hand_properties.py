@@ -10,20 +10,13 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.rules import (
-    DECK,
-    Action,
-    ActionKind,
-    DeadHandRule,
-    Hand,
-    Opening,
-    Phase,
-    RulesError,
-    Ruleset,
-    best_discard,
-)
-from service.rules.cards import mask_to_cards
-from service.rules.playout import choose, random_deck
+from service.games.common.cards import DECK, mask_to_cards, random_deck
+from service.games.common.errors import RulesError
+from service.games.gin.actions import Action, ActionKind
+from service.games.gin.hand import Hand, Phase
+from service.games.gin.melds import best_discard
+from service.games.gin.playout import choose
+from service.games.gin.ruleset import DeadHandRule, Opening, Ruleset
 from tests.unit.budget import examples
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from service.rules import InvalidRuleset, Ruleset
+from service.games.common.errors import InvalidRuleset
+from service.games.gin.ruleset import Ruleset
 
 # docs/engine.md section A, gin.* and oklahoma.* keys with their defaults, as written there.
 APPENDIX = {

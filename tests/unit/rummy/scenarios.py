@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
-from service.rules.cards import DECK, parse_cards
-from service.rules.rummy import RulesError, RummyAction, RummyHand, RummyRules, deal_size
-from service.rules.rummy.hand import Shuffler
+from service.games.common.cards import DECK, parse_cards
+from service.games.common.errors import RulesError
+from service.games.rummy.actions import RummyAction
+from service.games.rummy.hand import RummyHand, Shuffler, deal_size
+from service.games.rummy.rules import RummyRules
 
 
 def deck_for(

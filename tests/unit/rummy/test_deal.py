@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.rules.cards import DECK
-from service.rules.rummy import InvalidDeal, Phase, RummyHand, RummyRules, next_dealer
+from service.games.common.cards import DECK
+from service.games.rummy.errors import InvalidDeal
+from service.games.rummy.hand import Phase, RummyHand, next_dealer
+from service.games.rummy.rules import RummyRules
 from tests.unit.rummy.scenarios import deck_for, play, position
 
 CODES = [c.code for c in DECK]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
-from service.rules import DECK, fair
-from service.rules.cards import parse_cards
-from service.rules.rummy import RummyHand, RummyRules, automatic_action, fair_shuffle
+from service.games.common import fair
+from service.games.common.cards import DECK, parse_cards
+from service.games.rummy.fair import fair_shuffle
+from service.games.rummy.hand import RummyHand, automatic_action
+from service.games.rummy.rules import RummyRules
 from tests.unit.rummy.scenarios import position
 
 SEED = "11" * 32

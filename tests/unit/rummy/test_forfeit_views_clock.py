@@ -7,14 +7,11 @@ import re
 
 import pytest
 
-from service.rules.rummy import (
-    HandOver,
-    NoSuchSeat,
-    RulesError,
-    RummyAction,
-    RummyRules,
-    automatic_action,
-)
+from service.games.common.errors import RulesError
+from service.games.rummy.actions import RummyAction
+from service.games.rummy.errors import HandOver, NoSuchSeat
+from service.games.rummy.hand import automatic_action
+from service.games.rummy.rules import RummyRules
 from tests.unit.rummy.scenarios import assert_refused, listed, play, position
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")

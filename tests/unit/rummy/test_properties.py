@@ -12,22 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.rules.cards import DECK
-from service.rules.playout import random_deck
-from service.rules.rummy import (
-    AceMode,
-    Phase,
-    Restock,
-    RulesError,
-    RummyAction,
-    RummyActionKind,
-    RummyHand,
-    RummyRules,
-    Scoring,
-    Void,
-    automatic_action,
-)
-from service.rules.rummy.playout import choose, play_out, seeded_shuffler
+from service.games.common.cards import DECK, random_deck
+from service.games.common.errors import RulesError
+from service.games.rummy.actions import RummyAction, RummyActionKind
+from service.games.rummy.hand import Phase, RummyHand, Void, automatic_action
+from service.games.rummy.playout import choose, play_out, seeded_shuffler
+from service.games.rummy.rules import AceMode, Restock, RummyRules, Scoring
 from tests.unit.budget import examples
 
 CODE = re.compile(r"\b[A2-9TJQK][CDHS]\b")

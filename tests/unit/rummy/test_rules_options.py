@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from service.rules.ruleset import InvalidRuleset
-from service.rules.rummy import AceMode, Restock, RummyRules, Scoring
+from service.games.common.errors import InvalidRuleset
+from service.games.rummy.rules import AceMode, Restock, RummyRules, Scoring
 
 DEFAULTS = {
     "max_players": 6,

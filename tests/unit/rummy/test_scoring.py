@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from service.rules.rummy import RummyHand, RummyRules
+from service.games.rummy.hand import RummyHand
+from service.games.rummy.rules import RummyRules
 from tests.unit.rummy.scenarios import play, position
 
 EXAMPLES = json.loads((Path(__file__).parent / "worked_examples.json").read_text())

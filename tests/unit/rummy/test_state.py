@@ -7,15 +7,11 @@ import json
 
 import pytest
 
-from service.rules.cards import DECK
-from service.rules.errors import IllegalAction, InvalidState
-from service.rules.rummy import (
-    RulesError,
-    RummyAction,
-    RummyActionKind,
-    RummyHand,
-    RummyRefusal,
-)
+from service.games.common.cards import DECK
+from service.games.common.errors import IllegalAction, InvalidState, RulesError
+from service.games.rummy.actions import RummyAction, RummyActionKind
+from service.games.rummy.errors import RummyRefusal
+from service.games.rummy.hand import RummyHand
 from tests.unit.rummy.scenarios import play, position
 
 

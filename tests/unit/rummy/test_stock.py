@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from service.rules.cards import Card, parse_cards
-from service.rules.rummy import InvalidShuffle, Phase, RummyHand, RummyRules, Void
+from service.games.common.cards import Card, parse_cards
+from service.games.rummy.errors import InvalidShuffle
+from service.games.rummy.hand import Phase, RummyHand, Void
+from service.games.rummy.rules import RummyRules
 from tests.unit.rummy.scenarios import assert_refused, listed, play, position
 
 EXAMPLES = json.loads((Path(__file__).parent / "worked_examples.json").read_text())

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from service.rules.cards import DECK, parse_cards
-from service.rules.rummy import AceMode, Phase, RummyAction, RummyHand, RummyRules
-from service.rules.rummy.melds import rummy_meld_kind
+from service.games.common.cards import DECK, parse_cards
+from service.games.rummy.actions import RummyAction
+from service.games.rummy.hand import Phase, RummyHand
+from service.games.rummy.melds import rummy_meld_kind
+from service.games.rummy.rules import AceMode, RummyRules
 from tests.unit.rummy.scenarios import assert_refused, listed, play, position
 
 HIGH = RummyRules(ace_mode="HIGH_OR_LOW")

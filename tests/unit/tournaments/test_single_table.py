@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.formats import MatchSettings
-from service.formats.partnership import PartnershipMatch
-from service.formats.three_player import Seating, ThreePlayerMatch
+from service.games.common.settings import MatchSettings
+from service.games.multi_gin.partnership import PartnershipMatch
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
 from service.tournaments.bracket import shuffle
 from service.tournaments.errors import BracketError
 from service.tournaments.payouts import award

@@ -2,7 +2,7 @@
 // network): the commitment is SHA-256 of the server seed's 32 bytes; the deck is an unbiased
 // Fisher-Yates shuffle of the deck in display order fed by the byte stream
 // HMAC-SHA256(key = server seed, "<client seeds joined by ':'>:<nonce>:<counter>").
-// service/rules/fair.py states the same algorithm byte by byte; the browser tests compare both.
+// service/games/common/fair.py states the same algorithm byte by byte; the browser tests compare both.
 
 export const ALGORITHM = "hmac-sha256-fisher-yates-v1";
 export const RANKS = "A23456789TJQK";

@@ -1,0 +1,60 @@
+"""Three-player Gin (docs/multiplayer-gin.md): two play while one sits out, the seating
+drawn at the start; Match Play or classic money pairs (11.1, 11.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from service.games.bots import decide_multi
+from service.games.common.errors import InvalidState
+from service.games.common.settings import GAME_FORMATS, GAME_SEATS, Format, GameKind, MatchSettings
+from service.games.common.statement import MultiStatement
+from service.games.gin.ruleset import Ruleset
+from service.games.multi_gin.payout import settle_three_player
+from service.games.multi_gin.pots import match_play_forfeit, three_player_match_play
+from service.games.multi_gin.spec import MultiGinSpec
+from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
+
+
+class ThreePlayerSpec(MultiGinSpec[ThreePlayerMatch]):
+    """Gin at three seats."""
+
+    kind = GameKind.GIN_THREE
+    seat_counts = range(GAME_SEATS[GameKind.GIN_THREE], GAME_SEATS[GameKind.GIN_THREE] + 1)
+    formats = GAME_FORMATS[GameKind.GIN_THREE]
+    options = Ruleset
+    engine = ThreePlayerMatch
+    bot = staticmethod(decide_multi)
+
+    def new_match(
+        self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]
+    ) -> ThreePlayerMatch:
+        return ThreePlayerMatch(settings, Seating.drawn(randbelow))
+
+    def restart(self, state: Mapping[str, Any]) -> ThreePlayerMatch:
+        try:
+            settings = MatchSettings.from_dict(state["settings"])
+            return ThreePlayerMatch(settings, Seating.from_dict(state["first_seating"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidState(f"malformed match state: {exc!r}") from None
+
+    def settle(self, match: ThreePlayerMatch, escrow: dict[int, int]) -> MultiStatement:
+        settings = match.settings
+        standings = match.standings()
+        fee = settings.fee
+        if settings.format is Format.MATCH_PLAY:
+            if standings.forfeiter is not None:
+                return match_play_forfeit(escrow, standings.forfeiter, standings.hand_points, fee)
+            assert standings.winner is not None
+            return three_player_match_play(escrow, standings.winner, fee)
+        return settle_three_player(
+            standings,
+            settings.stake_per_point,
+            escrow,
+            fee,
+            shutout_mode=settings.ruleset.shutout_mode,
+        )
+
+
+GIN_THREE = ThreePlayerSpec()
