@@ -1,5 +1,5 @@
-"""Practice bots for the games of more than two seats and for Rummy (pure: no Flask,
-SQLAlchemy or Celery).
+"""Each game's practice bot, found from a player's view (pure: no Flask, SQLAlchemy or
+Celery).
 
 :func:`decide_multi` and :func:`random_multi` take the view one player sees of a match and
 return one of its ``legal_actions``, dispatching on the view's ``kind``:
@@ -16,10 +16,7 @@ return one of its ``legal_actions``, dispatching on the view's ``kind``:
 
 A two-player Gin hand view (no ``kind``) is handed to :mod:`service.games.gin.bot` as it is.
 
-The Rummy bot is greedy: it draws the discard only when that card completes a meld in its
-hand (else from the stock, or it turns the pile over), melds whenever it can (the longest
-meld first), then lays off whenever it can (the largest group first), and ends its turn by
-discarding its highest unmatched card, never the card just taken from the discard pile.
+The Rummy bot is :mod:`service.games.rummy.bot`'s greedy player.
 
 :func:`action_text` is the text form the HTTP API takes (``POST /v1/matches/{id}/actions``
 with ``{"action": "<text>"}``) of any of these actions.
