@@ -640,7 +640,7 @@ def _evidence(row: HandRow) -> HandEvidence:
     )
 
 
-def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
+def _audit_old(session: Session, settlement: Settlement) -> SettlementAudit:
     report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
     found = report.discrepancies
     row = session.get(MatchRow, settlement.match_id)
@@ -732,6 +732,307 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     found += _audit_capture(
         session, settlement, row, players or stored.get("players", []), escrow, stored
     )
+    return report
+
+
+@dataclass(frozen=True)
+class DealtHand:
+    """What is stored about one dealt hand of any game: its fairness record and, once it
+    has ended, its result and history (10.3, 11.6.4)."""
+
+    number: int
+    algorithm: str
+    commitment: str
+    server_seed: str
+    seats: tuple[int, ...] | None  # None on a row from before hands named their seats
+    client_seed_1: str
+    client_seed_2: str
+    client_seeds: tuple[str, ...] | None  # of the seats dealt in, ascending; None: as seats
+    nonce: int
+    dealer: int
+    outcome: str | None
+    winner_seat: int | None
+    points: int | None
+    history: dict[str, Any] | None
+
+
+@dataclass
+class GameReplay:
+    """The engine's own account of a match of any game, rebuilt from its log."""
+
+    match: games.AnyMatch | None  # None when the log does not replay to its end
+    discrepancies: list[Discrepancy]
+    hands_replayed: int
+
+
+def _dealt_hand(row: HandRow) -> DealtHand:
+    return DealtHand(
+        row.number,
+        row.algorithm,
+        row.commitment,
+        row.server_seed,
+        None if row.seats is None else tuple(row.seats),
+        row.client_seed_1,
+        row.client_seed_2,
+        None if row.client_seeds is None else tuple(row.client_seeds),
+        row.nonce,
+        row.dealer,
+        row.outcome,
+        row.winner_seat,
+        row.points,
+        row.history,
+    )
+
+
+def _check_deal(hand: DealtHand, dealt: games.Deal, seeds: Sequence[str]) -> list[Discrepancy]:
+    """A hand as the replay deals it against its row: the seats dealt in, their client seeds,
+    the nonce, the dealer, the commitment to the revealed seed and the deck it shuffles
+    (10.2, 10.3, 11.6.4)."""
+    where = f"hands[{hand.number}]"
+    found: list[Discrepancy] = []
+    if hand.seats is not None and hand.seats != dealt.seats:
+        found.append(Discrepancy(f"{where}.seats", list(dealt.seats), list(hand.seats)))
+    expected = dealt.client_seeds(seeds)
+    recorded = (hand.client_seed_1, hand.client_seed_2, *(hand.client_seeds or ())[2:])
+    for i, seed in enumerate(expected[:2]):
+        if seed != recorded[i]:
+            found.append(
+                Discrepancy(
+                    f"{where}.client_seed_{i + 1}", seed, recorded[i], "the seat's client seed"
+                )
+            )
+    if hand.client_seeds is not None and hand.client_seeds != expected:
+        found.append(Discrepancy(f"{where}.client_seeds", list(expected), list(hand.client_seeds)))
+    if hand.nonce != hand.number:
+        found.append(Discrepancy(f"{where}.nonce", hand.number, hand.nonce))
+    if hand.dealer != dealt.dealer:
+        found.append(Discrepancy(f"{where}.dealer", dealt.dealer, hand.dealer))
+    try:
+        commitment = fair.commitment(hand.server_seed)
+        deck, _ = fair.shuffle(hand.server_seed, recorded, hand.nonce, algorithm=hand.algorithm)
+    except RulesError as exc:
+        return [
+            *found,
+            Discrepancy(f"{where}.server_seed", "a revealed seed", hand.server_seed, str(exc)),
+        ]
+    if commitment != hand.commitment:
+        found.append(
+            Discrepancy(
+                f"{where}.commitment",
+                commitment,
+                hand.commitment,
+                "SHA-256 of the revealed server seed",
+            )
+        )
+    recorded_deck = None if hand.history is None else hand.history.get("deck")
+    if recorded_deck is not None and [str(c) for c in deck] != recorded_deck:
+        found.append(
+            Discrepancy(
+                f"{where}.history.deck",
+                [str(c) for c in deck],
+                recorded_deck,
+                "the deck the revealed seed produces",
+            )
+        )
+    return found
+
+
+def _check_end(hand: DealtHand, ended: games.EndedHand) -> list[Discrepancy]:
+    """A hand the replay ended against its row: its outcome, winner, points and history."""
+    where = f"hands[{hand.number}]"
+    if hand.history is None:
+        return [
+            Discrepancy(
+                f"{where}.history",
+                "the history of an ended hand",
+                None,
+                "the replayed hand ended",
+            )
+        ]
+    found = [
+        _first_difference(f"{where}.history.{key}", ended.history.get(key), hand.history.get(key))
+        for key in sorted(set(ended.history) | set(hand.history))
+        if ended.history.get(key) != hand.history.get(key)
+    ]
+    for name, expected, actual in (
+        ("outcome", ended.outcome, hand.outcome),
+        ("winner_seat", ended.winner, hand.winner_seat),
+        ("points", ended.points, hand.points),
+    ):
+        if expected != actual:
+            found.append(Discrepancy(f"{where}.{name}", expected, actual))
+    return found
+
+
+def replay_game(
+    start: games.AnyMatch,
+    hands: Sequence[DealtHand],
+    seeds_by_seat: Sequence[str],
+    log: Sequence[games.Logged],
+) -> GameReplay:
+    """Play the match of any game again from its log (pure): ``start`` is where its log
+    starts (:func:`service.games.restart` of its stored state), ``hands`` the rows of the
+    hands dealt, ``seeds_by_seat`` the seats' client seeds, ``log`` the ``match_actions`` in
+    version order. Every hand is dealt from its revealed seed through the game's spec, and
+    checked against its row as it is dealt and as it ends."""
+    found: list[Discrepancy] = []
+    rows = {hand.number: hand for hand in hands}
+    dealt: set[int] = set()
+    ended: set[int] = set()
+
+    def seen(event: games.Deal | games.EndedHand) -> None:
+        hand = rows.get(event.number)
+        if hand is None:
+            found.append(Discrepancy(f"hands[{event.number}]", "its row", None))
+        elif isinstance(event, games.Deal):
+            dealt.add(event.number)
+            found.extend(_check_deal(hand, event, seeds_by_seat))
+        else:
+            ended.add(event.number)
+            found.extend(_check_end(hand, event))
+
+    seeds = {hand.number: hand.server_seed for hand in hands}
+    try:
+        match = games.replay_log(start, seeds, seeds_by_seat, log, seen)
+    except games.LogRefused as refused:
+        entry = refused.entry
+        found.append(
+            Discrepancy(
+                f"match_actions[{refused.index}]",
+                "a change the rules accept",
+                [entry.seat, entry.action],
+                refused.reason,
+            )
+        )
+        return GameReplay(None, found, len(dealt))
+    for number in sorted(set(rows) - dealt):
+        found.append(Discrepancy(f"hands[{number}].number", None, number, "a hand never dealt"))
+    for number in sorted(dealt - ended):
+        if rows[number].history is not None:
+            found.append(
+                Discrepancy(
+                    f"hands[{number}].history", None, "a history", "the replay did not end it"
+                )
+            )
+    if not match.over:
+        found.append(
+            Discrepancy(
+                "match.status",
+                "finished or void",
+                match.status.value,
+                "the replayed match has not ended",
+            )
+        )
+    return GameReplay(match, found, len(dealt))
+
+
+def _always(draw: int) -> Callable[[int], int]:
+    """A first draw that picks ``draw`` (modulo what is drawn from)."""
+    return lambda below: draw % below
+
+
+def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
+    """Audit one settlement of any game: the seats, the hands and the log replayed through
+    the game's spec, the stored state, the statement recomputed, and the capture."""
+    report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
+    found = report.discrepancies
+    row = session.get(MatchRow, settlement.match_id)
+    if row is None or row.state is None or row.seats is None:
+        found.append(Discrepancy("match", "a finished match", None, "no match state"))
+        return report
+    report.format = row.format
+    if settlement.operator_id != row.operator_id:
+        found.append(Discrepancy("settlement.operator_id", row.operator_id, settlement.operator_id))
+    if settlement.currency != row.currency:
+        found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
+    table = session.get(GameTable, row.table_id)
+    settings = MatchSettings.from_dict(
+        table.settings if table is not None else row.state["settings"]
+    )
+    start = games.restart(row.state)
+    # The stored settings are the table's, as some first draw (a dealer, a seating) makes
+    # them: the replay starts from the stored ones.
+    drawn = [
+        games.new_match(settings, len(row.seats), _always(r)).to_dict().get("settings")
+        for r in range(max(len(row.seats), 1))
+    ]
+    if row.state.get("settings") not in drawn:
+        found.append(_first_difference("match.state.settings", drawn[0], row.state.get("settings")))
+    copies = row.seats
+    seats = (
+        []
+        if settings.continuous
+        else list(
+            session.scalars(
+                select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
+            )
+        )
+    )
+    for seat in seats:
+        copy = copies[seat.seat_no] if seat.seat_no < len(copies) else {}
+        for name in ("player_id", "escrow", "client_seed"):
+            if copy.get(name) != getattr(seat, name):
+                found.append(
+                    Discrepancy(
+                        f"match.seats[{seat.seat_no}].{name}", getattr(seat, name), copy.get(name)
+                    )
+                )
+    # A per-hand table's seats change between hands: its match keeps its own copy of them
+    # (each table balance is checked against the ledger below).
+    held = (
+        [{n: getattr(s, n) for n in ("player_id", "escrow", "client_seed")} for s in seats]
+        if len(seats) == len(copies)
+        else copies
+    )
+    players = [s["player_id"] for s in held]
+    escrow = [s["escrow"] for s in held]
+    seeds = [s["client_seed"] for s in held]
+
+    hands = [
+        _dealt_hand(h)
+        for h in session.scalars(
+            select(HandRow).where(HandRow.match_id == row.id).order_by(HandRow.number)
+        )
+    ]
+    actions = list(
+        session.scalars(
+            select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
+        )
+    )
+    versions = [a.version for a in actions]
+    if versions != list(range(1, row.version + 1)):
+        found.append(
+            Discrepancy(
+                "match_actions.versions",
+                f"1..{row.version}",
+                versions[-5:],
+                "one log row per applied change",
+            )
+        )
+    log = [games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at)) for a in actions]
+    replay = replay_game(start, hands, seeds, log)
+    report.hands_replayed = replay.hands_replayed
+    found += replay.discrepancies
+    replayed = replay.match
+    stored = settlement.statement or {}
+    if replayed is not None:
+        expected_status = "void" if replayed.status is MatchStatus.VOID else "finished"
+        if replayed.over and row.status != expected_status:
+            found.append(Discrepancy("match.status", expected_status, row.status))
+        if replayed.to_dict() != row.state:
+            found.append(_first_difference("match.state", replayed.to_dict(), row.state))
+        if replayed.over:
+            try:
+                recomputed = dict(games.statement(replayed, settings, escrow).data)
+            except RulesError as exc:
+                found.append(Discrepancy("statement", "a statement", None, f"cannot settle: {exc}"))
+            else:
+                recomputed["players"] = players
+                # figure by figure: a display figure a row holds from before they were
+                # computed on reading is not one of them (docs/engine.md 6.5)
+                found += compare_statement(recomputed, stored, fee_column=settlement.fee)
+    table_ref = table.id if settings.continuous and table is not None else None
+    found += _audit_capture(session, settlement, row, players, escrow, stored, table_ref)
     return report
 
 
