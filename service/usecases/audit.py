@@ -386,8 +386,8 @@ def replay_match(
 def compare_statement(
     recomputed: dict[str, Any], stored: dict[str, Any], *, fee_column: int | None = None
 ) -> list[Discrepancy]:
-    """The recomputed statement (``Statement.to_dict()`` plus ``players``) against the stored
-    one, figure by figure (pure)."""
+    """The recomputed statement (the game's :func:`service.games.statement` data plus
+    ``players``) against the stored one, figure by figure (pure)."""
     found = [
         Discrepancy(f"statement.{key}", value, stored.get(key))
         for key, value in recomputed.items()
