@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.games.common.errors import InvalidState
+from service.games.common.errors import InvalidState, RulesError
 from service.games.common.seats import renamed
 from service.games.common.settings import MatchSettings
 from service.games.common.statement import renamed_statement
@@ -33,6 +33,7 @@ __all__ = [
     "Deal",
     "EndedHand",
     "GameSpec",
+    "LogRefused",
     "Logged",
     "MatchEngine",
     "Settled",
@@ -185,38 +186,67 @@ class Logged:
     at: str
 
 
+class LogRefused(InvalidState):
+    """Raised when a logged change does not replay: the rules refuse it, it is a timeout that
+    was not due or for another seat, or the hand it leads to has no revealed seed."""
+
+    def __init__(self, index: int, entry: Logged, reason: str) -> None:
+        super().__init__(f"log entry {index} ({entry.action!r}, seat {entry.seat}): {reason}")
+        #: Where the entry is in the log (0 for the first).
+        self.index = index
+        self.entry = entry
+        self.reason = reason
+
+
 def replay_log(
     start: AnyMatch,
     server_seeds: Mapping[int, str],
     seeds_by_seat: Sequence[str],
     log: Sequence[Logged],
+    seen: Callable[[Deal | EndedHand], None] | None = None,
 ) -> AnyMatch:
     """The match ``start`` after every logged change, each hand dealt from its revealed
-    server seed: what the service must have stored if it played by the rules.
+    server seed: what the service must have stored if it played by the rules. ``seen`` is
+    told of each hand as it is dealt (its :class:`Deal`) and as it ends (its
+    :class:`EndedHand`), in the order the service recorded them.
 
-    :raises RulesError: when an entry is one the rules refuse, a timeout that was not due
+    :raises LogRefused: when an entry is one the rules refuse, a timeout that was not due
         or for another seat, or a hand's seed is missing (the log does not replay).
     """
     match = start
     game = _GAMES[match.KIND]
-    for entry in log:
-        if entry.action == "START":
-            pass
-        elif entry.action == RESIGN:
-            if entry.seat is None:
-                raise InvalidState("a resignation names its seat")
-            game.forfeit(match, entry.seat, "resign", at=entry.at, now_ms=entry.at_ms)
-        elif entry.action.startswith("TIMEOUT "):
-            done = timeout(match, entry.at_ms, at=entry.at)
-            if done is None or done != (entry.seat, entry.action.removeprefix("TIMEOUT ")):
-                raise InvalidState(f"logged {entry.action!r} for seat {entry.seat}, not {done!r}")
-        else:
-            if entry.seat is None:
-                raise InvalidState(f"action {entry.action!r} names no seat")
-            game.apply(match, entry.seat, entry.action, at=entry.at, now_ms=entry.at_ms)
-        while (coming := game.pending_deal(match)) is not None:
-            seed = server_seeds.get(coming.number)
-            if seed is None:
-                raise InvalidState(f"hand {coming.number} has no revealed seed")
-            game.deal(match, seed, seeds_by_seat, entry.at_ms)
+    for index, entry in enumerate(log):
+        try:
+            live = game.live_hands(match)
+            _replay_entry(game, match, entry)
+            for number in sorted(live - game.live_hands(match)):
+                if seen is not None:
+                    seen(game.ended_hand(match, number))
+            while (coming := game.pending_deal(match)) is not None:
+                seed = server_seeds.get(coming.number)
+                if seed is None:
+                    raise InvalidState(f"hand {coming.number} has no revealed seed")
+                dealt = game.deal(match, seed, seeds_by_seat, entry.at_ms)
+                if seen is not None:
+                    seen(dealt)
+        except RulesError as exc:
+            raise LogRefused(index, entry, str(exc)) from exc
     return match
+
+
+def _replay_entry(game: GameSpec[Any], match: AnyMatch, entry: Logged) -> None:
+    """Apply one logged change to ``match`` as the service applied it."""
+    if entry.action == "START":
+        return
+    if entry.action == RESIGN:
+        if entry.seat is None:
+            raise InvalidState("a resignation names its seat")
+        game.forfeit(match, entry.seat, "resign", at=entry.at, now_ms=entry.at_ms)
+    elif entry.action.startswith("TIMEOUT "):
+        done = timeout(match, entry.at_ms, at=entry.at)
+        if done is None or done != (entry.seat, entry.action.removeprefix("TIMEOUT ")):
+            raise InvalidState(f"logged {entry.action!r} for seat {entry.seat}, not {done!r}")
+    else:
+        if entry.seat is None:
+            raise InvalidState(f"action {entry.action!r} names no seat")
+        game.apply(match, entry.seat, entry.action, at=entry.at, now_ms=entry.at_ms)

@@ -2,19 +2,18 @@
 
 Anyone with the right key can prove afterwards that every settlement is right:
 
-1. **Replay.** Every hand of the match is dealt again from its revealed seed (the commitment
-   and the deck are recomputed with :mod:`service.games.common.fair`) by the pure engine
-   (:class:`service.games.gin.match.Match`, which deals with
-   :meth:`service.games.gin.hand.Hand.deal`), and the hand's recorded actions are applied again;
-   automatic (timeout) actions must be exactly what the server would have played. A hand cut short
-   by a forfeit is replayed up to its
-   ``FORFEIT`` entry, which must agree with the log's resignation or timeout. The rebuilt
-   history, outcome, hand records, dealer chain and
-   forfeit must equal what is stored, and the hands' actions must be the ones in the
-   append-only ``match_actions`` log.
-2. **Statement.** From the rebuilt hand records, forfeit and the seats' escrow,
-   :func:`service.games.gin.payout.settle` computes the statement again; it must equal the
-   stored one (payouts, fee, nets, totals, every figure).
+1. **Replay.** One replay for every game, through the game's spec
+   (:mod:`service.games`): the match starts again from its stored state's settings and first
+   draw, and the append-only ``match_actions`` log is applied again change by change
+   (:func:`service.games.replay_log`), every hand dealt from its revealed server seed and the
+   seats' client seeds, every timeout exactly the automatic action or forfeit the server
+   would have played. As each hand is dealt its row must agree (the seats dealt in, their
+   client seeds, the nonce, the dealer, the commitment to the revealed seed, the deck that
+   seed shuffles); as each ends, its outcome, winner, points and history must be the
+   replay's. The replayed match must then be the stored state, whole.
+2. **Statement.** From the replayed match and the seats' escrow the game's spec computes the
+   statement again (:func:`service.games.statement`); it must equal the stored one figure by
+   figure (payouts, fee, nets, totals, lines).
 3. **Ledger.** The settlement's capture transaction moves exactly the stored payouts and fee
    out of the match's escrow, it is the match's only capture, and the match's escrow accounts
    are empty.
@@ -54,14 +53,8 @@ from service.db.models import (
 from service.db.wallet_models import OperatorWallet, WalletCall
 from service.errors import NotFound
 from service.games.common import fair
-from service.games.common.clock import OnTimeout
 from service.games.common.errors import RulesError
-from service.games.common.settings import GameKind, MatchSettings
-from service.games.gin.actions import WITH_CARD, Action, ActionKind
-from service.games.gin.clock import automatic_action
-from service.games.gin.hand import FORFEIT_ACTION
-from service.games.gin.match import RESIGN, HandRecord, Match
-from service.games.gin.payout import settle
+from service.games.common.settings import MatchSettings
 from service.games.protocol import MatchStatus
 from service.ledger import store
 from service.ledger.postings import AccountRef, TransactionKind
@@ -207,14 +200,17 @@ class AuditReport:
 
 @dataclass(frozen=True)
 class HandEvidence:
-    """What is stored about one dealt hand: its fairness record and, once ended, history."""
+    """What is stored about one dealt hand of any game: its fairness record and, once it
+    has ended, its result and history (10.3, 11.6.4)."""
 
     number: int
     algorithm: str
     commitment: str
     server_seed: str
+    seats: tuple[int, ...] | None  # None on a row from before hands named their seats
     client_seed_1: str
     client_seed_2: str
+    client_seeds: tuple[str, ...] | None  # of the seats dealt in, ascending; None: as seats
     nonce: int
     dealer: int
     outcome: str | None
@@ -223,68 +219,13 @@ class HandEvidence:
     history: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class LoggedAction:
-    """One row of the append-only ``match_actions`` log."""
-
-    version: int
-    seat: int | None
-    action: str
-
-
 @dataclass
 class Replay:
-    """The engine's own account of the match, rebuilt from the evidence."""
+    """The engine's own account of a match of any game, rebuilt from its log."""
 
-    match: Match | None
+    match: games.AnyMatch | None  # None when the log does not replay to its end
     discrepancies: list[Discrepancy]
     hands_replayed: int
-    complete: bool  # the replay reached the end of the match without giving up
-
-    @property
-    def records(self) -> tuple[HandRecord, ...]:
-        return () if self.match is None else tuple(self.match.records)
-
-
-def action_of(entry: dict[str, Any]) -> Action:
-    """The action a hand-log entry records (``{"action": "DISCARD", "card": "TD", ...}``).
-
-    :raises RulesError: when the entry is not an action.
-    """
-    kind = ActionKind(entry["action"])
-    card = entry.get("card") if kind in WITH_CARD else None
-    return Action.of(kind, card, entry.get("melds"))
-
-
-_MOVE = tuple[str, int | None, str | None]  # ("act" | "auto", seat, action text or None)
-
-
-def _moves_of_log(log: Sequence[LoggedAction], settings: MatchSettings) -> list[_MOVE]:
-    moves: list[_MOVE] = []
-    for entry in log:
-        if entry.action in ("START", RESIGN):
-            continue
-        if entry.action.startswith("TIMEOUT "):
-            what = entry.action.removeprefix("TIMEOUT ")
-            if what.startswith("auto:"):
-                moves.append(("auto", entry.seat, what.removeprefix("auto:")))
-            elif settings.clock.on_timeout is OnTimeout.AUTO_PLAY:
-                moves.append(("auto", entry.seat, None))  # played automatically, then forfeit
-            continue
-        moves.append(("act", entry.seat, entry.action))
-    return moves
-
-
-def _forfeit_of_log(log: Sequence[LoggedAction]) -> tuple[int | None, str | None]:
-    """Who forfeited, and why, by the log's last entry."""
-    if not log:
-        return None, None
-    last = log[-1]
-    if last.action == RESIGN:
-        return last.seat, "resign"
-    if last.action == "TIMEOUT forfeit":
-        return last.seat, "timeout"
-    return None, None
 
 
 def _first_difference(field_: str, expected: Any, actual: Any) -> Discrepancy:
@@ -302,26 +243,37 @@ def _first_difference(field_: str, expected: Any, actual: Any) -> Discrepancy:
     return Discrepancy(field_, expected, actual)
 
 
-def _deck_of(hand: HandEvidence, seeds: tuple[str, str], found: list[Discrepancy]) -> Any:
-    """The hand's deck from its revealed seed; the checks of docs/engine.md 10.3 on the way."""
+def _check_deal(hand: HandEvidence, dealt: games.Deal, seeds: Sequence[str]) -> list[Discrepancy]:
+    """A hand as the replay deals it against its row: the seats dealt in, their client seeds,
+    the nonce, the dealer, the commitment to the revealed seed and the deck it shuffles
+    (10.2, 10.3, 11.6.4)."""
     where = f"hands[{hand.number}]"
-    if hand.nonce != hand.number:
-        found.append(Discrepancy(f"{where}.nonce", hand.number, hand.nonce))
-    for i, seed in enumerate(seeds):
-        recorded = (hand.client_seed_1, hand.client_seed_2)[i]
-        if recorded != seed:
+    found: list[Discrepancy] = []
+    if hand.seats is not None and hand.seats != dealt.seats:
+        found.append(Discrepancy(f"{where}.seats", list(dealt.seats), list(hand.seats)))
+    expected = dealt.client_seeds(seeds)
+    recorded = (hand.client_seed_1, hand.client_seed_2, *(hand.client_seeds or ())[2:])
+    for i, seed in enumerate(expected[:2]):
+        if seed != recorded[i]:
             found.append(
                 Discrepancy(
-                    f"{where}.client_seed_{i + 1}", seed, recorded, "the seat's client seed"
+                    f"{where}.client_seed_{i + 1}", seed, recorded[i], "the seat's client seed"
                 )
             )
+    if hand.client_seeds is not None and hand.client_seeds != expected:
+        found.append(Discrepancy(f"{where}.client_seeds", list(expected), list(hand.client_seeds)))
+    if hand.nonce != hand.number:
+        found.append(Discrepancy(f"{where}.nonce", hand.number, hand.nonce))
+    if hand.dealer != dealt.dealer:
+        found.append(Discrepancy(f"{where}.dealer", dealt.dealer, hand.dealer))
     try:
         commitment = fair.commitment(hand.server_seed)
+        deck, _ = fair.shuffle(hand.server_seed, recorded, hand.nonce, algorithm=hand.algorithm)
     except RulesError as exc:
-        found.append(
-            Discrepancy(f"{where}.server_seed", "64 hex digits", hand.server_seed, str(exc))
-        )
-        return None
+        return [
+            *found,
+            Discrepancy(f"{where}.server_seed", "a revealed seed", hand.server_seed, str(exc)),
+        ]
     if commitment != hand.commitment:
         found.append(
             Discrepancy(
@@ -331,215 +283,96 @@ def _deck_of(hand: HandEvidence, seeds: tuple[str, str], found: list[Discrepancy
                 "SHA-256 of the revealed server seed",
             )
         )
-    try:
-        deck = fair.shuffled_deck(
-            hand.server_seed, hand.client_seed_1, hand.client_seed_2, hand.nonce, hand.algorithm
+    recorded_deck = None if hand.history is None else hand.history.get("deck")
+    if recorded_deck is not None and [str(c) for c in deck] != recorded_deck:
+        found.append(
+            Discrepancy(
+                f"{where}.history.deck",
+                [str(c) for c in deck],
+                recorded_deck,
+                "the deck the revealed seed produces",
+            )
         )
-    except RulesError as exc:
-        found.append(Discrepancy(f"{where}.algorithm", fair.ALGORITHM, hand.algorithm, str(exc)))
-        return None
-    if hand.history is not None:
-        recorded_deck = hand.history.get("deck")
-        if not fair.verify(
-            hand.commitment,
-            hand.server_seed,
-            hand.client_seed_1,
-            hand.client_seed_2,
-            hand.nonce,
-            recorded_deck or [],
-            hand.algorithm,
-        ):
-            found.append(
-                Discrepancy(
-                    f"{where}.history.deck",
-                    [str(c) for c in deck],
-                    recorded_deck,
-                    "the deck the revealed seed produces",
-                )
-            )
-    return deck
+    return found
 
 
-def _apply_actions(
-    match: Match, number: int, actions: Sequence[dict[str, Any]], found: list[Discrepancy]
-) -> list[_MOVE] | None:
-    """Apply a hand's recorded actions to ``match``; the moves made, or None when one of
-    them is refused (the replay cannot go on). A ``FORFEIT`` entry, the last of a hand cut
-    short, forfeits the match (the log's own forfeit entry is compared later)."""
-    moves: list[_MOVE] = []
-    for i, entry in enumerate(actions):
-        where = f"hands[{number}].history.actions[{i}]"
-        hand = match.hand
-        assert hand is not None
-        if isinstance(entry, dict) and entry.get("action") == FORFEIT_ACTION:
-            try:
-                if i != len(actions) - 1:
-                    raise RulesError("a forfeit is the last action of its hand")
-                match.forfeit(entry["seat"], str(entry["reason"]), at=entry.get("at"))
-            except (RulesError, KeyError, TypeError, ValueError) as exc:
-                found.append(
-                    Discrepancy(where, "a legal forfeit", entry, f"the engine refuses it: {exc}")
-                )
-                return None
-            continue
-        try:
-            action = action_of(entry)
-            seat = entry["seat"]
-            automatic = bool(entry.get("automatic"))
-            if automatic:
-                expected = automatic_action(hand)
-                if expected != action:
-                    found.append(
-                        Discrepancy(
-                            f"{where}.action",
-                            str(expected),
-                            str(action),
-                            "the automatic action the server plays on a timeout",
-                        )
-                    )
-            match.apply(seat, action, at=entry.get("at"))
-        except (RulesError, KeyError, TypeError, ValueError) as exc:
-            found.append(
-                Discrepancy(where, "a legal action", entry, f"the engine refuses it: {exc}")
+def _check_end(hand: HandEvidence, ended: games.EndedHand) -> list[Discrepancy]:
+    """A hand the replay ended against its row: its outcome, winner, points and history."""
+    where = f"hands[{hand.number}]"
+    if hand.history is None:
+        return [
+            Discrepancy(
+                f"{where}.history",
+                "the history of an ended hand",
+                None,
+                "the replayed hand ended",
             )
-            return None
-        if automatic:
-            hand.log[-1]["automatic"] = True
-        moves.append(("auto" if automatic else "act", seat, str(action)))
-    return moves
+        ]
+    found = [
+        _first_difference(f"{where}.history.{key}", ended.history.get(key), hand.history.get(key))
+        for key in sorted(set(ended.history) | set(hand.history))
+        if ended.history.get(key) != hand.history.get(key)
+    ]
+    for name, expected, actual in (
+        ("outcome", ended.outcome, hand.outcome),
+        ("winner_seat", ended.winner, hand.winner_seat),
+        ("points", ended.points, hand.points),
+    ):
+        if expected != actual:
+            found.append(Discrepancy(f"{where}.{name}", expected, actual))
+    return found
 
 
 def replay_match(
-    settings: MatchSettings,
-    first_dealer: int,
-    seeds: tuple[str, str],
+    start: games.AnyMatch,
     hands: Sequence[HandEvidence],
-    log: Sequence[LoggedAction],
-    live_hand: dict[str, Any] | None = None,
+    seeds_by_seat: Sequence[str],
+    log: Sequence[games.Logged],
 ) -> Replay:
-    """Deal and play the match again from the evidence (pure).
-
-    ``hands`` in number order; ``log`` the ``match_actions`` rows in version order;
-    ``live_hand`` the stored state of a hand that was still being played when the match ended
-    (a forfeit), whose actions come from its state's log.
-    """
+    """Play the match of any game again from its log (pure): ``start`` is where its log
+    starts (:func:`service.games.restart` of its stored state), ``hands`` the rows of the
+    hands dealt, ``seeds_by_seat`` the seats' client seeds, ``log`` the ``match_actions`` in
+    version order. Every hand is dealt from its revealed seed through the game's spec, and
+    checked against its row as it is dealt and as it ends."""
     found: list[Discrepancy] = []
-    match = Match(settings, first_dealer)
-    moves: list[_MOVE] = []
-    replayed = 0
-    for hand in hands:
-        where = f"hands[{hand.number}]"
-        if match.status is not MatchStatus.AWAITING_DEAL or hand.number != match.hand_number:
-            found.append(
-                Discrepancy(
-                    f"{where}.number",
-                    match.hand_number,
-                    hand.number,
-                    f"the match was {match.status.value}",
-                )
-            )
-            return Replay(match, found, replayed, False)
-        deck = _deck_of(hand, seeds, found)
-        if hand.dealer != match.dealer:
-            found.append(Discrepancy(f"{where}.dealer", match.dealer, hand.dealer))
-        recorded = None if hand.history is None else hand.history.get("deck")
-        if deck is not None and recorded is not None and [str(c) for c in deck] != recorded:
-            deck = None
-        if deck is None:  # go on with the recorded deck, to find what else differs
-            deck = (hand.history or {}).get("deck") or (live_hand or {}).get("deck")
-            if deck is None:
-                return Replay(match, found, replayed, False)
-        try:
-            match.deal(deck)
-        except RulesError as exc:
-            found.append(Discrepancy(f"{where}.deck", "52 distinct cards", deck, str(exc)))
-            return Replay(match, found, replayed, False)
-        if hand.history is not None:
-            actions = hand.history.get("actions", [])
-        elif live_hand is not None and hand is hands[-1]:
-            actions = live_hand.get("log", [])
+    rows = {hand.number: hand for hand in hands}
+    dealt: set[int] = set()
+    ended: set[int] = set()
+
+    def seen(event: games.Deal | games.EndedHand) -> None:
+        hand = rows.get(event.number)
+        if hand is None:
+            found.append(Discrepancy(f"hands[{event.number}]", "its row", None))
+        elif isinstance(event, games.Deal):
+            dealt.add(event.number)
+            found.extend(_check_deal(hand, event, seeds_by_seat))
         else:
-            found.append(Discrepancy(f"{where}.history", "the history of an ended hand", None))
-            return Replay(match, found, replayed, False)
-        applied = _apply_actions(match, hand.number, actions, found)
-        if applied is None:
-            return Replay(match, found, replayed, False)
-        moves += applied
-        replayed += 1
-        played = match.hand
-        assert played is not None
-        if hand.history is None:
-            if played.ended:
-                found.append(
-                    Discrepancy(
-                        f"{where}.history",
-                        "the history of an ended hand",
-                        None,
-                        "the replayed hand ended",
-                    )
-                )
-            elif live_hand is not None and played.to_dict() != live_hand:
-                found.append(_first_difference(f"{where}.state", played.to_dict(), live_hand))
-            continue
-        if not played.ended:
-            found.append(
-                Discrepancy(
-                    f"{where}.history.outcome",
-                    "an ended hand",
-                    hand.history.get("outcome"),
-                    "the replay did not end it",
-                )
-            )
-            return Replay(match, found, replayed, False)
-        history = played.history()
-        for key in sorted(set(history) | set(hand.history)):
-            if history.get(key) != hand.history.get(key):
-                found.append(
-                    _first_difference(
-                        f"{where}.history.{key}", history.get(key), hand.history.get(key)
-                    )
-                )
-        record = match.ended_hand()
-        assert record is not None  # the hand ended
-        for name, expected, actual in (
-            ("outcome", record.kind, hand.outcome),
-            ("winner_seat", record.winner, hand.winner_seat),
-            ("points", record.points, hand.points),
-        ):
-            if expected != actual:
-                found.append(Discrepancy(f"{where}.{name}", expected, actual))
-    forfeiter, reason = _forfeit_of_log(log)
-    if forfeiter is not None and not match.over:
-        match.forfeit(forfeiter, reason or "resign")
-    elif match.cut_short and (match.forfeiter, match.forfeit_reason) != (forfeiter, reason):
+            ended.add(event.number)
+            found.extend(_check_end(hand, event))
+
+    seeds = {hand.number: hand.server_seed for hand in hands}
+    try:
+        match = games.replay_log(start.copy(), seeds, seeds_by_seat, log, seen)
+    except games.LogRefused as refused:
+        entry = refused.entry
         found.append(
             Discrepancy(
-                "match_actions.forfeit",
-                [match.forfeiter, match.forfeit_reason],
-                [forfeiter, reason],
-                "the forfeit that cut the last hand short",
+                f"match_actions[{refused.index}]",
+                "a change the rules accept",
+                [entry.seat, entry.action],
+                refused.reason,
             )
         )
-    logged = _moves_of_log(log, settings)
-    for i in range(max(len(moves), len(logged))):
-        mine = moves[i] if i < len(moves) else None
-        theirs = logged[i] if i < len(logged) else None
-        same = (
-            mine is not None
-            and theirs is not None
-            and mine[:2] == theirs[:2]
-            and (theirs[2] is None or mine[2] == theirs[2])
-        )
-        if not same:
+        return Replay(None, found, len(dealt))
+    for number in sorted(set(rows) - dealt):
+        found.append(Discrepancy(f"hands[{number}].number", None, number, "a hand never dealt"))
+    for number in sorted(dealt - ended):
+        if rows[number].history is not None:
             found.append(
                 Discrepancy(
-                    f"match_actions[{i}]",
-                    None if mine is None else list(mine),
-                    None if theirs is None else list(theirs),
-                    "the hands' actions against the match's action log",
+                    f"hands[{number}].history", None, "a history", "the replay did not end it"
                 )
             )
-            break
     if not match.over:
         found.append(
             Discrepancy(
@@ -549,30 +382,14 @@ def replay_match(
                 "the replayed match has not ended",
             )
         )
-    return Replay(match, found, replayed, match.over)
-
-
-def compare_match_state(replay: Replay, status: str, state: dict[str, Any]) -> list[Discrepancy]:
-    """The replayed match against the stored row's status and engine state (pure)."""
-    match = replay.match
-    if match is None or not replay.complete:
-        return []
-    found: list[Discrepancy] = []
-    expected_status = "void" if match.status is MatchStatus.VOID else "finished"
-    if status != expected_status:
-        found.append(Discrepancy("match.status", expected_status, status))
-    mine = match.to_dict()
-    for key in ("records", "forfeiter", "forfeit_reason", "status", "first_dealer"):
-        if mine[key] != state.get(key):
-            found.append(_first_difference(f"match.state.{key}", mine[key], state.get(key)))
-    return found
+    return Replay(match, found, len(dealt))
 
 
 def compare_statement(
     recomputed: dict[str, Any], stored: dict[str, Any], *, fee_column: int | None = None
 ) -> list[Discrepancy]:
-    """The recomputed statement (``Statement.to_dict()`` plus ``players``) against the stored
-    one, figure by figure (pure)."""
+    """The recomputed statement (the game's :func:`service.games.statement` data plus
+    ``players``) against the stored one, figure by figure (pure)."""
     found = [
         Discrepancy(f"statement.{key}", value, stored.get(key))
         for key, value in recomputed.items()
@@ -621,14 +438,16 @@ def compare_capture(expected: dict[str, int], actual: dict[str, int]) -> list[Di
 # --- loading the evidence -------------------------------------------------------------------
 
 
-def _evidence(row: HandRow) -> HandEvidence:
+def _hand_evidence(row: HandRow) -> HandEvidence:
     return HandEvidence(
         row.number,
         row.algorithm,
         row.commitment,
         row.server_seed,
+        None if row.seats is None else tuple(row.seats),
         row.client_seed_1,
         row.client_seed_2,
+        None if row.client_seeds is None else tuple(row.client_seeds),
         row.nonce,
         row.dealer,
         row.outcome,
@@ -638,7 +457,14 @@ def _evidence(row: HandRow) -> HandEvidence:
     )
 
 
+def _always(draw: int) -> Callable[[int], int]:
+    """A first draw that picks ``draw`` (modulo what is drawn from)."""
+    return lambda below: draw % below
+
+
 def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
+    """Audit one settlement of any game: the seats, the hands and the log replayed through
+    the game's spec, the stored state, the statement recomputed, and the capture."""
     report = SettlementAudit(settlement.id, settlement.match_id, settlement.operator_id)
     found = report.discrepancies
     row = session.get(MatchRow, settlement.match_id)
@@ -651,27 +477,30 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
     if settlement.currency != row.currency:
         found.append(Discrepancy("settlement.currency", row.currency, settlement.currency))
     table = session.get(GameTable, row.table_id)
-    if games.kind_of(row.state).kind is not GameKind.GIN:  # two-player Gin's own audit below
-        found += _audit_game(session, settlement, row, table)
-        return report
     settings = MatchSettings.from_dict(
         table.settings if table is not None else row.state["settings"]
     )
-    if settings.to_dict() != row.state.get("settings"):
-        found.append(
-            _first_difference("match.state.settings", settings.to_dict(), row.state.get("settings"))
+    start = games.restart(row.state)
+    # The stored settings are the table's, as some first draw (a dealer, a seating) makes
+    # them: the replay starts from the stored ones.
+    drawn = [
+        games.new_match(settings, len(row.seats), _always(r)).to_dict().get("settings")
+        for r in range(max(len(row.seats), 1))
+    ]
+    if row.state.get("settings") not in drawn:
+        found.append(_first_difference("match.state.settings", drawn[0], row.state.get("settings")))
+    copies = row.seats
+    seats = (
+        []
+        if settings.continuous
+        else list(
+            session.scalars(
+                select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
+            )
         )
-    seats = list(
-        session.scalars(select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no))
-    )
-    players = [s.player_id for s in seats]
-    escrow = (
-        (seats[0].escrow, seats[1].escrow)
-        if len(seats) == 2
-        else (row.seats[0]["escrow"], row.seats[1]["escrow"])
     )
     for seat in seats:
-        copy = row.seats[seat.seat_no] if seat.seat_no < len(row.seats) else {}
+        copy = copies[seat.seat_no] if seat.seat_no < len(copies) else {}
         for name in ("player_id", "escrow", "client_seed"):
             if copy.get(name) != getattr(seat, name):
                 found.append(
@@ -679,125 +508,63 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
                         f"match.seats[{seat.seat_no}].{name}", getattr(seat, name), copy.get(name)
                     )
                 )
-    seeds = (row.seats[0]["client_seed"], row.seats[1]["client_seed"])
-    if len(seats) == 2:
-        seeds = (seats[0].client_seed, seats[1].client_seed)
+    # A per-hand table's seats change between hands: its match keeps its own copy of them
+    # (each table balance is checked against the ledger below).
+    held = (
+        [{n: getattr(s, n) for n in ("player_id", "escrow", "client_seed")} for s in seats]
+        if len(seats) == len(copies)
+        else copies
+    )
+    players = [s["player_id"] for s in held]
+    escrow = [s["escrow"] for s in held]
+    seeds = [s["client_seed"] for s in held]
 
     hands = [
-        _evidence(h)
+        _hand_evidence(h)
         for h in session.scalars(
             select(HandRow).where(HandRow.match_id == row.id).order_by(HandRow.number)
         )
     ]
-    log = [
-        LoggedAction(a.version, a.seat, a.action)
-        for a in session.scalars(
+    actions = list(
+        session.scalars(
             select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
         )
-    ]
-    if [entry.version for entry in log] != list(range(1, row.version + 1)):
+    )
+    versions = [a.version for a in actions]
+    if versions != list(range(1, row.version + 1)):
         found.append(
             Discrepancy(
                 "match_actions.versions",
                 f"1..{row.version}",
-                [entry.version for entry in log][-5:],
+                versions[-5:],
                 "one log row per applied change",
             )
         )
-    replay = replay_match(
-        settings, row.state.get("first_dealer", 0), seeds, hands, log, row.state.get("hand")
-    )
+    log = [games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at)) for a in actions]
+    replay = replay_match(start, hands, seeds, log)
     report.hands_replayed = replay.hands_replayed
     found += replay.discrepancies
-    found += compare_match_state(replay, row.status, row.state)
-
+    replayed = replay.match
     stored = settlement.statement or {}
-    if replay.complete and replay.match is not None:
-        try:
-            statement = settle(
-                settings,
-                replay.records,
-                escrow,
-                forfeiter=replay.match.forfeiter,
-                void=replay.match.status is MatchStatus.VOID,
-            )
-        except RulesError as exc:
-            found.append(Discrepancy("statement", "a statement", None, f"cannot settle: {exc}"))
-        else:
-            recomputed = statement.to_dict()
-            recomputed["players"] = players or [s["player_id"] for s in row.seats]
-            found += compare_statement(recomputed, stored, fee_column=settlement.fee)
-    found += _audit_capture(
-        session, settlement, row, players or stored.get("players", []), escrow, stored
-    )
-    return report
-
-
-def _audit_game(
-    session: Session, settlement: Settlement, row: MatchRow, table: GameTable | None
-) -> list[Discrepancy]:
-    """A match of more than two seats or of Rummy (10, 11.6.4): every hand's seed against its
-    commitment, the action log replayed from the revealed seeds onto the stored state, the
-    statement recomputed from the replay, and the capture against the statement."""
-    found: list[Discrepancy] = []
-    assert row.seats is not None and row.state is not None
-    if table is None:
-        return [Discrepancy("table", row.table_id, None, "the match's table is missing")]
-    settings = MatchSettings.from_dict(table.settings)
-    if settings.continuous:
-        # The seats change between hands: the hand's own copy of them, each table balance
-        # checked against the ledger below (the escrow before the capture).
-        seeds = [s["client_seed"] for s in row.seats]
-        escrow = [s["escrow"] for s in row.seats]
-        players = [s["player_id"] for s in row.seats]
-    else:
-        seats = list(
-            session.scalars(
-                select(Seat).where(Seat.table_id == row.table_id).order_by(Seat.seat_no)
-            )
-        )
-        seeds = [s.client_seed for s in seats]
-        escrow = [s.escrow for s in seats]
-        players = [s.player_id for s in seats]
-        if [s["client_seed"] for s in row.seats] != seeds or [
-            s["escrow"] for s in row.seats
-        ] != escrow:
-            found.append(Discrepancy("match.seats", "the seats' seeds and escrow", row.seats))
-    server_seeds: dict[int, str] = {}
-    for hand in session.scalars(select(HandRow).where(HandRow.match_id == row.id)):
-        if fair.commitment(hand.server_seed) != hand.commitment:
-            found.append(
-                Discrepancy(f"hands[{hand.number}].commitment", hand.commitment, hand.server_seed)
-            )
-        if hand.seats is not None and hand.client_seeds != [seeds[s] for s in hand.seats]:
-            found.append(
-                Discrepancy(f"hands[{hand.number}].client_seeds", hand.seats, hand.client_seeds)
-            )
-        server_seeds[hand.number] = hand.server_seed
-    log = [
-        games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at))
-        for a in session.scalars(
-            select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
-        )
-    ]
-    try:
-        replayed = games.replay_log(games.restart(row.state), server_seeds, seeds, log)
-    except RulesError as exc:
-        return [*found, Discrepancy("match_actions", "a log the rules accept", None, str(exc))]
-    if replayed.to_dict() != row.state:
-        found.append(_first_difference("match.state", replayed.to_dict(), row.state))
-    stored = settlement.statement or {}
-    try:
-        recomputed = dict(games.statement(replayed, settings, escrow).data)
-    except RulesError as exc:
-        return [*found, Discrepancy("statement", "a statement", None, f"cannot settle: {exc}")]
-    recomputed["players"] = players
-    # figure by figure: a display figure a row holds from before they were computed on
-    # reading is not one of them (docs/engine.md 6.5)
-    found += compare_statement(recomputed, stored, fee_column=settlement.fee)
-    table_ref = table.id if settings.continuous else None
+    if replayed is not None:
+        expected_status = "void" if replayed.status is MatchStatus.VOID else "finished"
+        if replayed.over and row.status != expected_status:
+            found.append(Discrepancy("match.status", expected_status, row.status))
+        if replayed.to_dict() != row.state:
+            found.append(_first_difference("match.state", replayed.to_dict(), row.state))
+        if replayed.over:
+            try:
+                recomputed = dict(games.statement(replayed, settings, escrow).data)
+            except RulesError as exc:
+                found.append(Discrepancy("statement", "a statement", None, f"cannot settle: {exc}"))
+            else:
+                recomputed["players"] = players
+                # figure by figure: a display figure a row holds from before they were
+                # computed on reading is not one of them (docs/engine.md 6.5)
+                found += compare_statement(recomputed, stored, fee_column=settlement.fee)
+    table_ref = table.id if settings.continuous and table is not None else None
     found += _audit_capture(session, settlement, row, players, escrow, stored, table_ref)
-    return found
+    return report
 
 
 def _audit_capture(

@@ -4,17 +4,17 @@ its evidence, and each kind of tampering with the evidence is named."""
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
+from service import games
 from service.games.common import fair
 from service.games.common.settings import MatchSettings
 from service.games.gin.actions import Action
 from service.games.gin.bot import decide
 from service.games.gin.match import Match
-from service.games.gin.payout import settle
 from service.usecases.audit import (
     HandEvidence,
-    LoggedAction,
     compare_capture,
     compare_statement,
     expected_capture,
@@ -27,112 +27,135 @@ SETTINGS = MatchSettings.from_dict({"format": "match_play", "stake": 500, "targe
 
 def played(
     resign_at: tuple[int, int] | None = None,
-) -> tuple[Match, list[HandEvidence], list[LoggedAction]]:
-    """A whole match played by the bot, with the evidence the service would store; with
-    ``resign_at`` = (hand number, actions into it), seat 1 resigns there."""
+) -> tuple[Match, games.AnyMatch, list[HandEvidence], list[games.Logged]]:
+    """A whole match played by the bot, where its log starts, and the evidence the service
+    would store; with ``resign_at`` = (hand number, actions into it), seat 1 resigns there."""
     match = Match(SETTINGS, 0)
-    hands: list[HandEvidence] = []
-    log = [LoggedAction(1, None, "START")]
-    seed_of: dict[int, str] = {}
+    start = games.restart(match.to_dict())
+    log = [games.Logged(None, "START", 0, "t0")]
+    rows: dict[int, dict[str, Any]] = {}
+    now = 0
+    rng = random.Random(4)  # the same seeds every run, as fair.new_server_seed() makes them
+
+    def deal() -> None:
+        while games.pending_deal(match) is not None:
+            seed = rng.randbytes(fair.SEED_BYTES).hex()
+            dealt = games.deal(match, seed, SEEDS, now)
+            rows[dealt.number] = {
+                "number": dealt.number,
+                "algorithm": fair.ALGORITHM,
+                "commitment": fair.commitment(seed),
+                "server_seed": seed,
+                "seats": dealt.seats,
+                "client_seed_1": SEEDS[0],
+                "client_seed_2": SEEDS[1],
+                "client_seeds": SEEDS,
+                "nonce": dealt.number,
+                "dealer": dealt.dealer,
+                "outcome": None,
+                "winner_seat": None,
+                "points": None,
+                "history": None,
+            }
+
+    deal()
     while not match.over:
-        number = match.hand_number
-        seed_of[number] = fair.new_server_seed()
-        hand = match.deal(fair.shuffled_deck(seed_of[number], *SEEDS, number))
-        while not hand.ended:
-            if resign_at == (number, len(hand.log)):
-                match.forfeit(1, "resign", at="2026-12-01T00:00:00Z")
-                log.append(LoggedAction(len(log) + 1, 1, "RESIGN"))
-                break
+        now += 1000
+        hand = match.hand
+        assert hand is not None
+        live = games.live_hands(match)
+        if resign_at == (match.hand_number, len(hand.log)):
+            games.forfeit(match, 1, "resign", at=f"t{now}", now_ms=now)
+            log.append(games.Logged(1, "RESIGN", now, f"t{now}"))
+        else:
             seat = hand.to_act
+            assert seat is not None
             action = str(Action.from_dict(decide(hand.view(seat))))
-            match.apply(seat, action)
-            log.append(LoggedAction(len(log) + 1, seat, action))
-        record = match.ended_hand()
-        assert record is not None
-        hands.append(
-            HandEvidence(
-                number,
-                fair.ALGORITHM,
-                fair.commitment(seed_of[number]),
-                seed_of[number],
-                *SEEDS,
-                number,
-                hand.dealer,
-                record.kind,
-                record.winner,
-                record.points,
-                hand.history(),
+            text = games.apply(match, seat, action, at=f"t{now}", now_ms=now)
+            log.append(games.Logged(seat, text, now, f"t{now}"))
+        for number in live - games.live_hands(match):
+            ended = games.ended_hand(match, number)
+            rows[number].update(
+                outcome=ended.outcome,
+                winner_seat=ended.winner,
+                points=ended.points,
+                history=ended.history,
             )
-        )
-    return match, hands, log
-
-
-def test_an_honest_match_replays_clean() -> None:
-    match, hands, log = played()
-    replay = replay_match(SETTINGS, 0, SEEDS, hands, log)
-    assert replay.discrepancies == [] and replay.complete
-    assert replay.records == tuple(match.records) and replay.hands_replayed == len(hands)
-    statement = settle(SETTINGS, replay.records, (500, 500)).to_dict()
-    assert compare_statement(statement, copy.deepcopy(statement)) == []
-
-
-def test_a_hand_cut_short_by_a_forfeit_replays_from_its_history() -> None:
-    match, hands, log = played(resign_at=(1, 3))
-    assert match.forfeiter == 1 and match.records == [] and len(hands) == 1
-    history = hands[0].history
-    assert history is not None and history["outcome"]["kind"] == "forfeit"
-    assert history["actions"][-1]["action"] == "FORFEIT" and len(history["actions"]) == 4
-    assert fair.verify(hands[0].commitment, hands[0].server_seed, *SEEDS, 1, history["deck"])
-    replay = replay_match(SETTINGS, 0, SEEDS, hands, log)
-    assert replay.discrepancies == [] and replay.complete and replay.hands_replayed == 1
-    assert replay.match is not None and replay.match.forfeiter == 1
-    assert replay.match.cut_short and replay.match.hand_number == 1
-    # The log naming another seat's resignation disagrees with the hand's history.
-    other = [*log[:-1], LoggedAction(log[-1].version, 0, "RESIGN")]
-    assert fields(replay_match(SETTINGS, 0, SEEDS, hands, other)) == ["match_actions.forfeit"]
-    # A forfeit moved into the middle of the hand's actions is refused.
-    actions = history["actions"]
-    moved = {**history, "actions": [actions[-1], *actions[:-1]]}
-    tampered = HandEvidence(**{**hands[0].__dict__, "history": moved})
-    assert "hands[1].history.actions[0]" in fields(
-        replay_match(SETTINGS, 0, SEEDS, [tampered], log)
-    )
+        deal()
+    return match, start, [HandEvidence(**rows[n]) for n in sorted(rows)], log
 
 
 def fields(replay: Any) -> list[str]:
     return [d.field for d in replay.discrepancies]
 
 
+def test_an_honest_match_replays_clean() -> None:
+    match, start, hands, log = played()
+    replay = replay_match(start, hands, SEEDS, log)
+    assert replay.discrepancies == [] and replay.match is not None
+    assert replay.match.to_dict() == match.to_dict() and replay.hands_replayed == len(hands)
+    statement = dict(games.statement(replay.match, SETTINGS, (500, 500)).data)
+    assert compare_statement(statement, copy.deepcopy(statement)) == []
+
+
+def test_a_hand_cut_short_by_a_forfeit_replays_from_its_history() -> None:
+    match, start, hands, log = played(resign_at=(1, 3))
+    assert match.forfeiter == 1 and match.records == [] and len(hands) == 1
+    history = hands[0].history
+    assert history is not None and history["outcome"]["kind"] == "forfeit"
+    assert history["actions"][-1]["action"] == "FORFEIT" and len(history["actions"]) == 4
+    assert fair.verify(hands[0].commitment, hands[0].server_seed, *SEEDS, 1, history["deck"])
+    replay = replay_match(start, hands, SEEDS, log)
+    assert replay.discrepancies == [] and replay.hands_replayed == 1
+    assert isinstance(replay.match, Match) and replay.match.forfeiter == 1
+    assert replay.match.cut_short and replay.match.hand_number == 1
+    # The log naming another seat's resignation disagrees with the hand's history.
+    other = [*log[:-1], games.Logged(0, "RESIGN", log[-1].at_ms, log[-1].at)]
+    assert "hands[1].history.actions[3].seat" in fields(replay_match(start, hands, SEEDS, other))
+    # A forfeit moved into the middle of the hand's actions is not what was played.
+    actions = history["actions"]
+    moved = {**history, "actions": [actions[-1], *actions[:-1]]}
+    tampered = HandEvidence(**{**hands[0].__dict__, "history": moved})
+    assert fields(replay_match(start, [tampered], SEEDS, log))[0].startswith(
+        "hands[1].history.actions[0]"
+    )
+
+
 def test_tampered_evidence_is_named() -> None:
-    _match, hands, log = played()
+    _match, start, hands, log = played()
     # Another seed: the commitment and the deck no longer match.
     other = HandEvidence(**{**hands[0].__dict__, "server_seed": fair.new_server_seed()})
-    found = fields(replay_match(SETTINGS, 0, SEEDS, [other, *hands[1:]], log))
-    assert "hands[1].commitment" in found and "hands[1].history.deck" in found
+    found = fields(replay_match(start, [other, *hands[1:]], SEEDS, log))
+    assert found[:2] == ["hands[1].commitment", "hands[1].history.deck"], found
     # Points rewritten on the hand's row.
     points = (hands[0].points or 0) + 1
     found = fields(
         replay_match(
-            SETTINGS,
-            0,
-            SEEDS,
+            start,
             [HandEvidence(**{**hands[0].__dict__, "points": points}), *hands[1:]],
+            SEEDS,
             log,
         )
     )
     assert found == ["hands[1].points"]
     # Another first dealer than the match had: the dealer chain breaks.
-    assert "hands[1].dealer" in fields(replay_match(SETTINGS, 1, SEEDS, hands, log))
+    other_start = games.restart({**start.to_dict(), "first_dealer": 1})
+    assert "hands[1].dealer" in fields(replay_match(other_start, hands, SEEDS, log))
     # The action log says something else happened.
     altered = [
         *log[:2],
-        LoggedAction(3, log[2].seat, "PASS" if log[2].action != "PASS" else "TAKE_UPCARD"),
+        games.Logged(
+            log[2].seat,
+            "PASS" if log[2].action != "PASS" else "TAKE_UPCARD",
+            log[2].at_ms,
+            log[2].at,
+        ),
         *log[3:],
     ]
-    assert "match_actions[1]" in fields(replay_match(SETTINGS, 0, SEEDS, hands, altered))
+    assert fields(replay_match(start, hands, SEEDS, altered)) == ["match_actions[2]"]
     # A client seed that is not the seat's.
     assert "hands[1].client_seed_2" in fields(
-        replay_match(SETTINGS, 0, (SEEDS[0], "mallory"), hands, log)
+        replay_match(start, hands, (SEEDS[0], "mallory"), log)
     )
 
 
