@@ -35,7 +35,7 @@ from service.formats.multi_common import renamed, seated_history
 from service.games import AnyMatch
 from service.ids import new_id
 from service.live import notices
-from service.match_view import match_view, seat_numbers, table_seats
+from service.match_view import match_view, seat_numbers, seated_message, table_seats
 from service.rules import RulesError, fair
 from service.rules.errors import InvalidState
 from service.usecases import unit_of_work
@@ -761,8 +761,8 @@ def _apply(
     before = Before.of(match, ctx.seat)
     try:
         logged = games.apply(match, ctx.seat, action, at=rfc3339(now), now_ms=epoch_ms(now))
-    except RulesError as exc:
-        raise IllegalMove(str(exc), rule_code=exc.code) from None
+    except RulesError as exc:  # its players by table seat, as the views name them
+        raise IllegalMove(seated_message(str(exc), row.seats), rule_code=exc.code) from None
     return match, logged, before
 
 
