@@ -62,7 +62,7 @@ def settle_backlog() -> int:
     them (beat's ticks: its relay's batch, its sweep that leaves its last interval's matches):
     a worker that came back with a backlog took those first, and a broker gone a few seconds
     later took the catch-up with it, so that every match that ended while the worker was
-    away waited for the broker's return (docs/performance.md, "Faults"). Nor could the
+    away waited for the broker's return (docs/performance.md, the fault mix). Nor could the
     consumer hand the sweeps to its pool: it writes to its processes from its event loop,
     which stops while it reconnects. A failure is logged: beat's sweeps and the catch-up find
     what is left, as they do after a connection is lost."""
