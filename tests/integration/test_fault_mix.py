@@ -5,14 +5,14 @@ hand (held on the match's row lock, as a settlement waits behind a player's acti
 each fault every finished match is settled within seconds of the fault's end, exactly once,
 with no beat running: what settles them is the worker's own retry and catch-up.
 
-Then a worker restarted with a backlog and Redis stopped as soon as it consumes: its pool
-processes settle the backlog from their start, whatever the broker does.
-
 Then the same faults one after the other while matches end without pause (the mix of
 bench/faults.py on a shorter timeline, the worker with beat as deployed): every settlement
 within 30 s of its match's end, and every match settled within 5 s of the end of each fault
 it ended before (a killed worker's fault ends when its replacement consumes: booting a Celery
 process takes 3-5 s on a loaded two-core machine, and the figures printed include it).
+
+Last, a worker restarted with a backlog and Redis stopped as soon as it consumes: its pool
+processes settle the backlog from their start, whatever the broker does.
 
 The figures (seconds from each fault's end to every match settled) are printed; run with
 ``-s`` to see them. Needs TEST_DATABASE_URL (PostgreSQL) and TEST_BROKER_URL (CI sets both;
