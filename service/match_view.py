@@ -5,6 +5,7 @@ information stays hidden here: a seat's own hand and legal actions come from the
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -91,6 +92,27 @@ def table_seats(seats: list[dict[str, Any]] | None) -> list[int] | None:
     if not seats or "table_seat" not in seats[0]:
         return None
     return [s["table_seat"] for s in seats]
+
+
+#: A player named in a rules error's message: ``seat 2``.
+_SEAT_IN_TEXT = re.compile(r"\bseat (\d+)\b")
+
+
+def seated_message(message: str, seats: list[dict[str, Any]] | None) -> str:
+    """A rules error's ``message`` about a match whose ``seats`` (its row's) are given, with
+    every player it names (``seat 1``) by table seat at a ``rummy_per_hand`` table, whose hand
+    names its players dealt in 0 up (``it is seat 1's turn, not seat 0's`` for table seats 2
+    and 0); as it is at a table of fixed seats. A number that is no seat of the match is left
+    as it is."""
+    table = table_seats(seats)
+    if table is None:
+        return message
+
+    def named(found: re.Match[str]) -> str:
+        seat = int(found[1])
+        return f"seat {table[seat]}" if seat < len(table) else found[0]
+
+    return _SEAT_IN_TEXT.sub(named, message)
 
 
 def seat_numbers(seats: list[dict[str, Any]] | None) -> list[int]:

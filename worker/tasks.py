@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -41,11 +42,35 @@ def _connect_early(**_: Any) -> None:
     """Open a pool process's database connection as soon as it is forked, while the worker's
     main process still connects to the broker: a worker started with a backlog waiting (after
     a crash) otherwise paid for the connection, and the database's own start of a session,
-    on its first settlement. Best effort: a database still away is the first task's to find."""
+    on its first settlement. Best effort: a database still away is the first task's to find.
+    Then the process starts settling that backlog itself (:func:`settle_backlog`)."""
     try:
         _with_session(lambda session: session.execute(text("SELECT 1")))
     except OperationalError as exc:
         log.warning("could not connect to the database yet: %s", exc)
+    threading.Thread(target=settle_backlog, name="gin-backlog", daemon=True).start()
+
+
+def settle_backlog() -> int:
+    """Settle every unsettled match, as a sweep with no grace does (:func:`_settle_unsettled`),
+    in a thread of a pool process from the moment it is forked, beside the tasks it takes;
+    how many it settled. Each process of a starting worker runs one: they share the backlog
+    out as sweeps do (``SKIP LOCKED``), and so do the sweeps and settlements the broker brings.
+
+    Neither the broker nor the worker's consumer has any part in it. A worker's catch-up
+    sweeps are queued on the broker (:func:`catch_up`), behind whatever was queued before
+    them (beat's ticks: its relay's batch, its sweep that leaves its last interval's matches):
+    a worker that came back with a backlog took those first, and a broker gone a few seconds
+    later took the catch-up with it, so that every match that ended while the worker was
+    away waited for the broker's return (docs/performance.md, the fault mix). Nor could the
+    consumer hand the sweeps to its pool: it writes to its processes from its event loop,
+    which stops while it reconnects. A failure is logged: beat's sweeps and the catch-up find
+    what is left, as they do after a connection is lost."""
+    try:
+        return _settle_unsettled(0)
+    except Exception:
+        log.exception("the settlement of the backlog at the process's start stopped")
+        return 0
 
 
 def _with_session(work: Callable[[Session], T]) -> T:
@@ -74,6 +99,16 @@ def send_task(name: str, args: list[Any]) -> None:
     Redis that restarted empty, before any worker re-declared it)."""
     queue = app.conf.task_default_queue
     app.send_task(name, args=args, retry=False, declare=[Queue(queue)])  # type: ignore[no-untyped-call]
+
+
+def hurry(name: str, args: list[Any]) -> None:
+    """:func:`send_task` for a task that only hurries along what a sweep also finds (the
+    relay's next batch, a sweep to share a backlog out, a sweep's remainder): a broker that is
+    away is logged, and the caller goes on with the work it holds."""
+    try:
+        send_task(name, args)
+    except Exception as exc:
+        log.warning("could not queue %s: %s", name, exc)
 
 
 @app.task(name="idempotency.purge_expired", acks_late=True, ignore_result=True)
@@ -134,9 +169,9 @@ def relay_outbox() -> int:
 
     published = _in_unit(lambda session: relay_events(session, send, utcnow()))
     if published == RELAY_BATCH:
-        send_task("outbox.relay", [])
+        hurry("outbox.relay", [])
     if len(finished) > 1:  # a backlog: a sweep lets another pool process share it out
-        send_task("settlement.sweep", [])
+        hurry("settlement.sweep", [])
     for done, match_id in enumerate(finished):
         try:
             _settle_one(match_id)
@@ -262,7 +297,7 @@ def _settle_unsettled(older_than: float) -> int:
         if credits:  # none to look for after a transfer-mode operator's settlement
             _with_session(partial(seamless.send_credits, match_id=match_id, post=operator_sender()))
         settled += 1
-    send_task("settlement.sweep", [older_than])
+    hurry("settlement.sweep", [older_than])
     return settled
 
 

@@ -38,7 +38,7 @@ from service.games.gin.match import RESIGN
 from service.games.protocol import MatchStatus
 from service.ids import new_id
 from service.live import notices
-from service.match_view import match_view, seat_numbers, table_seats
+from service.match_view import match_view, seat_numbers, seated_message, table_seats
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, load_players
 
@@ -762,8 +762,8 @@ def _apply(
     before = Before.of(match, ctx.seat)
     try:
         logged = games.apply(match, ctx.seat, action, at=rfc3339(now), now_ms=epoch_ms(now))
-    except RulesError as exc:
-        raise IllegalMove(str(exc), rule_code=exc.code) from None
+    except RulesError as exc:  # its players by table seat, as the views name them
+        raise IllegalMove(seated_message(str(exc), row.seats), rule_code=exc.code) from None
     return match, logged, before
 
 

@@ -194,7 +194,8 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
     0, 2 and 3: its view names them 0, 2 and 3 (``to_act``, ``dealer``, log entries...), and
     the player whose table seat is to act is the one given legal actions. Seats 0 and 2
     resign, so seat 3 (the hand's place 2) wins: the hand's history and its webhook events
-    name the table's seats too (docs/webhooks.md)."""
+    name the table's seats too (docs/webhooks.md), and so does an action's refusal (its
+    problem's ``detail``)."""
     table, clients = _seated(
         api, 4, game="rummy", seat_count=4, format="rummy_per_hand", **BUYINS, fee=FEE
     )
@@ -218,6 +219,18 @@ def test_a_per_hand_rummy_hand_gives_each_player_its_table_seat(api: ApiClient, 
     spectator = api.get(f"/v1/matches/{second}").get_json()
     assert [(s["seat"], s["table_seat"]) for s in spectator["seats"]] == [(0, 0), (2, 2), (3, 3)]
     assert spectator["play"]["hand"]["seats"] == [0, 2, 3] and spectator["you"] is None
+    (first_to_act,) = spectator["play"]["to_act"]
+    waiting = max({0, 2, 3} - {first_to_act})  # a table seat whose place in the hand differs
+    refused = (
+        by_seat[waiting]
+        .post(
+            f"/v1/matches/{second}/actions",
+            action_body("DRAW_STOCK") | {"expected_version": spectator["version"]},
+        )
+        .get_json()
+    )
+    assert refused["rule_code"] == "NOT_YOUR_TURN", refused  # the refusal names table seats
+    assert refused["detail"] == f"it is seat {first_to_act}'s turn, not seat {waiting}'s", refused
     named: set[int] = set()
     actors: list[int] = []
     for _step in range(12):

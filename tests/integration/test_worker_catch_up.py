@@ -6,6 +6,7 @@ them together with real processes.)"""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 from typing import Any
 
@@ -13,6 +14,7 @@ import kombu.utils.functional
 import pytest
 from celery.worker.consumer import Consumer as CeleryConsumer
 from celery.worker.consumer.tasks import Tasks
+from sqlalchemy.exc import OperationalError
 
 from service.config import Settings
 from worker import celery_app, tasks
@@ -114,3 +116,55 @@ def test_a_full_relay_batch_queues_the_next_at_once(
     monkeypatch.setattr(tasks, "send_task", lambda name, args: sent.append(name))
     assert tasks.relay_outbox() == published
     assert sent == (["outbox.relay"] if again else [])
+
+
+def test_a_pool_process_settles_the_backlog_from_its_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As soon as it is forked, beside the tasks it takes: neither the broker nor the worker's
+    consumer has a part in it (tests/integration/test_fault_mix.py, Redis gone at once)."""
+    swept = threading.Event()
+    graces: list[float] = []
+
+    def settle(older_than: float) -> int:
+        graces.append(older_than)
+        swept.set()
+        return 0
+
+    monkeypatch.setattr(tasks, "_with_session", lambda work: None)  # the connection opened
+    monkeypatch.setattr(tasks, "_settle_unsettled", settle)
+    tasks._connect_early()
+    assert swept.wait(10), "the process did not settle its backlog"
+    assert graces == [0]  # every unsettled match, however recent
+
+
+def test_the_backlog_at_a_process_start_is_left_to_the_sweeps_when_it_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def away(older_than: float) -> int:
+        raise OperationalError("SELECT 1", {}, ConnectionRefusedError(111, "refused"))
+
+    monkeypatch.setattr(tasks, "_settle_unsettled", away)
+    assert tasks.settle_backlog() == 0  # logged, not raised: no task to retry it
+    assert "settlement of the backlog" in caplog.text
+
+
+def test_a_relay_that_cannot_queue_its_next_batch_settles_what_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker went away after the relay's commit: the matches it took are settled all the
+    same (they were left to the sweeps, which may be as far away as the broker's return)."""
+    settled: list[str] = []
+
+    def relay_events(session: Any, send: Any, now: Any) -> int:
+        for match_id in ("mch_a", "mch_b"):  # a full batch, two of its events finished matches
+            send("settlement.settle_match", [match_id])
+        return BATCH
+
+    def refused(name: str, args: list[Any]) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(tasks, "relay_events", relay_events)
+    monkeypatch.setattr(tasks, "_in_unit", lambda work: work(None))
+    monkeypatch.setattr(tasks, "send_task", refused)
+    monkeypatch.setattr(tasks, "_settle_one", settled.append)
+    assert tasks.relay_outbox() == BATCH
+    assert settled == ["mch_a", "mch_b"]
