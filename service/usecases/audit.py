@@ -69,7 +69,7 @@ from service.rules.actions import WITH_CARD
 from service.rules.hand import FORFEIT_ACTION
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
-from service.usecases.play import epoch_ms
+from service.usecases.play import SETTLE, epoch_ms
 
 T = TypeVar("T")
 
@@ -706,8 +706,9 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
                 "one log row per applied change",
             )
         )
+    played = [entry for entry in log if entry.action != SETTLE]  # the game's own changes
     replay = replay_match(
-        settings, row.state.get("first_dealer", 0), seeds, hands, log, row.state.get("hand")
+        settings, row.state.get("first_dealer", 0), seeds, hands, played, row.state.get("hand")
     )
     report.hands_replayed = replay.hands_replayed
     found += replay.discrepancies
@@ -781,6 +782,7 @@ def _audit_game(
         for a in session.scalars(
             select(MatchAction).where(MatchAction.match_id == row.id).order_by(MatchAction.version)
         )
+        if a.action != SETTLE  # the game's own changes
     ]
     try:
         replayed = games.replay_log(games.restart(row.state), server_seeds, seeds, log)
