@@ -54,11 +54,14 @@ def _settle(database_url: str, notify_url: str, match_id: str, monkeypatch: Any)
     """Settle ``match_id`` as the worker's settlement task does (``worker.tasks``), its
     notices published on ``notify_url`` after the commit; the settlement's id."""
     monkeypatch.setenv("DATABASE_URL", database_url)
-    notices.use_publisher(notices.make_publisher(notify_url))
+    publisher = notices.make_publisher(notify_url)
+    notices.use_publisher(publisher)
     try:
         done = tasks._settle_one(match_id)
     finally:
         notices.use_publisher(None)
+        if isinstance(publisher, notices.PostgresPublisher):
+            publisher.close()
     assert done is not None
     return done
 
