@@ -388,7 +388,11 @@ def settled_entry(row: MatchRow, version: int, match: AnyMatch, now: datetime) -
     }
 
 
-LOG_ACTION = _LOG_ACTION
+#: One log entry's INSERT, each of its columns a parameter of its name (as
+#: :func:`service.db.driver.execute` sends it, in a pipeline).
+LOG_ENTRY = insert(table_of(MatchAction)).values(
+    {n: bindparam(n, type_=table_of(MatchAction).c[n].type) for n in _LOG_COLUMNS}
+)
 
 
 def start_match(

@@ -214,7 +214,7 @@ def _settle(
     marked = {"match_id": row.id, "settled_at": now, "settlement_id": settlement.id}
     with pipeline(session):
         execute(session, _MARK_SETTLED, marked | {"version": version, "updated_at": now})
-        execute(session, play.LOG_ACTION, play.settled_entry(row, version, match, now))
+        execute(session, play.LOG_ENTRY, play.settled_entry(row, version, match, now))
         execute(session, _INSERT_SETTLEMENT, _values(settlement))
         execute(session, _INSERT_EVENT, _values(event))
     for key, value in (("settled_at", now), ("settlement_id", settlement.id)):

@@ -19,7 +19,7 @@ import pytest
 from service.live import notices
 from tests.conftest import ApiClient, make_test_app
 from tests.integration.workers import wait_until
-from tests.ops.servers import HttpClient, gunicorn
+from tests.ops.servers import gunicorn
 from tests.ops.test_waiting import EventReader, _match, _move, _views
 
 needs_postgres = pytest.mark.skipif(
