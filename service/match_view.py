@@ -29,6 +29,8 @@ class MatchFields(Protocol):
     deadline_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    settled_at: datetime | None
+    settlement_id: str | None
 
 
 def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> dict[str, Any]:
@@ -62,11 +64,22 @@ def match_view(row: MatchFields, seat: int | None, match: AnyMatch | None) -> di
         "hand": None,
         "scores": None,
         "result": None,
+        "settlement": settlement_state(row),
     }
     if match is None:
         return view
     view.update(games.view(match, seat))
     return _at_table_seats(view)
+
+
+def settlement_state(row: MatchFields) -> dict[str, Any] | None:
+    """What every viewer sees of the match's settlement: ``None`` until it is written (and
+    always for a tournament's match, which has none: its tournament pays), then that it is
+    ``completed`` and when. The statement itself is read as ``GET
+    /v1/matches/{id}/settlement`` answers it, by whom that allows."""
+    if row.settlement_id is None or row.settled_at is None:
+        return None
+    return {"status": "completed", "settled_at": rfc3339(row.settled_at)}
 
 
 def _at_table_seats(view: dict[str, Any]) -> dict[str, Any]:

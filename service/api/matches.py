@@ -22,6 +22,7 @@ from service.api.context import (
 from service.api.play_schemas import ActionIn, EventsQuery, HandHistoryOut, MatchOut, MatchQuery
 from service.api.problems import documents
 from service.api.schemas import MAX_INTEGER
+from service.api.settlements import settlement_json
 from service.api.wallets import IDEMPOTENCY_HEADER
 from service.clock import utcnow
 from service.errors import (
@@ -43,7 +44,7 @@ from service.games.gin.match import RESIGN
 from service.ledger.money import PRACTICE_CURRENCY
 from service.live import events as live_events
 from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry
-from service.usecases import play
+from service.usecases import play, tournaments
 from service.usecases.rates import display_rate
 
 log = logging.getLogger(__name__)
@@ -93,32 +94,67 @@ def get_match(query: dict[str, Any], match_id: str) -> Response:
 @documents(blp, Unauthenticated, TokenExpired, Forbidden, NotFound, ValidationFailed)
 def follow_match(query: dict[str, Any], match_id: str) -> Response:
     """Follow the match as server-sent events (``text/event-stream``): an ``update`` event
-    (``id``: the version) carrying your view each time the match changes, and ``end`` once
-    it has finished. Resume after a dropped connection with ``Last-Event-ID`` (or
+    (``id``: the version) carrying your view each time the match changes, ``end`` once it
+    has finished, then ``settlement`` once the worker has settled it (the statement as
+    ``GET /v1/matches/{match_id}/settlement`` answers you; a spectator only that it is
+    ready), the last event. Resume after a dropped connection with ``Last-Event-ID`` (or
     ``after_version``). Authorised as your view is; a key or token revoked meanwhile ends
     the stream with an ``error`` event (docs/scale-out.md, "Waiting for changes")."""
     environ = request.environ
+    later = live.RENDER in environ  # a later render of an open stream (not a new connection)
     sent = environ.get(live.RENDER)
     if sent is None:
         sent = query.get("after_version", live_events.last_event_id())
     view = play.get_view(db_session(), principal(), match_id)  # authorises, every time
-    release_db_session()
-    body = b""
     version = int(view["version"])
+    settled = view["settlement"] is not None
+    body = b""
     if sent is None or version > sent:
         body += live_events.update(_shown(view, None))
-    ended = finished(view)
-    if ended:
-        body += live_events.end(version)
-    if live.RENDER in environ:  # a later render: the events only (and the stream's state)
-        if not ended:
+    ended = view["status"] in ENDED
+    # The settlement is the one change after the end: the stream sent the end already if it
+    # sent the version before it.
+    ended_at = version - 1 if settled else version
+    to_come = _settlement_to_come(view) if ended else None
+    if ended and (not later or sent is None or sent < ended_at):
+        body += live_events.end(version, to_come, match=True)
+    if settled and (not later or sent is None or sent < version):
+        body += live_events.settlement(view, _statement(match_id))
+    release_db_session()
+    closes = ended and to_come != "pending"
+    if later:  # the events only (and the stream's state)
+        if not closes:
             environ[live.TICKET] = live.Stream(match_id, max(version, sent or 0))
         return Response(body, mimetype=EVENT_STREAM)
     first = live_events.RETRY + body
-    if live.can_park(environ) and not ended:
+    if live.can_park(environ) and not closes:
         environ[live.TICKET] = live.Stream(match_id, version, token_expiry())
     # no waiting room: the stream ends after the current view; clients reconnect
     return Response(iter([first]), mimetype=EVENT_STREAM, headers=live_events.HEADERS)
+
+
+#: The statuses of a match that is over (its stream sends ``end``).
+ENDED = ("finished", "void", "cancelled")
+
+
+def _settlement_to_come(view: dict[str, Any]) -> str | None:
+    """For a match that is over: ``completed`` (its settlement is written), ``pending`` (it
+    will be: a finished or void match not played for a tournament), else None (none comes:
+    a cancelled match, or a tournament's, whose tournament pays)."""
+    if view["settlement"] is not None:
+        return "completed"
+    if not finished(view):
+        return None
+    return None if tournaments.tournament_of_match(db_session(), view["id"]) else "pending"
+
+
+def _statement(match_id: str) -> dict[str, Any] | None:
+    """The settlement as the caller may read it (:func:`settlement_json`, the settlement's
+    own read and authorisation), or None for a caller who may not (a spectator)."""
+    try:
+        return settlement_json(match_id)
+    except NotFound:
+        return None
 
 
 def _shown(view: dict[str, Any], requested: str | None) -> dict[str, Any]:

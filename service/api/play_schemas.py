@@ -738,6 +738,13 @@ class ResultOut(Schema):
     void = fields.Boolean(required=True)
 
 
+class MatchSettlementOut(Schema):
+    status = fields.String(required=True, metadata={"enum": ["completed"]})
+    settled_at = fields.String(
+        required=True, metadata={"description": "When the settlement was written (RFC 3339)."}
+    )
+
+
 class MatchOut(Schema):
     id = fields.String(required=True)
     object = fields.Constant("match")
@@ -793,6 +800,17 @@ class MatchOut(Schema):
     previous_hand = fields.Nested(HandRecordOut)
     scores = fields.Nested(ScoresOut, allow_none=True)
     result = fields.Nested(ResultOut, allow_none=True)
+    settlement = fields.Nested(
+        MatchSettlementOut,
+        allow_none=True,
+        metadata={
+            "description": "Null until the worker has settled the match (a tournament's match "
+            "never is: its tournament pays); then that its settlement is `completed`, and "
+            "when. Settling bumps the version, so a long-poll or stream waiting past the end "
+            "wakes. The statement: `GET /v1/matches/{match_id}/settlement` (the operator and "
+            "the match's players)."
+        },
+    )
 
 
 class MatchQuery(Schema):

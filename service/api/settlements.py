@@ -35,10 +35,20 @@ def get_settlement(query: dict[str, Any], match_id: str) -> Response:
     hand, the bonuses, final totals, margin, stake per point, raw amount, cap, fee, each
     player's payout and net, the ledger transaction, and each seat's figures also in a display
     currency, at the rate of the moment of asking."""
+    return jsonify(settlement_json(match_id, query.get("display_currency")))
+
+
+def settlement_json(match_id: str, display_currency: str | None = None) -> dict[str, Any]:
+    """The match's settlement as the caller may read it (the one path from the stored
+    statement to what a reader sees: this operation's answer, and a match stream's
+    ``settlement`` event).
+
+    :raises NotFound: when the caller may not read it, or there is none yet.
+    """
     session = db_session()
     found = settlement.get_settlement(session, principal(), match_id)
-    [view] = settlement.settlement_views(session, [found], query.get("display_currency"))
-    return jsonify(render.settlement(view))
+    [view] = settlement.settlement_views(session, [found], display_currency)
+    return render.settlement(view)
 
 
 @blp.route("/settlements")

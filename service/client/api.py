@@ -98,9 +98,13 @@ RECONNECT_SECONDS = 2.0
 @dataclass(frozen=True)
 class MatchEvent:
     """One server-sent event of a match's stream: ``update`` (``view``: the caller's view at
-    version ``version``), ``end`` (the match has finished) or ``error`` (``view``: the
-    problem document that ended the stream). A tournament's stream sends the same events,
-    ``view`` the tournament at its ``version``."""
+    version ``version``), ``end`` (the match has finished; ``view["settlement"]``:
+    ``pending``, ``completed`` or None when none comes), ``settlement`` (the settlement is
+    ready; ``view``: ``match_id``, ``version``, ``status``, ``settled_at`` and
+    ``settlement``, the statement as :meth:`GinClient.settlement` answers the caller, None
+    for a spectator) or ``error`` (``view``: the problem document that ended the stream). A
+    tournament's stream sends ``update``, ``end`` and ``error``, ``view`` the tournament at
+    its ``version``."""
 
     event: str
     version: int | None
@@ -469,16 +473,27 @@ class GinClient:
 
     @operation("GET", "/v1/matches/{match_id}/events", query=("after_version",))
     def follow(
-        self, match_id: str, *, after_version: int | None = None, reconnect: bool = True
+        self,
+        match_id: str,
+        *,
+        after_version: int | None = None,
+        reconnect: bool = True,
+        settlement: bool = True,
     ) -> Iterator[MatchEvent]:
-        """The match's server-sent events, until it ends (httpx streaming): an ``update``
-        with the caller's view at each change. A dropped connection is resumed (with
-        ``Last-Event-ID``: nothing is missed, the first event is the latest view) unless
+        """The match's server-sent events (httpx streaming): an ``update`` with the caller's
+        view at each change, ``end``, then, when one comes, ``settlement`` once the worker has
+        settled the match (its last event). With ``settlement`` false it stops at ``end``.
+        A dropped connection is resumed (with ``Last-Event-ID``: nothing is missed, the
+        first event is the latest view, and ``end`` and ``settlement`` come again) unless
         ``reconnect`` is false; an ``error`` event (a revoked key, ...) ends it."""
-        return self._follow(f"/v1/matches/{match_id}/events", after_version, reconnect)
+        path = f"/v1/matches/{match_id}/events"
+        return self._follow(path, after_version, reconnect, settlement)
 
-    def _follow(self, path: str, last: int | None, reconnect: bool) -> Iterator[MatchEvent]:
-        """A stream's events (a match's or a tournament's), resumed after ``last``."""
+    def _follow(
+        self, path: str, last: int | None, reconnect: bool, settlement: bool = False
+    ) -> Iterator[MatchEvent]:
+        """A stream's events (a match's or a tournament's), resumed after ``last``; with
+        ``settlement``, past ``end`` to a match's ``settlement`` when one is to come."""
         while True:
             headers = {"Accept": "text/event-stream"}
             if self.token:
@@ -494,7 +509,11 @@ class GinClient:
                         if event.version is not None:
                             last = event.version
                         yield event
-                        if event.event in ("end", "error"):
+                        if event.event in ("settlement", "error"):
+                            return
+                        if event.event == "end" and not (
+                            settlement and event.view.get("settlement") is not None
+                        ):
                             return
             except (httpx.TransportError, httpx.StreamError):
                 if not reconnect:

@@ -144,6 +144,7 @@ class MatchView(TypedDict):
     hand: HandView | None
     scores: dict[str, Any] | None
     result: dict[str, Any] | None
+    settlement: dict[str, Any] | None  # {"status": "completed", "settled_at": ...} once settled
     game: NotRequired[str]  # every game but two-player Gin
     play: NotRequired[dict[str, Any]]  # the game's own view (every game but two-player Gin)
 

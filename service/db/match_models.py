@@ -138,8 +138,12 @@ class MatchRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    #: When the settlement was written (in its transaction); ``None`` until then.
+    #: When the settlement was written (in its transaction); ``None`` until then. A
+    #: tournament's match has no settlement: its result recorded writes ``settled_at`` alone.
     settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: The match's settlement (written with it, with ``settled_at`` and the version it bumps):
+    #: what the match's view and stream show of it (docs/play.md, Settlement).
+    settlement_id: Mapped[str | None] = mapped_column(String(40))
 
 
 class HandRow(Base):

@@ -9,10 +9,17 @@ published at once.
 The channel is named by ``NOTIFY_URL`` (docs/configuration.md):
 
 - ``redis://...``: one Redis pub/sub channel, :data:`CHANNEL`, every web worker subscribed.
+- ``postgresql://...`` (or ``postgres://``, or SQLAlchemy's ``postgresql+psycopg://``):
+  PostgreSQL's LISTEN/NOTIFY on channel :data:`CHANNEL`: each web worker LISTENs on a
+  connection of its own, a publisher sends ``pg_notify`` on another, in autocommit, after
+  the change's own commit (not inside its transaction: a transaction that notifies takes
+  a database-wide lock at its commit, which would queue every commit that changes a match,
+  ledger locks held, behind every other; see docs/scale-out.md).
 - ``unix:///folder``: a Unix datagram socket per web worker in ``folder``; a publisher sends
   each notice to every socket there (no server: the embedded default, ``make run``).
 
-Unset, it is the Celery broker when that is Redis, else ``unix://$GIN_VAR_DIR/live``.
+Unset, it is the Celery broker when that is Redis, else the database when that is
+PostgreSQL, else ``unix://$GIN_VAR_DIR/live``.
 Publishing never fails a use case: a notice that cannot be sent is dropped and logged, and
 the waiting rooms, whose subscription broke too, read versions themselves meanwhile
 (:mod:`service.live.room`).
@@ -74,19 +81,66 @@ def decode(payload: bytes | str) -> list[Notice]:
     return [n for n in map(Notice.decode, text.splitlines()) if n is not None]
 
 
-def notify_url(configured: str | None, broker_url: str, var_dir: Path) -> str:
-    """The channel's URL: ``NOTIFY_URL``, else the broker when it is Redis, else a folder of
-    datagram sockets in the var folder."""
+def notify_url(
+    configured: str | None, broker_url: str, var_dir: Path, database_url: str = ""
+) -> str:
+    """The channel's URL: ``NOTIFY_URL``, else the broker when it is Redis, else the database
+    when it is PostgreSQL, else a folder of datagram sockets in the var folder."""
     if configured:
         return configured
     if broker_url.startswith(("redis://", "rediss://")):
         return broker_url
+    if postgres_dsn(database_url) is not None:
+        return database_url
     return f"unix://{var_dir.resolve()}/live"
 
 
 def socket_folder(url: str) -> Path | None:
-    """The datagram sockets' folder of a ``unix://`` URL (None for Redis)."""
+    """The datagram sockets' folder of a ``unix://`` URL (None for another channel)."""
     return Path(url.removeprefix("unix://")) if url.startswith("unix://") else None
+
+
+def postgres_dsn(url: str) -> str | None:
+    """The libpq URL of a PostgreSQL channel's URL (``postgresql://``, ``postgres://``, or
+    SQLAlchemy's ``postgresql+psycopg://``), or None for another channel."""
+    scheme, found, rest = url.partition("://")
+    if not found or scheme.split("+", 1)[0] not in ("postgresql", "postgres"):
+        return None
+    return "postgresql://" + rest
+
+
+#: libpq settings of the channel's connections: a database that went away is found within
+#: seconds (not at the kernel's TCP timeout), and each shows in ``pg_stat_activity``.
+PG_CONNECTION: dict[str, Any] = {
+    "connect_timeout": 2,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 2,
+    "tcp_user_timeout": 5000,
+}
+#: The ``application_name`` of a web worker's listening connection.
+PG_LISTENER = "gin-live-listener"
+#: The ``application_name`` of a publishing connection.
+PG_PUBLISHER = "gin-live-publisher"
+#: A NOTIFY payload is shorter than 8000 bytes: longer batches go in several.
+PG_PAYLOAD_BYTES = 7900
+
+
+def payloads(notices: list[Notice], limit: int = PG_PAYLOAD_BYTES) -> list[str]:
+    """``notices`` as the fewest texts of at most ``limit`` bytes, whole lines each."""
+    out: list[str] = []
+    lines: list[str] = []
+    size = 0
+    for line in (n.encode() for n in notices):
+        if lines and size + len(line) + 1 > limit:
+            out.append("\n".join(lines))
+            lines, size = [], 0
+        lines.append(line)
+        size += len(line) + 1
+    if lines:
+        out.append("\n".join(lines))
+    return out
 
 
 class Publisher(Protocol):
@@ -115,6 +169,58 @@ class RedisPublisher:
         except Exception as exc:  # the channel is down: the rooms poll meanwhile
             self._quiet_until = time.monotonic() + _BACKOFF_SECONDS
             log.warning("could not publish %d change notice(s): %s", len(notices), exc)
+
+
+class PostgresPublisher:
+    """Sends notices with ``pg_notify`` on :data:`CHANNEL` over a connection of its own in
+    autocommit (one per process, connected on first use): each call is one statement and
+    its own tiny transaction, after the change's commit."""
+
+    def __init__(self, url: str) -> None:
+        dsn = postgres_dsn(url)
+        if dsn is None:
+            raise ValueError(f"not a PostgreSQL URL: {url!r}")
+        self.dsn = dsn
+        self._connection: Any = None
+        self._lock = threading.Lock()
+        self._quiet_until = 0.0
+
+    def publish(self, notices: list[Notice]) -> None:
+        if time.monotonic() < self._quiet_until:
+            return
+        with self._lock:
+            # A connection lost since the last notice (its backend terminated, the database
+            # restarted) fails at once: the notices go again on a new one, once.
+            for attempt in (1, 2):
+                try:
+                    self._send(notices)
+                    return
+                except Exception as exc:
+                    self._drop()
+                    if attempt == 2:  # the database is away: the rooms poll meanwhile
+                        self._quiet_until = time.monotonic() + _BACKOFF_SECONDS
+                        log.warning("could not publish %d change notice(s): %s", len(notices), exc)
+
+    def _send(self, notices: list[Notice]) -> None:
+        if self._connection is None:
+            import psycopg
+
+            self._connection = psycopg.connect(
+                self.dsn, autocommit=True, application_name=PG_PUBLISHER, **PG_CONNECTION
+            )
+        for payload in payloads(notices):
+            self._connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+
+    def close(self) -> None:
+        """Close the publishing connection (a later notice opens another)."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                self._connection.close()
+            self._connection = None
 
 
 class DatagramPublisher:
@@ -165,12 +271,33 @@ def current_url() -> str:
     from service.config import DEFAULT_VAR_DIR, Settings
 
     settings = Settings.from_env()
-    return notify_url(settings.notify_url, settings.broker_url, DEFAULT_VAR_DIR)
+    return notify_url(
+        settings.notify_url, settings.broker_url, DEFAULT_VAR_DIR, settings.database_url
+    )
 
 
 def make_publisher(url: str) -> Publisher:
     folder = socket_folder(url)
-    return DatagramPublisher(folder) if folder is not None else RedisPublisher(url)
+    if folder is not None:
+        return DatagramPublisher(folder)
+    if postgres_dsn(url) is not None:
+        return PostgresPublisher(url)
+    return RedisPublisher(url)
+
+
+_inherited: list[Publisher] = []
+
+
+def _after_fork() -> None:
+    """A forked child builds a publisher of its own: a connection is never shared with the
+    parent (the parent's is kept referenced here, so that nothing in the child closes it)."""
+    global _publisher
+    if _publisher is not None:
+        _inherited.append(_publisher)
+    _publisher = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def use_publisher(chosen: Publisher | None) -> None:

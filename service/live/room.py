@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from service.live import Stream, Wait, lobby_topic, tournament_topic
-from service.live.notices import CHANNEL, Notice, decode, socket_folder
+from service.live.notices import (
+    CHANNEL,
+    PG_CONNECTION,
+    PG_LISTENER,
+    Notice,
+    decode,
+    postgres_dsn,
+    socket_folder,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +101,7 @@ class Room:
         poll_seconds: float = 1.0,
         heartbeat_seconds: float = 15.0,
         retry_seconds: float = 0.5,
+        check_seconds: float = 5.0,
     ) -> None:
         self.url = url
         self._wake = wake
@@ -103,6 +112,7 @@ class Room:
         self.poll_seconds = poll_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.retry_seconds = retry_seconds
+        self.check_seconds = check_seconds  # a quiet PostgreSQL listener is checked this often
         self.healthy = False  # subscribed: notices arrive
         self._waiting: dict[str, set[_Waiter]] = {}
         self._following: dict[str, set[_Follower]] = {}
@@ -363,7 +373,10 @@ class Room:
 
     def _subscription(self) -> AsyncIterator[list[Notice]]:
         folder = socket_folder(self.url)
-        return _datagrams(folder) if folder is not None else _redis(self.url)
+        if folder is not None:
+            return _datagrams(folder)
+        dsn = postgres_dsn(self.url)
+        return _redis(self.url) if dsn is None else _postgres(dsn, self.check_seconds)
 
     async def _poll(self) -> None:
         while True:
@@ -402,6 +415,34 @@ async def _redis(url: str) -> AsyncIterator[list[Notice]]:
     finally:
         with contextlib.suppress(Exception):
             await client.aclose()
+
+
+async def _postgres(dsn: str, check_seconds: float) -> AsyncIterator[list[Notice]]:
+    """Notices NOTIFYed on :data:`CHANNEL`, LISTENed to on a connection of this process's
+    own (autocommit, as LISTEN needs: psycopg's ``notifies()``); the first (empty) list once
+    listening. A terminated backend or a restarted database breaks the connection: the
+    error ends the subscription, and the room listens again on a new one (and reads the
+    versions it watches once). A connection that went quiet is checked with a query every
+    ``check_seconds`` without a notice, so a silently lost one is found too."""
+    import psycopg
+    from psycopg import sql
+
+    connection = await psycopg.AsyncConnection.connect(
+        dsn, autocommit=True, application_name=PG_LISTENER, **PG_CONNECTION
+    )
+    try:
+        await connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        yield []
+        while True:
+            heard = False
+            async for notify in connection.notifies(timeout=check_seconds):
+                heard = True
+                yield decode(notify.payload)
+            if not heard:
+                await asyncio.wait_for(connection.execute("SELECT 1"), check_seconds)
+    finally:
+        with contextlib.suppress(Exception):
+            await connection.close()
 
 
 async def _datagrams(folder: Path) -> AsyncIterator[list[Notice]]:

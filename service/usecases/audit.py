@@ -60,7 +60,7 @@ from service.ledger import store
 from service.ledger.postings import AccountRef, TransactionKind
 from service.usecases import unit_of_work
 from service.usecases.auth import Principal, require_operator
-from service.usecases.play import epoch_ms
+from service.usecases.play import SETTLE, epoch_ms
 
 T = TypeVar("T")
 
@@ -540,7 +540,11 @@ def _audit(session: Session, settlement: Settlement) -> SettlementAudit:
                 "one log row per applied change",
             )
         )
-    log = [games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at)) for a in actions]
+    log = [
+        games.Logged(a.seat, a.action, epoch_ms(a.at), rfc3339(a.at))
+        for a in actions
+        if a.action != SETTLE  # the game's own changes; its settlement is logged after them
+    ]
     replay = replay_match(start, hands, seeds, log)
     report.hands_replayed = replay.hands_replayed
     found += replay.discrepancies

@@ -79,6 +79,7 @@ class MatchRowData:
     finished_at: datetime | None
     updated_at: datetime
     settled_at: datetime | None = None  # written by the settlement alone, never by play
+    settlement_id: str | None = None  # likewise
     game: str = "gin"
     spectator_delay: dict[str, int] | None = None
 
@@ -363,6 +364,36 @@ def _logged(
         "state": row.state if delayed else None,
         "commitment": row.commitment if delayed else None,
     }
+
+
+#: The log entry of a match's settlement (the change that makes it ready, after the end).
+SETTLE = "SETTLE"
+
+
+def settled_entry(row: MatchRow, version: int, match: AnyMatch, now: datetime) -> dict[str, Any]:
+    """The log entry (:data:`SETTLE`, by the system, under the last hand) of the settlement
+    of ``row`` (its state: ``match``) written at ``version``: like every change of a match
+    it bumps the version and is logged, so that a long-poll waiting past the end wakes and
+    each stream of the match sends its ``settlement`` event (docs/scale-out.md, "Waiting for
+    changes"). The version's notice goes out when the settlement commits."""
+    return {
+        "match_id": row.id,
+        "version": version,
+        "hand_number": max(match.hands_ended, 1),
+        "actor": SYSTEM,
+        "seat": None,
+        "action": SETTLE,
+        "at": now,
+        "state": None,
+        "commitment": None,
+    }
+
+
+#: One log entry's INSERT, each of its columns a parameter of its name (as
+#: :func:`service.db.driver.execute` sends it, in a pipeline).
+LOG_ENTRY = insert(table_of(MatchAction)).values(
+    {n: bindparam(n, type_=table_of(MatchAction).c[n].type) for n in _LOG_COLUMNS}
+)
 
 
 def start_match(

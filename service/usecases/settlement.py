@@ -31,6 +31,7 @@ from service.errors import MatchNotLive, NotFound
 from service.games.common.settings import MatchSettings
 from service.games.rummy.match import RummyMatch
 from service.ids import new_id
+from service.live import notices
 from service.match_view import seat_numbers, table_seats
 from service.usecases import play, seamless, tables, tournaments, wallets
 from service.usecases.auth import Principal
@@ -206,14 +207,23 @@ def _settle(
         now,
     )
     event.attempts, event.published_at, event.last_error = 0, None, None
-    # The match marked settled, the settlement and its event: three writes in one round trip
-    # on PostgreSQL (the ORM's flush sends each alone), after the ledger's, whose transaction
-    # the settlement names. The objects then join the session as the rows they are.
+    # The match marked settled (naming its settlement, its version bumped and the change
+    # logged), the settlement and its event: four writes in one round trip on PostgreSQL
+    # (the ORM's flush sends each alone), after the ledger's, whose transaction the
+    # settlement names. The objects then join the session as the rows they are.
+    version = row.version + 1
+    marked = {"match_id": row.id, "settled_at": now, "settlement_id": settlement.id}
     with pipeline(session):
-        execute(session, _MARK_SETTLED, {"match_id": row.id, "settled_at": now})
+        execute(session, _MARK_SETTLED, marked | {"version": version, "updated_at": now})
+        execute(session, play.LOG_ENTRY, play.settled_entry(row, version, match, now))
         execute(session, _INSERT_SETTLEMENT, _values(settlement))
         execute(session, _INSERT_EVENT, _values(event))
-    set_committed_value(row, "settled_at", now)
+    for key, value in (("settled_at", now), ("settlement_id", settlement.id)):
+        set_committed_value(row, key, value)
+    set_committed_value(row, "version", version)
+    set_committed_value(row, "updated_at", now)
+    # Every viewer's stream says the settlement is ready once it has committed.
+    notices.changed(session, row.id, version)
     for written in (settlement, event):
         make_transient_to_detached(written)
         session.add(written)
@@ -238,7 +248,12 @@ _MATCHES = table_of(MatchRow)
 _MARK_SETTLED = (
     update(_MATCHES)
     .where(_MATCHES.c.id == bindparam("match_id"))
-    .values(settled_at=bindparam("settled_at"))
+    .values(
+        settled_at=bindparam("settled_at"),
+        settlement_id=bindparam("settlement_id"),
+        version=bindparam("version"),
+        updated_at=bindparam("updated_at"),
+    )
 )
 _INSERT_SETTLEMENT = _insert_all(Settlement)
 _INSERT_EVENT = _insert_all(OutboxEvent)

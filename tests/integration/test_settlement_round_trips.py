@@ -33,13 +33,15 @@ from worker import tasks
 #: Statements of one settlement on SQLite: BEGIN; the tournament looked up; the match locked
 #: (and whether it is settled); its table with the operator's wallet; the players; the
 #: ledger's accounts, its idempotency check, its transaction, entries and account heads; the
-#: match marked settled, the settlement and its event. (Before: 18, the players read one by
-#: one again, the table and the wallet apart, and a transaction looking for seamless credits
-#: of a transfer-mode operator.)
-STATEMENTS = 13
+#: match marked settled (its version bumped), the change logged, the settlement and its
+#: event. (Before: 18, the players read one by one again, the table and the wallet apart,
+#: and a transaction looking for seamless credits of a transfer-mode operator; 13 before the
+#: settlement was a logged change of the match.)
+STATEMENTS = 14
 #: Round trips of one settlement on PostgreSQL: BEGIN; the tournament; the match locked; its
 #: table and wallet; the players; the accounts locked; the idempotency check; the ledger's
-#: writes (one pipeline); the settlement's writes (one pipeline); COMMIT. (Before: 18.)
+#: writes (one pipeline); the settlement's writes, the match's log entry among them (one
+#: pipeline); COMMIT. (Before: 18.)
 ROUND_TRIPS = 10
 
 

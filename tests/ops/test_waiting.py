@@ -289,7 +289,7 @@ def test_the_client_follows_a_match_to_its_end(served: Any) -> None:
 
     def follow() -> None:
         with GinClient(base, players[0].token) as client:
-            events.extend(client.follow(match_id))
+            events.extend(client.follow(match_id, settlement=False))  # none settles it here
 
     thread = threading.Thread(target=follow)
     thread.start()
