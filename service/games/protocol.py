@@ -194,6 +194,11 @@ class GameSpec(Protocol[M]):
         """What the table contract says of its formats and seats (markdown, one clause)."""
         ...
 
+    @property
+    def table_rules(self) -> tuple[dict[str, Any], ...]:
+        """Further rules of its tables, as JSON Schema the table contract adds (``allOf``)."""
+        ...
+
     def check_seats(self, settings: MatchSettings) -> None:
         """:raises InvalidSettings: when ``settings.seats`` is not a seat count of it."""
         ...

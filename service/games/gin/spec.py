@@ -71,6 +71,7 @@ class GinOptions:
     options_key = "ruleset"
     options = Ruleset
     seats_text = "how many players it seats"
+    table_rules: tuple[dict[str, Any], ...] = ()
 
     def check_seats(self, settings: MatchSettings) -> None:
         seats = self.seat_counts[0]
@@ -113,7 +114,10 @@ class GinSpec(GinOptions, TwoSeatDeals[Match]):
     fixed_stake = (FIRST_TO_KNOCK, MATCH_PLAY)
     engine = Match
     bot = staticmethod(decide)
-    description = "`gin` (the default) 2 seats, every format above but the Rummy ones"
+    description = (
+        "`gin` (the default) 2 seats, every format above but the Rummy ones (Money Play "
+        "targets 50 or 100)"
+    )
     examples: ClassVar[dict[Format, dict[str, Any]]] = {
         FIRST_TO_KNOCK: {"format": "first_to_knock", "currency": "EUR", "stake": 500},
         MATCH_PLAY: {

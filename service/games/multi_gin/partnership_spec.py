@@ -29,7 +29,9 @@ class PartnershipSpec(MultiGinSpec[PartnershipMatch]):
     seat_counts = range(4, 5)
     engine = PartnershipMatch
     bot = staticmethod(decide_multi)
-    description = "`gin_partnership` 4 seats, `match_play` or `classic`"
+    description = (
+        "`gin_partnership` 4 seats, `match_play` or `classic` (`seat_count` may be left out)"
+    )
 
     @property
     def examples(self) -> dict[Format, dict[str, Any]]:

@@ -25,7 +25,7 @@ class ThreePlayerSpec(MultiGinSpec[ThreePlayerMatch]):
     seat_counts = range(3, 4)
     engine = ThreePlayerMatch
     bot = staticmethod(decide_multi)
-    description = "`gin_three` 3 seats, `match_play` or `classic`"
+    description = "`gin_three` 3 seats, `match_play` or `classic` (`seat_count` may be left out)"
 
     @property
     def examples(self) -> dict[Format, dict[str, Any]]:

@@ -82,6 +82,38 @@ class RummySpec:
         },
     }
 
+    @property
+    def table_rules(self) -> tuple[dict[str, Any], ...]:
+        """``rummy.max_players`` bounds a Rummy table's seat count (5.1)."""
+        most = RummyRules().max_players
+        return (
+            {
+                "anyOf": [
+                    {
+                        "title": "Not Rummy: `rummy.max_players` bounds no seat count",
+                        "properties": {"game": {"not": {"const": self.kind.value}}},
+                    },
+                    {
+                        "title": f"Rummy for up to {most} (the default `rummy.max_players`)",
+                        "properties": {"rummy": {"not": {"required": ["max_players"]}}},
+                    },
+                ]
+                + [
+                    {
+                        "title": f"Rummy for up to {seats} (`rummy.max_players`)",
+                        "properties": {
+                            "rummy": {
+                                "properties": {"max_players": {"const": seats}},
+                                "required": ["max_players"],
+                            },
+                            "seat_count": {"maximum": seats},
+                        },
+                    }
+                    for seats in self.seat_counts
+                ]
+            },
+        )
+
     def check_seats(self, settings: MatchSettings) -> None:
         limit = settings.rummy.max_players
         if settings.seats > limit:
