@@ -51,10 +51,11 @@ class _Name(str):
         cls._interned = {}
 
     def __new__(cls, value: str) -> Self:
+        """:raises ValueError: when ``value`` is not a text."""
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"not a {cls.__name__}: {value!r}")
         found = cls._interned.get(value)
         if found is None:
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"not a {cls.__name__}: {value!r}")
             found = cls._interned[value] = super().__new__(cls, value)
         return cast(Self, found)
 
