@@ -56,7 +56,6 @@ from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
 from service.games import registry
 from service.games.bots import action_text, decide_multi
-from service.games.common.settings import FIXED_STAKE_FORMATS, Format
 from service.games.gin.bot import Bot
 
 #: Every game, and the formats a simulation plays it in (every one a table can be opened in).
@@ -64,9 +63,9 @@ GAMES: dict[str, tuple[str, ...]] = {
     game.kind.value: tuple(f.value for f in game.formats) for game in registry.GAMES.values()
 }
 FORMATS = GAMES[registry.DEFAULT.kind.value]
-FIXED_STAKE = tuple(f.value for f in FIXED_STAKE_FORMATS)
+FIXED_STAKE = tuple(f.value for f in registry.FIXED_STAKE_FORMATS)
 #: The formats whose tables deal hand after hand, each hand a match settled on its own.
-CONTINUOUS = (Format.RUMMY_PER_HAND.value,)
+CONTINUOUS = tuple(f.value for f in registry.CONTINUOUS_FORMATS)
 ROOT = Path(__file__).resolve().parents[1]
 
 

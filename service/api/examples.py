@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.games import registry
 from service.games.rummy.rules import RummyRules
 
 REQUEST_EXAMPLES: dict[str, Any] = {
@@ -56,73 +57,13 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     },
 }
 
-_BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
-#: A ``POST /v1/tables`` body for every game and format, named ``game-format``; each works as it
-#: is, and ``docs/games.md`` shows the same bodies (``tests/api/test_table_examples.py``).
+#: A ``POST /v1/tables`` body for every game and format, named ``game-format``, as each game's
+#: spec gives it; each works as it is, and ``docs/games.md`` shows the same bodies
+#: (``tests/api/test_table_examples.py``).
 TABLE_EXAMPLES: dict[str, dict[str, Any]] = {
-    "gin-first_to_knock": {"format": "first_to_knock", "currency": "EUR", "stake": 500},
-    "gin-match_play": {
-        "format": "match_play",
-        "currency": "EUR",
-        "stake": 500,
-        "target": 100,
-        "fee": {"bps": 1000},
-    },
-    "gin-money_play": {
-        "format": "money_play",
-        "currency": "EUR",
-        **_BUYINS,
-        "target": 100,
-        "fee": {"bps": 500},
-    },
-    "gin-classic": {"format": "classic", "currency": "EUR", **_BUYINS, "fee": {"bps": 500}},
-    "gin_three-match_play": {
-        "game": "gin_three",
-        "format": "match_play",
-        "currency": "EUR",
-        "stake": 500,
-        "fee": {"bps": 1000},
-    },
-    "gin_three-classic": {"game": "gin_three", "format": "classic", "currency": "EUR", **_BUYINS},
-    "gin_partnership-match_play": {
-        "game": "gin_partnership",
-        "format": "match_play",
-        "currency": "EUR",
-        "stake": 500,
-        "fee": {"bps": 1000},
-    },
-    "gin_partnership-classic": {
-        "game": "gin_partnership",
-        "format": "classic",
-        "currency": "EUR",
-        **_BUYINS,
-        "cap_mode": "MIN_BOTH",
-    },
-    "rummy-rummy_per_hand": {
-        "game": "rummy",
-        "seat_count": 4,
-        "format": "rummy_per_hand",
-        "currency": "EUR",
-        **_BUYINS,
-        "fee": {"bps": 500},
-    },
-    "rummy-rummy_target": {
-        "game": "rummy",
-        "seat_count": 4,
-        "format": "rummy_target",
-        "currency": "EUR",
-        **_BUYINS,
-        "target": 100,
-    },
-    "rummy-rummy_deals": {
-        "game": "rummy",
-        "seat_count": 3,
-        "format": "rummy_deals",
-        "currency": "EUR",
-        **_BUYINS,
-        "target": 5,
-        "rummy": {"restock": "SHUFFLE"},
-    },
+    f"{game.kind.value}-{fmt.value}": body
+    for game in registry.GAMES.values()
+    for fmt, body in game.examples.items()
 }
 #: Operations with several request examples, each named (``examples`` in openapi.yaml).
 REQUEST_EXAMPLE_SETS: dict[str, dict[str, dict[str, Any]]] = {"createTable": TABLE_EXAMPLES}

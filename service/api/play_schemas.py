@@ -29,7 +29,7 @@ from service.api.schemas import (
     display_currency_query,
 )
 from service.games import registry
-from service.games.common.settings import FeeBase, Format, GameKind
+from service.games.common.settings import FeeBase, Stakes
 from service.games.gin.game import NOT_OFFERED
 from service.games.gin.match import PLAYER_ACTIONS
 from service.games.gin.ruleset import Ruleset
@@ -155,12 +155,8 @@ def _rummy_fields() -> dict[str, fields.Field]:
 
 RummyIn = _RuleOptions.from_dict(_rummy_fields(), name="RummyIn")
 
-_FIXED_STAKE = [Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value]
 #: The formats a table can be opened in: every game's.
-OPEN_FORMATS = [
-    f.value for f in dict.fromkeys(f for game in registry.GAMES.values() for f in game.formats)
-]
-_RUMMY_FORMATS = [f.value for f in registry.spec(GameKind.RUMMY).formats]
+OPEN_FORMATS = [f.value for f in registry.FORMATS]
 #: Money Play and classic take a fee, if any, from the transfer (docs/engine.md 6.1.3).
 _FEE_FROM_WINNINGS = {
     "anyOf": [
@@ -174,6 +170,39 @@ _BUYINS = {
     "max_buyin": {"minimum": 1},
     "fee": _FEE_FROM_WINNINGS,
 }
+
+
+def _stakes_branch(stakes: Stakes) -> dict[str, Any]:
+    """What a table of the ``stakes``' formats needs: the fixed stake, or a stake per point,
+    a buy-in range and a fee from the winnings (and what else the format states)."""
+    named = [f.value for f in stakes.formats]
+    format = {"const": named[0]} if len(named) == 1 else {"enum": named}
+    if stakes.fixed:
+        return {
+            "title": stakes.title,
+            "properties": {"format": format, "stake": {"minimum": 1}},
+            "required": ["stake"],
+        }
+    return {
+        "title": stakes.title,
+        "properties": {"format": format, **_BUYINS, **stakes.schema},
+        "required": ["stake_per_point", "min_buyin", "max_buyin"],
+    }
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a` and `b``, ``a`, `b` and `c``: names in markdown code, listed."""
+    shown = [f"`{name}`" for name in names]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _one_of(names: list[str]) -> dict[str, Any]:
+    return {"const": names[0]} if len(names) == 1 else {"enum": names}
+
+
+_FIXED = [f.value for f in registry.FIXED_STAKE_FORMATS]
+_BUYIN_FORMATS = [f for f in OPEN_FORMATS if f not in _FIXED]
+_CONTINUOUS = [f.value for f in registry.CONTINUOUS_FORMATS]
 
 
 class SpectatorDelayIn(Schema):
@@ -222,20 +251,15 @@ class TableIn(Schema):
 
     json_schema: ClassVar[dict[str, Any]] = {
         "description": "What a table needs follows from its `game` and `format` (the "
-        "`allOf` below; docs/games.md gives a body that works for each). `first_to_knock` and "
-        "`match_play` need `stake` (at least 1), each player's fixed stake. `money_play`, "
-        "`classic`, `rummy_per_hand`, `rummy_target` and `rummy_deals` need `stake_per_point` "
-        "(at least 1), `min_buyin` (at least 1) and `max_buyin` (not below `min_buyin`), and "
-        "take a fee, if any, from `WINNINGS` (their default `fee.base`); each player then sits "
-        "down with a `buyin` in that range. Money Play targets 50 or 100. The `game` fixes its "
-        "formats and seats: `gin` (the default) 2 seats, every format above but the Rummy "
-        "ones; `gin_three` 3 seats and `gin_partnership` 4, `match_play` or `classic` "
-        "(`seat_count` may be left out for these); `rummy` 2 to `rummy.max_players` seats, "
-        "`seat_count` required (`rummy_target`: `target` is the points target; `rummy_deals`: "
-        "`target` is the number of deals; `rummy_per_hand`: a continuous table of up to "
-        "`seat_count` players, each hand settled, `min_balance` the table balance below which "
-        "a player sits out). `min_balance` is for `rummy_per_hand` tables only, and there the "
-        "minimum balance (by default ten times `stake_per_point`) may not be above "
+        "`allOf` below; docs/games.md gives a body that works for each). "
+        f"{_listed(_FIXED)} need `stake` (at least 1), each player's fixed stake. "
+        f"{_listed(_BUYIN_FORMATS)} need `stake_per_point` (at least 1), `min_buyin` (at "
+        "least 1) and `max_buyin` (not below `min_buyin`), and take a fee, if any, from "
+        "`WINNINGS` (their default `fee.base`); each player then sits down with a `buyin` in "
+        "that range. The `game` fixes its formats and seats: "
+        f"{'; '.join(game.description for game in registry.GAMES.values())}. "
+        f"`min_balance` is for {_listed(_CONTINUOUS)} tables only, and there the minimum "
+        "balance (by default ten times `stake_per_point`) may not be above "
         f"`max_buyin`. Practice tables play for `{PRACTICE_CURRENCY}` only, and only they do. "
         "`spectator_delay` is for public tables only. "
         "A refused body is answered once: a 422 whose `errors` name every field at fault as "
@@ -243,31 +267,9 @@ class TableIn(Schema):
         "allOf": [
             {
                 "oneOf": [
-                    {
-                        "title": "Fixed stake: First To Knock, Match Play",
-                        "properties": {"format": {"enum": _FIXED_STAKE}, "stake": {"minimum": 1}},
-                        "required": ["stake"],
-                    },
-                    {
-                        "title": "Money Play: a stake per point and a buy-in range",
-                        "properties": {
-                            "format": {"const": Format.MONEY_PLAY.value},
-                            **_BUYINS,
-                            "target": {"enum": [50, 100]},
-                        },
-                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
-                    },
-                    {
-                        "title": "Classic: a stake per point and a buy-in range",
-                        "properties": {"format": {"const": Format.CLASSIC.value}, **_BUYINS},
-                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
-                    },
-                    {
-                        "title": "Rummy per hand, to a target or a number of deals: a stake "
-                        "per point and a buy-in range",
-                        "properties": {"format": {"enum": _RUMMY_FORMATS}, **_BUYINS},
-                        "required": ["stake_per_point", "min_buyin", "max_buyin"],
-                    },
+                    _stakes_branch(stakes)
+                    for game in registry.GAMES.values()
+                    for stakes in game.stakes
                 ]
             },
             {
@@ -287,36 +289,12 @@ class TableIn(Schema):
                     }
                 ]
             },
+            *(rule for game in registry.GAMES.values() for rule in game.table_rules),
             {
                 "anyOf": [
                     {
-                        "title": "Not Rummy: `rummy.max_players` bounds no seat count",
-                        "properties": {"game": {"not": {"const": GameKind.RUMMY.value}}},
-                    },
-                    {
-                        "title": "Rummy for up to 6 (the default `rummy.max_players`)",
-                        "properties": {"rummy": {"not": {"required": ["max_players"]}}},
-                    },
-                ]
-                + [
-                    {
-                        "title": f"Rummy for up to {most} (`rummy.max_players`)",
-                        "properties": {
-                            "rummy": {
-                                "properties": {"max_players": {"const": most}},
-                                "required": ["max_players"],
-                            },
-                            "seat_count": {"maximum": most},
-                        },
-                    }
-                    for most in range(_RUMMY_RANGES["max_players"][0], RummyRules().max_players + 1)
-                ]
-            },
-            {
-                "anyOf": [
-                    {
-                        "title": "A continuous Rummy table: a minimum balance",
-                        "properties": {"format": {"const": Format.RUMMY_PER_HAND.value}},
+                        "title": "A continuous table: a minimum balance",
+                        "properties": {"format": _one_of(_CONTINUOUS)},
                     },
                     {"title": "Any other table: none", "properties": {"min_balance": {"const": 0}}},
                 ]
@@ -407,8 +385,8 @@ class TableIn(Schema):
         validate=validate.OneOf([g.value for g in registry.GAMES]),
     )
     seat_count = StrictInteger(
-        minimum=2,
-        maximum=6,
+        minimum=min(game.seat_counts[0] for game in registry.GAMES.values()),
+        maximum=max(game.seat_counts[-1] for game in registry.GAMES.values()),
         metadata={
             "description": "How many players the match needs: 2, 3 or 4 for the Gin games "
             "(may be left out), 2 to `rummy.max_players` for Rummy (required)."

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
-from service.games.common.settings import Format, GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 
 
 class MatchStatus(StrEnum):
@@ -27,6 +27,12 @@ class MatchStatus(StrEnum):
     PLAYING = "PLAYING"
     FINISHED = "FINISHED"
     VOID = "VOID"
+
+
+class Recorded(Protocol):
+    """A hand's record, as a match keeps it."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class MatchEngine(Protocol):
@@ -41,6 +47,16 @@ class MatchEngine(Protocol):
 
     @property
     def over(self) -> bool: ...
+
+    @property
+    def hands_ended(self) -> int:
+        """How many hands have ended (recorded, or cut short)."""
+        ...
+
+    @property
+    def records(self) -> Sequence[Recorded]:
+        """The record of each hand played to its end, in order."""
+        ...
 
     def deadline_ms(self) -> int | None:
         """When the seat to act runs out of time (epoch milliseconds), or None."""
@@ -63,6 +79,17 @@ class MatchEngine(Protocol):
 
 
 M = TypeVar("M", bound=MatchEngine)
+
+
+class Options(Protocol):
+    """A game's rule options: read from and written to a table's settings."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """:raises RulesError: on an unknown option or a bad value."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +149,76 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
-    def options(self) -> type:
+    def stakes(self) -> tuple[Stakes, ...]:
+        """How each of its formats is staked (a fixed stake or a buy-in), as the table
+        contract states it; a format another game declared is that game's to state."""
+        ...
+
+    @property
+    def fixed_stake(self) -> tuple[Format, ...]:
+        """Its formats played for a fixed equal stake; the others take a buy-in."""
+        ...
+
+    @property
+    def continuous(self) -> tuple[Format, ...]:
+        """Its formats whose players come and go between hands, each hand settled."""
+        ...
+
+    @property
+    def title(self) -> str:
+        """Its name in messages (``Rummy``)."""
+        ...
+
+    @property
+    def seats_text(self) -> str:
+        """What a table's ``seat_count`` is, for a message that asks for it."""
+        ...
+
+    @property
+    def options_key(self) -> str:
+        """The key its options are carried under in a table's settings (``ruleset``)."""
+        ...
+
+    @property
+    def options(self) -> type[Options]:
         """The type of its rule options (the Gin ``Ruleset`` or the ``RummyRules``)."""
+        ...
+
+    @property
+    def examples(self) -> Mapping[Format, dict[str, Any]]:
+        """A ``POST /v1/tables`` body for each of its formats that works as it is."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What the table contract says of its formats and seats (markdown, one clause)."""
+        ...
+
+    @property
+    def table_rules(self) -> tuple[dict[str, Any], ...]:
+        """Further rules of its tables, as JSON Schema the table contract adds (``allOf``)."""
+        ...
+
+    def check_seats(self, settings: MatchSettings) -> None:
+        """:raises InvalidSettings: when ``settings.seats`` is not a seat count of it."""
+        ...
+
+    def fitted_options(self, settings: MatchSettings) -> Options:
+        """The options under :attr:`options_key` that ``settings`` imply (what follows from
+        the format and the target), for the spec that owns the key.
+
+        :raises RulesError: when they cannot be fitted.
+        """
+        ...
+
+    def settings_problems(self, settings: MatchSettings) -> list[tuple[str, str]]:
+        """Every problem of ``settings`` that the rules of its options and formats find, by
+        field (for the spec that owns the options key)."""
+        ...
+
+    def request_problems(self, data: dict[str, Any]) -> list[tuple[str, str]]:
+        """Read the options under :attr:`options_key` of a table request ``data`` (in
+        place), for the spec that owns the key: every option refused, by field."""
         ...
 
     @property

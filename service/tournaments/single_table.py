@@ -29,6 +29,7 @@ from typing import Any
 
 from service.games import AnyMatch
 from service.games.gin.match import Match
+from service.games.multi_gin.match import MultiMatch
 from service.games.rummy.match import RummyMatch
 from service.games.rummy.rules import Scoring
 from service.tournaments.errors import BracketError
@@ -56,6 +57,8 @@ def match_result(match: AnyMatch) -> MatchResult:
         penalty = standings.scoring is Scoring.PENALTY
         scores = tuple(-p for p in standings.penalties) if penalty else standings.points
         return MatchResult(scores, standings.winners, frozenset(match.forfeiters))
+    if not isinstance(match, MultiMatch):
+        raise BracketError(f"a single table ranks no {type(match).__name__}")
     gin = match.standings()
     scores = tuple(gin.hand_points[gin.side_of(seat)] for seat in range(len(match.seats)))
     winners = tuple(sorted(seat for side in gin.pot_sides for seat in gin.sides[side]))

@@ -32,12 +32,11 @@ from service.errors import (
 )
 from service.games import registry
 from service.games.common import fair
-from service.games.common.errors import InvalidSettings, RulesError
-from service.games.common.settings import Format, MatchSettings
+from service.games.common.errors import InvalidSettings
+from service.games.common.settings import MatchSettings
 from service.games.rummy.hand import next_dealer
 from service.games.rummy.match import RummyMatch
 from service.games.rummy.payout import needs_top_up
-from service.games.rummy.rules import RummyRules
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.live import notices
@@ -70,25 +69,18 @@ def settings_problems(
     problems: list[FieldError] = []
     if currency is not None:
         problems += practice_problems(practice, currency)
-    game = registry.GAMES.get(data.get("game", registry.DEFAULT.kind))
+    # An unknown game is refused with the settings: its seats are the default game's here.
+    game = registry.GAMES.get(data.get("game", registry.DEFAULT.kind)) or registry.DEFAULT
     seats = data.pop("seat_count", None)
     if seats is None:
-        counts = (game or registry.DEFAULT).seat_counts  # an unknown game is refused already
+        counts = game.seat_counts
         seats = counts[0]
         if len(counts) > 1:
-            message = "required at a Rummy table: how many players it seats, 2 to rummy.max_players"
+            message = f"required at a {game.title} table: {game.seats_text}"
             problems.append(FieldError("seat_count", message))
     data["seats"] = seats
-    options = dict(data.get("rummy") or {})
-    for key in ("match", "rummy.match"):
-        if options.pop(key, None) is not None:
-            message = "follows from the format and the target: leave it out"
-            problems.append(FieldError("rummy.match", message))
-    try:
-        data["rummy"] = RummyRules.from_dict(options)
-    except RulesError as exc:
-        problems.append(FieldError("rummy", str(exc)))
-        data["rummy"] = RummyRules()
+    for owner in dict.fromkeys(registry.OPTIONS.values()):  # each game's options, read
+        problems += [FieldError(field, message) for field, message in owner.request_problems(data)]
     try:
         settings = MatchSettings.from_dict(data)
     except InvalidSettings as exc:
@@ -259,12 +251,9 @@ def list_tables(
 ) -> Page[TableView]:
     """The lobby: the operator's open public tables (newest first), filtered. An operator
     may ask for every table, ``include_closed``."""
-    if format is not None:
-        try:
-            Format(format)
-        except ValueError:
-            message = f"Unknown format {format!r}."
-            raise ValidationFailed(message, errors=[FieldError("format", message)]) from None
+    if format is not None and format not in registry.FORMATS:
+        message = f"Unknown format {format!r}."
+        raise ValidationFailed(message, errors=[FieldError("format", message)])
     if currency is not None:
         exponent(currency)
     stmt = select(GameTable).where(GameTable.operator_id == principal.operator_id)
@@ -824,8 +813,8 @@ def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int
                 .where(
                     GameTable.status == "open",
                     GameTable.fill_deadline <= now,
-                    # A per-hand table has no fill: its players leave when they like.
-                    GameTable.format != Format.RUMMY_PER_HAND.value,
+                    # A continuous table has no fill: its players leave when they like.
+                    GameTable.format.not_in([f.value for f in registry.CONTINUOUS_FORMATS]),
                 )
                 .limit(limit)
             )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from service.api.examples import REQUEST_EXAMPLES, TABLE_EXAMPLES
-from service.games.common.settings import GAME_FORMATS
+from service.games.registry import GAME_FORMATS
 from tests.api.play_clients import join, player_client
 from tests.conftest import ApiClient
 

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from service.api import spec_yaml
-from service.games.common.settings import FIXED_STAKE_FORMATS, GAME_FORMATS, Format
+from service.games.common.settings import Format
+from service.games.registry import FIXED_STAKE_FORMATS, GAME_FORMATS
 from tests.api.play_clients import join, open_table, player_client
 from tests.api.test_openapi import _valid
 from tests.conftest import ApiClient, assert_problem

@@ -10,6 +10,6 @@ imports nothing):
   statement shape of such games), :mod:`.statement` and :mod:`.netting` (the statement and
   fee maths at more than two seats).
 
-:mod:`.settings` is the one module here that names every game (:class:`GameKind`, the
-formats of each, the Gin ruleset and Rummy rules a table carries).
+:mod:`.settings` names no game: each game's spec declares its kind, formats and options, and
+the settings ask :mod:`service.games.registry` for them when they are checked.
 """

@@ -2,58 +2,119 @@
 
 A :class:`MatchSettings` value fixes everything a table's matches need besides the players:
 the game (:class:`GameKind`) and its number of seats, the format, the stake, the target, the
-house fee, the caps, the Gin :class:`~service.games.gin.ruleset.Ruleset` or the
-:class:`~service.games.rummy.rules.RummyRules`, and the clock. Amounts are integer minor units of
-the table's currency; nothing here knows currencies.
+house fee, the caps, the games' rule options, and the clock. Amounts are integer minor units
+of the table's currency; nothing here knows currencies.
+
+Nothing here names a game or a format: each game's spec (:mod:`service.games.registry`)
+declares its kind, seats, formats and their stakes, and its options with how they are read
+and checked. The settings ask the registry for them when they are checked, never at import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar, Self, cast
 
 from service.games.common.clock import ClockSettings
 from service.games.common.errors import InvalidSettings, RulesError
-from service.games.gin.game import Game
-from service.games.gin.ruleset import Ruleset
-from service.games.rummy.rules import RummyRules
 
 
-class GameKind(StrEnum):
-    """The game a table plays (11.4)."""
+class _Offered(type):
+    """The type of :class:`GameKind` and :class:`Format`: names that the games declare and
+    the registry lists. ``GameKind.RUMMY`` is the kind ``rummy`` if a game of it is offered;
+    iterating gives what is offered, in the registry's order. The registry is asked when
+    this is used, never imported with this module: common/ names no game."""
 
-    GIN = "gin"  # two players
-    GIN_THREE = "gin_three"  # three-player Gin (4.1, 11.1)
-    GIN_PARTNERSHIP = "gin_partnership"  # four players in two teams (4.2, 11.2)
-    RUMMY = "rummy"  # basic Rummy for 2-6 (5, 11.3, 11.5)
+    def _offered(cls) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def __iter__(cls) -> Iterator[Any]:
+        return iter(cls._offered())
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.isupper() and not name.startswith("_"):
+            for offered in cls._offered():
+                if offered == name.lower():
+                    return offered
+        raise AttributeError(f"{cls.__name__} has no {name}")
 
 
-class Format(StrEnum):
-    FIRST_TO_KNOCK = "first_to_knock"
-    MATCH_PLAY = "match_play"
-    MONEY_PLAY = "money_play"
-    CLASSIC = "classic"
-    RUMMY_PER_HAND = "rummy_per_hand"  # a continuous table, each hand settled (11.5.1)
-    RUMMY_TARGET = "rummy_target"  # fixed seats, TARGET(t) (11.5.2)
-    RUMMY_DEALS = "rummy_deals"  # fixed seats, DEALS(n) (11.5.2)
+class _Name(str):
+    """An interned name: one value per text, so ``is`` compares them as it does enum members."""
+
+    _interned: ClassVar[dict[str, Any]]
+
+    def __init_subclass__(cls) -> None:
+        cls._interned = {}
+
+    def __new__(cls, value: str) -> Self:
+        """:raises ValueError: when ``value`` is not a text."""
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"not a {cls.__name__}: {value!r}")
+        found = cls._interned.get(value)
+        if found is None:
+            found = cls._interned[value] = super().__new__(cls, value)
+        return cast(Self, found)
+
+    @property
+    def value(self) -> str:
+        """The text (as an enum member's ``value``)."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
 
 
-#: The formats each game is played in (11.4), the first being the default.
-GAME_FORMATS: dict[GameKind, tuple[Format, ...]] = {
-    GameKind.GIN: (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY, Format.MONEY_PLAY, Format.CLASSIC),
-    GameKind.GIN_THREE: (Format.MATCH_PLAY, Format.CLASSIC),
-    GameKind.GIN_PARTNERSHIP: (Format.MATCH_PLAY, Format.CLASSIC),
-    GameKind.RUMMY: (Format.RUMMY_PER_HAND, Format.RUMMY_TARGET, Format.RUMMY_DEALS),
-}
+class GameKind(_Name, metaclass=_Offered):
+    """The game a table plays (11.4): each game's spec declares its own
+    (``GameKind("rummy")``); :data:`service.games.registry.GAMES` lists those offered."""
 
-#: The seats of the fixed-size games; Rummy has 2 to ``rummy.max_players``.
-GAME_SEATS = {GameKind.GIN: 2, GameKind.GIN_THREE: 3, GameKind.GIN_PARTNERSHIP: 4}
+    @classmethod
+    def _offered(cls) -> tuple[GameKind, ...]:
+        from service.games import registry  # at call time: the registry imports every game
 
-#: The stake formats played for a fixed equal stake; every other one takes a buy-in.
-FIXED_STAKE_FORMATS = (Format.FIRST_TO_KNOCK, Format.MATCH_PLAY)
+        return tuple(registry.GAMES)
+
+
+class Format(_Name, metaclass=_Offered):
+    """A stake format (6, 11.4), declared by the game package that plays it; every game's
+    formats, in the registry's order, are those offered."""
+
+    @classmethod
+    def _offered(cls) -> tuple[Format, ...]:
+        from service.games import registry
+
+        return registry.FORMATS
+
+
+@dataclass(frozen=True, slots=True)
+class Stakes:
+    """How some formats are staked (6.1): each player's fixed ``stake``, or (``fixed``
+    false) a buy-in within ``[min_buyin, max_buyin]`` with a ``stake_per_point``, the fee
+    then taken from the winnings. ``title`` and ``schema`` (further JSON Schema properties,
+    Money Play's targets) are what the table contract says of them."""
+
+    title: str
+    formats: tuple[Format, ...]
+    fixed: bool
+    schema: dict[str, Any] = field(default_factory=dict)
+
+
+def _spec(game: GameKind) -> Any:
+    """The spec of ``game`` (:class:`~service.games.protocol.GameSpec`), found when asked."""
+    from service.games import registry
+
+    return registry.spec(game)
+
+
+def _option_keys() -> dict[str, Any]:
+    """Every game's options, by the key a table carries them under, with their spec."""
+    from service.games import registry
+
+    return registry.OPTIONS
 
 
 class FeeBase(StrEnum):
@@ -121,21 +182,26 @@ class FeeRule:
         return min(fee, amount)
 
 
+#: A table's game when none is named: the registry's default game, found when checked.
+_REGISTRY_DEFAULT = cast(GameKind, None)
+
+
 @dataclass(frozen=True, slots=True)
 class MatchSettings:
     """Everything a table fixes about its matches.
 
-    * ``stake``: the fixed stake ``S`` of First To Knock and Match Play (each player's escrow).
-    * ``stake_per_point``: ``r`` of Money Play and classic; each player escrows a buy-in within
+    * ``stake``: the fixed stake ``S`` of the formats played for one (First To Knock, Match
+      Play: each player's escrow).
+    * ``stake_per_point``: ``r`` of the other formats; each player escrows a buy-in within
       ``[min_buyin, max_buyin]``.
-    * ``target``: Match Play's ``match.target``, Money Play's ``money.target`` (50 or 100),
-      for classic the ruleset's ``target`` (kept equal), for ``rummy_target`` the points
-      target ``t`` and for ``rummy_deals`` the number of deals ``n`` (``rummy.match`` is
-      derived from the format and this, 11.5.2).
-    * ``game`` and ``seats``: 2 for Gin, 3 for three-player Gin, 4 for partnership Gin, 2 to
-      ``rummy.max_players`` for Rummy (on a ``rummy_per_hand`` table, the most players seated).
-    * ``min_balance``: ``rummy.min_balance`` of a per-hand table (11.5.1); 0 means
-      ``stake_per_point`` x 10.
+    * ``target``: what the format counts to (its game's spec says what it means there).
+    * ``game`` and ``seats``: the game's spec says how many seats it takes (on a continuous
+      table, the most players seated).
+    * ``ruleset`` and ``rummy``: the options of the games that take them (Gin's ``Ruleset``,
+      Rummy's ``RummyRules``), each kept at every table, its defaults where left out; the
+      spec that owns the key reads, fits and checks them.
+    * ``min_balance``: the table balance of a continuous table below which a player sits
+      out (11.5.1); 0 means ``stake_per_point`` x 10.
     """
 
     format: Format
@@ -149,30 +215,32 @@ class MatchSettings:
     ftk_max_dead_hands: int = 0
     line_bonus: int = 25
     cap_mode: CapMode = CapMode.MIN_BOTH
-    ruleset: Ruleset = field(default_factory=Ruleset)
+    ruleset: Any = None
     clock: ClockSettings = field(default_factory=ClockSettings)
-    game: GameKind = GameKind.GIN
+    game: GameKind = _REGISTRY_DEFAULT
     seats: int = 2
-    rummy: RummyRules = field(default_factory=RummyRules)
+    rummy: Any = None
     min_balance: int = 0
 
     def __post_init__(self) -> None:
         """Checks every setting and raises one :class:`InvalidSettings` listing every problem
         found: only the game and the format stop the checks at once (the rest depends on
-        them), and each message says what the table's format needs."""
-        try:
-            object.__setattr__(self, "game", GameKind(self.game))
-        except ValueError:
-            allowed = ", ".join(g.value for g in GameKind)
-            raise InvalidSettings("game", f"must be one of {allowed}, not {self.game!r}") from None
-        try:
-            object.__setattr__(self, "format", Format(self.format))
-        except ValueError:
-            allowed = ", ".join(f.value for f in GAME_FORMATS[self.game])
-            msg = f"must be one of {allowed}, not {self.format!r}"
-            raise InvalidSettings("format", msg) from None
-        if self.format not in GAME_FORMATS[self.game]:
-            allowed = ", ".join(f.value for f in GAME_FORMATS[self.game])
+        them), and each message says what the table's format needs. The game's spec states
+        its own rules (seats, options, formats) and the spec owning each options key reads
+        and checks those options."""
+        if self.game is None:
+            object.__setattr__(self, "game", _default_game())
+        offered = tuple(GameKind)
+        if self.game not in offered:
+            allowed = ", ".join(g.value for g in offered)
+            raise InvalidSettings("game", f"must be one of {allowed}, not {self.game!r}")
+        object.__setattr__(self, "game", GameKind(self.game))
+        spec = _spec(self.game)
+        allowed = ", ".join(f.value for f in spec.formats)
+        if self.format not in tuple(Format):
+            raise InvalidSettings("format", f"must be one of {allowed}, not {self.format!r}")
+        object.__setattr__(self, "format", Format(self.format))
+        if self.format not in spec.formats:
             msg = f"{self.game.value} is played {allowed}, not {self.format.value}"
             raise InvalidSettings("format", msg)
         problems: list[tuple[str, str]] = []
@@ -203,16 +271,16 @@ class MatchSettings:
         if problems:  # a value of the wrong type: the rules between values cannot be checked
             raise InvalidSettings.every(problems)
         check(self._check_stakes)
+        owners = _option_keys()
         try:
-            if self.game is GameKind.RUMMY:  # rummy.match follows from the format and target
-                object.__setattr__(self, "rummy", _with_match(self.rummy, self.rummy_match))
-            if self.format is Format.CLASSIC and self.ruleset.target != self.target:
-                object.__setattr__(self, "ruleset", _with_target(self.ruleset, self.target))
+            for key, owner in owners.items():  # options that follow from the format and target
+                object.__setattr__(self, key, owner.fitted_options(self))
         except RulesError as exc:
             problems.append(("target", str(exc)))
         if self.min_balance and not self.continuous:
+            tables = " or ".join(f.value for f in _continuous_formats())
             problems.append(
-                ("min_balance", f"only a rummy_per_hand table has one, not a {self.format} table")
+                ("min_balance", f"only a {tables} table has one, not a {self.format} table")
             )
         buyins_ok = self.max_buyin >= max(self.min_buyin, 1)  # else max_buyin is refused already
         if self.continuous and buyins_ok and self.balance_floor > self.max_buyin:
@@ -224,12 +292,8 @@ class MatchSettings:
                     "dealt in",
                 )
             )
-        if self.format is Format.MONEY_PLAY and self.target not in (50, 100):
-            problems.append(("target", f"Money Play targets 50 or 100, not {self.target}"))
-        try:
-            Game(self.ruleset)  # the engine's own refusals (Hollywood scoring, 3.4)
-        except RulesError as exc:
-            problems.append(("ruleset", str(exc)))
+        for owner in dict.fromkeys(owners.values()):
+            problems += owner.settings_problems(self)
         if problems:
             raise InvalidSettings.every(problems)
 
@@ -237,7 +301,7 @@ class MatchSettings:
         """The stake fields the format needs (6.1): every missing or wrong one."""
         table = f"a {self.format.value} table"
         problems: list[tuple[str, str]] = []
-        if self.format in FIXED_STAKE_FORMATS:
+        if not self.uses_buyins:
             if self.stake < 1:
                 problems.append(
                     ("stake", f"required at {table}: each player's fixed stake, at least 1")
@@ -273,34 +337,23 @@ class MatchSettings:
 
     def _check_seats(self) -> None:
         _int("seats", self.seats, 2)
-        if not isinstance(self.rummy, RummyRules):
-            raise InvalidSettings("rummy", f"must be Rummy options, not {self.rummy!r}")
-        if self.game is GameKind.RUMMY:
-            limit = self.rummy.max_players
-            if self.seats > limit:
-                raise InvalidSettings("seats", f"Rummy seats 2-{limit} (rummy.max_players)")
-        elif self.seats != GAME_SEATS[self.game]:
-            raise InvalidSettings(
-                "seats", f"{self.game.value} has {GAME_SEATS[self.game]} seats, not {self.seats}"
-            )
+        for key, owner in _option_keys().items():
+            value = getattr(self, key)
+            if value is None:
+                object.__setattr__(self, key, owner.options())
+            elif not isinstance(value, owner.options):
+                raise InvalidSettings(key, f"must be {owner.title} options, not {value!r}")
+        _spec(self.game).check_seats(self)
 
     @property
     def uses_buyins(self) -> bool:
-        return self.format not in FIXED_STAKE_FORMATS
+        """Whether players sit down with a buy-in in range (else with the fixed stake)."""
+        return self.format not in _spec(self.game).fixed_stake
 
     @property
     def continuous(self) -> bool:
         """Whether players come and go between hands, each hand settled (11.5.1)."""
-        return self.format is Format.RUMMY_PER_HAND
-
-    @property
-    def rummy_match(self) -> str:
-        """``rummy.match`` of a Rummy format: PER_HAND, TARGET(t) or DEALS(n)."""
-        if self.format is Format.RUMMY_TARGET:
-            return f"TARGET({self.target})"
-        if self.format is Format.RUMMY_DEALS:
-            return f"DEALS({self.target})"
-        return "PER_HAND"
+        return self.format in _spec(self.game).continuous
 
     @property
     def balance_floor(self) -> int:
@@ -334,18 +387,16 @@ class MatchSettings:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Ruleset):
-                value = value.to_dict()
-            elif isinstance(value, FeeRule):
+            if isinstance(value, FeeRule):
                 value = {
                     "bps": value.bps,
                     "base": value.base.value,
                     "minimum": value.minimum,
                     "maximum": value.maximum,
                 }
-            elif isinstance(value, ClockSettings | RummyRules):
-                value = value.to_dict()
-            elif isinstance(value, StrEnum):
+            elif isinstance(value, ClockSettings) or f.name in _option_keys():
+                value = value.to_dict() if hasattr(value, "to_dict") else value
+            elif isinstance(value, StrEnum | _Name):
                 value = value.value
             out[f.name] = value
         return out
@@ -361,7 +412,7 @@ class MatchSettings:
         if isinstance(kwargs.get("fee"), dict):
             fee = dict(kwargs["fee"])
             if fee.get("base") is None:  # left out: the base the format takes its fee from
-                fixed = kwargs.get("format") in [f.value for f in FIXED_STAKE_FORMATS]
+                fixed = kwargs.get("format") in _fixed_stake_formats()
                 fee["base"] = FeeBase.POT if fixed else FeeBase.WINNINGS
             try:
                 kwargs["fee"] = FeeRule(**fee)
@@ -372,20 +423,27 @@ class MatchSettings:
                 kwargs["clock"] = ClockSettings(**kwargs["clock"])
             except TypeError as exc:
                 raise InvalidSettings("clock", f"unknown clock option: {exc}") from None
-        if isinstance(kwargs.get("ruleset"), dict):
-            kwargs["ruleset"] = Ruleset.from_dict(kwargs["ruleset"])
-        if isinstance(kwargs.get("rummy"), dict):
-            kwargs["rummy"] = RummyRules.from_dict(kwargs["rummy"])
+        for key, owner in _option_keys().items():
+            if isinstance(kwargs.get(key), dict):
+                kwargs[key] = owner.options.from_dict(kwargs[key])
         return cls(**kwargs)
 
 
-def _with_target(ruleset: Ruleset, target: int) -> Ruleset:
-    data = ruleset.to_dict()
-    data["target"] = target
-    return Ruleset.from_dict(data)
+def _fixed_stake_formats() -> tuple[Format, ...]:
+    """Every game's formats played for a fixed equal stake."""
+    from service.games import registry
+
+    return registry.FIXED_STAKE_FORMATS
 
 
-def _with_match(rules: RummyRules, match: str) -> RummyRules:
-    data = rules.to_dict()
-    data["match"] = match
-    return RummyRules.from_dict(data)
+def _continuous_formats() -> tuple[Format, ...]:
+    """Every game's continuous formats (players come and go, each hand settled)."""
+    from service.games import registry
+
+    return registry.CONTINUOUS_FORMATS
+
+
+def _default_game() -> GameKind:
+    from service.games import registry
+
+    return registry.DEFAULT.kind

@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 
 from service.games.common.cards import Card
 from service.games.common.errors import IllegalAction, InvalidState, RulesError
-from service.games.common.settings import Format, FtkWinnerRule, MatchSettings
+from service.games.common.settings import FtkWinnerRule, MatchSettings
 from service.games.gin.actions import Action, ActionKind
 from service.games.gin.clock import play_timeout
+from service.games.gin.formats import FIRST_TO_KNOCK
 from service.games.gin.game import Game
 from service.games.gin.hand import FORFEIT, Hand
 from service.games.protocol import MatchStatus
@@ -144,7 +145,7 @@ class Match:
 
     @property
     def target(self) -> int | None:
-        if self.settings.format is Format.FIRST_TO_KNOCK:
+        if self.settings.format is FIRST_TO_KNOCK:
             return None
         return self.settings.target
 
@@ -165,7 +166,7 @@ class Match:
             return None
         if self.forfeiter is not None:
             return 1 - self.forfeiter
-        if self.settings.format is Format.FIRST_TO_KNOCK:
+        if self.settings.format is FIRST_TO_KNOCK:
             return ftk_winner(self.settings, self.records)
         return self.game().target_reacher
 
@@ -251,7 +252,7 @@ class Match:
         self.records.append(record)
         self.dealer = hand.next_dealer()
         fmt = self.settings.format
-        if fmt is Format.FIRST_TO_KNOCK:
+        if fmt is FIRST_TO_KNOCK:
             if out.kind != "dead":
                 self.status = MatchStatus.FINISHED
                 return

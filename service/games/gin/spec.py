@@ -1,23 +1,48 @@
 """Two-player Gin (docs/engine.md 3, 6): the :class:`~service.games.gin.match.Match` engine, dealt
-from the two seats' client seeds, settled by :func:`~service.games.gin.payout.settle_match`."""
+from the two seats' client seeds, settled by :func:`~service.games.gin.payout.settle_match`.
+
+What every Gin game shares is stated here too: how a hand is dealt (:class:`TwoSeatDeals`)
+and the ``ruleset`` a table carries, read, fitted and checked (:class:`GinOptions`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from service.games.common import fair
-from service.games.common.errors import InvalidState
-from service.games.common.settings import GAME_FORMATS, GAME_SEATS, GameKind, MatchSettings
+from service.games.common.cards import Card
+from service.games.common.errors import InvalidSettings, InvalidState, RulesError
+from service.games.common.settings import Format, GameKind, MatchSettings
 from service.games.gin.actions import Action
 from service.games.gin.bot import decide
+from service.games.gin.formats import (
+    CLASSIC,
+    CLASSIC_STAKES,
+    FIRST_TO_KNOCK,
+    FIXED,
+    MATCH_PLAY,
+    MONEY,
+    MONEY_PLAY,
+    MONEY_PLAY_TARGETS,
+)
+from service.games.gin.game import Game
+from service.games.gin.hand import Hand
 from service.games.gin.match import Match
 from service.games.gin.payout import settle_match
 from service.games.gin.ruleset import Ruleset
-from service.games.multi_gin.match import MultiMatch
-from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
+from service.games.protocol import Deal, EndedHand, MatchEngine, MatchStatus, Settled
 
-M = TypeVar("M", bound=Match | MultiMatch)
+
+class DealtFromDeck(MatchEngine, Protocol):
+    """A Gin engine: its hand waiting to be dealt is dealt from one deck."""
+
+    def deal(self, deck: Sequence[Card | str], now_ms: int | None = None) -> Hand: ...
+
+
+M = TypeVar("M", bound=DealtFromDeck)
+
+#: The buy-in fields of the table examples.
+BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
 
 
 class TwoSeatDeals(Generic[M]):
@@ -36,15 +61,81 @@ class TwoSeatDeals(Generic[M]):
         return coming
 
 
-class GinSpec(TwoSeatDeals[Match]):
+class GinOptions:
+    """What every Gin game's table carries: the ``ruleset`` (docs/engine.md, Appendix A),
+    fitted and checked by the first Gin game, which owns the key; a fixed number of seats."""
+
+    kind: GameKind
+    seat_counts: range
+    continuous: tuple[Format, ...] = ()
+    options_key = "ruleset"
+    options = Ruleset
+    seats_text = "how many players it seats"
+    table_rules: tuple[dict[str, Any], ...] = ()
+
+    def check_seats(self, settings: MatchSettings) -> None:
+        seats = self.seat_counts[0]
+        if settings.seats != seats:
+            raise InvalidSettings(
+                "seats", f"{self.kind.value} has {seats} seats, not {settings.seats}"
+            )
+
+    def fitted_options(self, settings: MatchSettings) -> Ruleset:
+        """Classic plays to the table's target (3.2): the ruleset's ``target`` is kept equal."""
+        ruleset: Ruleset = settings.ruleset
+        if settings.format is not CLASSIC or ruleset.target == settings.target:
+            return ruleset
+        return Ruleset.from_dict(ruleset.to_dict() | {"target": settings.target})
+
+    def settings_problems(self, settings: MatchSettings) -> list[tuple[str, str]]:
+        """Money Play's target (6.4), and the engine's own refusals (Hollywood scoring, 3.4)."""
+        problems: list[tuple[str, str]] = []
+        if settings.format is MONEY_PLAY and settings.target not in MONEY_PLAY_TARGETS:
+            problems.append(("target", f"Money Play targets 50 or 100, not {settings.target}"))
+        try:
+            Game(settings.ruleset)
+        except RulesError as exc:
+            problems.append(("ruleset", str(exc)))
+        return problems
+
+    def request_problems(self, data: dict[str, Any]) -> list[tuple[str, str]]:
+        """A request's ruleset is read with the rest of its settings."""
+        return []
+
+
+class GinSpec(GinOptions, TwoSeatDeals[Match]):
     """Two-player Gin: seats 0 and 1, one hand at a time."""
 
-    kind = GameKind.GIN
-    seat_counts = range(GAME_SEATS[GameKind.GIN], GAME_SEATS[GameKind.GIN] + 1)
-    formats = GAME_FORMATS[GameKind.GIN]
-    options = Ruleset
+    kind = GameKind("gin")
+    title = "Gin"
+    seat_counts = range(2, 3)
+    formats = (FIRST_TO_KNOCK, MATCH_PLAY, MONEY_PLAY, CLASSIC)
+    stakes = (FIXED, MONEY, CLASSIC_STAKES)
+    fixed_stake = (FIRST_TO_KNOCK, MATCH_PLAY)
     engine = Match
     bot = staticmethod(decide)
+    description = (
+        "`gin` (the default) 2 seats, every format above but the Rummy ones (Money Play "
+        "targets 50 or 100)"
+    )
+    examples: ClassVar[dict[Format, dict[str, Any]]] = {
+        FIRST_TO_KNOCK: {"format": "first_to_knock", "currency": "EUR", "stake": 500},
+        MATCH_PLAY: {
+            "format": "match_play",
+            "currency": "EUR",
+            "stake": 500,
+            "target": 100,
+            "fee": {"bps": 1000},
+        },
+        MONEY_PLAY: {
+            "format": "money_play",
+            "currency": "EUR",
+            **BUYINS,
+            "target": 100,
+            "fee": {"bps": 500},
+        },
+        CLASSIC: {"format": "classic", "currency": "EUR", **BUYINS, "fee": {"bps": 500}},
+    }
 
     def new_match(
         self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]

@@ -38,16 +38,17 @@ from typing import Any, ClassVar, TypeVar
 from service.games.common.cards import Card
 from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState, RulesError
 from service.games.common.seats import seat_in_hand, seated_view
-from service.games.common.settings import Format, MatchSettings
+from service.games.common.settings import MatchSettings
 from service.games.gin.actions import Action
 from service.games.gin.clock import play_timeout
+from service.games.gin.formats import CLASSIC, MATCH_PLAY
 from service.games.gin.hand import FORFEIT, Hand
 from service.games.protocol import MatchStatus
 
 MULTI_SCHEMA = 1
 
 #: The formats a table of three or four Gin players can be played in (11.4).
-MULTI_FORMATS = (Format.MATCH_PLAY, Format.CLASSIC)
+MULTI_FORMATS = (MATCH_PLAY, CLASSIC)
 
 #: The reason logged in a hand cut short at a table where the forfeiter does not sit.
 MATCH_ENDED = "match_ended"

@@ -205,7 +205,8 @@ class PartnershipMatch(MultiMatch):
     @property
     def target(self) -> int:
         """The team target, ``ruleset.partnership_target`` (4.2.6, 11.7.4)."""
-        return self.settings.ruleset.partnership_target
+        target: int = self.settings.ruleset.partnership_target
+        return target
 
     def game(self) -> Game:
         """Team hand points and boxes over the complete deals (team 1 is index 0)."""

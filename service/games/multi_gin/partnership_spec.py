@@ -8,9 +8,9 @@ from typing import Any
 
 from service.games.bots import decide_multi
 from service.games.common.errors import InvalidState
-from service.games.common.settings import GAME_FORMATS, GAME_SEATS, Format, GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings
 from service.games.common.statement import MultiStatement
-from service.games.gin.ruleset import Ruleset
+from service.games.gin.formats import MATCH_PLAY
 from service.games.multi_gin.partnership import PartnershipMatch
 from service.games.multi_gin.payout import (
     PARTNERSHIP_TEAMS,
@@ -24,14 +24,18 @@ from service.games.multi_gin.spec import MultiGinSpec
 class PartnershipSpec(MultiGinSpec[PartnershipMatch]):
     """Gin at four seats, in two teams."""
 
-    kind = GameKind.GIN_PARTNERSHIP
-    seat_counts = range(
-        GAME_SEATS[GameKind.GIN_PARTNERSHIP], GAME_SEATS[GameKind.GIN_PARTNERSHIP] + 1
-    )
-    formats = GAME_FORMATS[GameKind.GIN_PARTNERSHIP]
-    options = Ruleset
+    kind = GameKind("gin_partnership")
+    title = "partnership Gin"
+    seat_counts = range(4, 5)
     engine = PartnershipMatch
     bot = staticmethod(decide_multi)
+    description = (
+        "`gin_partnership` 4 seats, `match_play` or `classic` (`seat_count` may be left out)"
+    )
+
+    @property
+    def examples(self) -> dict[Format, dict[str, Any]]:
+        return self.table_examples({"cap_mode": "MIN_BOTH"})
 
     def new_match(
         self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]
@@ -49,7 +53,7 @@ class PartnershipSpec(MultiGinSpec[PartnershipMatch]):
         settings = match.settings
         standings = match.standings()
         fee, r = settings.fee, settings.stake_per_point
-        if settings.format is Format.MATCH_PLAY:
+        if settings.format is MATCH_PLAY:
             if standings.forfeiter is not None:
                 return match_play_forfeit(
                     escrow, standings.forfeiter, standings.hand_points, fee, sides=PARTNERSHIP_TEAMS

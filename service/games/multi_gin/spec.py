@@ -8,20 +8,40 @@ from typing import Any, TypeVar
 
 from service.games.common.errors import InvalidState
 from service.games.common.seats import multi_settled, multi_view
-from service.games.common.settings import GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import MultiStatement
 from service.games.gin.actions import Action
-from service.games.gin.spec import TwoSeatDeals
+from service.games.gin.formats import CLASSIC, MATCH_PLAY
+from service.games.gin.spec import BUYINS, GinOptions, TwoSeatDeals
 from service.games.multi_gin.match import MultiMatch
 from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
 
 G = TypeVar("G", bound=MultiMatch)
 
 
-class MultiGinSpec(TwoSeatDeals[G]):
-    """The spec of a Gin game of more than two seats; its game states the rest."""
+class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
+    """The spec of a Gin game of more than two seats, played in Gin's Match Play or classic
+    (their stakes are Gin's to state); its game states the rest."""
 
     kind: GameKind
+    formats: tuple[Format, ...] = (MATCH_PLAY, CLASSIC)
+    stakes: tuple[Stakes, ...] = ()
+    fixed_stake: tuple[Format, ...] = (MATCH_PLAY,)
+
+    def table_examples(self, classic: dict[str, Any]) -> dict[Format, dict[str, Any]]:
+        """A table body for each format: Match Play for 500 with a 10% fee, and classic
+        with what ``classic`` adds."""
+        game = {"game": self.kind.value}
+        return {
+            MATCH_PLAY: {
+                **game,
+                "format": "match_play",
+                "currency": "EUR",
+                "stake": 500,
+                "fee": {"bps": 1000},
+            },
+            CLASSIC: {**game, "format": "classic", "currency": "EUR", **BUYINS, **classic},
+        }
 
     def pending_deal(self, match: G) -> Deal | None:
         if match.status is not MatchStatus.AWAITING_DEAL:

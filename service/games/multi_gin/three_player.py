@@ -210,7 +210,8 @@ class ThreePlayerMatch(MultiMatch):
     @property
     def target(self) -> int:
         """The game's own target, ``ruleset.target`` (11.7.4)."""
-        return self.settings.ruleset.target
+        target: int = self.settings.ruleset.target
+        return target
 
     @property
     def sitting_out(self) -> int:

@@ -8,9 +8,9 @@ from typing import Any
 
 from service.games.bots import decide_multi
 from service.games.common.errors import InvalidState
-from service.games.common.settings import GAME_FORMATS, GAME_SEATS, Format, GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings
 from service.games.common.statement import MultiStatement
-from service.games.gin.ruleset import Ruleset
+from service.games.gin.formats import MATCH_PLAY
 from service.games.multi_gin.payout import settle_three_player
 from service.games.multi_gin.pots import match_play_forfeit, three_player_match_play
 from service.games.multi_gin.spec import MultiGinSpec
@@ -20,12 +20,16 @@ from service.games.multi_gin.three_player import Seating, ThreePlayerMatch
 class ThreePlayerSpec(MultiGinSpec[ThreePlayerMatch]):
     """Gin at three seats."""
 
-    kind = GameKind.GIN_THREE
-    seat_counts = range(GAME_SEATS[GameKind.GIN_THREE], GAME_SEATS[GameKind.GIN_THREE] + 1)
-    formats = GAME_FORMATS[GameKind.GIN_THREE]
-    options = Ruleset
+    kind = GameKind("gin_three")
+    title = "three-player Gin"
+    seat_counts = range(3, 4)
     engine = ThreePlayerMatch
     bot = staticmethod(decide_multi)
+    description = "`gin_three` 3 seats, `match_play` or `classic` (`seat_count` may be left out)"
+
+    @property
+    def examples(self) -> dict[Format, dict[str, Any]]:
+        return self.table_examples({})
 
     def new_match(
         self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]
@@ -43,7 +47,7 @@ class ThreePlayerSpec(MultiGinSpec[ThreePlayerMatch]):
         settings = match.settings
         standings = match.standings()
         fee = settings.fee
-        if settings.format is Format.MATCH_PLAY:
+        if settings.format is MATCH_PLAY:
             if standings.forfeiter is not None:
                 return match_play_forfeit(escrow, standings.forfeiter, standings.hand_points, fee)
             assert standings.winner is not None

@@ -5,12 +5,12 @@ engine, each hand dealt from every seat's client seed; per hand, to a target or 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from service.games.bots import decide_multi
-from service.games.common.errors import InvalidState
+from service.games.common.errors import InvalidSettings, InvalidState, RulesError
 from service.games.common.seats import multi_settled, multi_view
-from service.games.common.settings import GAME_FORMATS, GameKind, MatchSettings
+from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import MultiStatement
 from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
 from service.games.rummy.actions import RummyAction
@@ -18,16 +18,138 @@ from service.games.rummy.match import RummyMatch, RummyMatchSettings
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 from service.games.rummy.rules import RummyRules, Scoring
 
+RUMMY_PER_HAND = Format("rummy_per_hand")  # a continuous table, each hand settled (11.5.1)
+RUMMY_TARGET = Format("rummy_target")  # fixed seats, TARGET(t) (11.5.2)
+RUMMY_DEALS = Format("rummy_deals")  # fixed seats, DEALS(n) (11.5.2)
+
+#: The buy-in fields of the table examples.
+_BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
+
 
 class RummySpec:
     """Rummy: one hand at a time, every seat dealt in that is not sitting out."""
 
-    kind = GameKind.RUMMY
+    kind = GameKind("rummy")
+    title = "Rummy"
     seat_counts = range(2, RummyRules().max_players + 1)
-    formats = GAME_FORMATS[GameKind.RUMMY]
+    seats_text = "how many players it seats, 2 to rummy.max_players"
+    formats = (RUMMY_PER_HAND, RUMMY_TARGET, RUMMY_DEALS)
+    stakes = (
+        Stakes(
+            "Rummy per hand, to a target or a number of deals: a stake per point and a buy-in "
+            "range",
+            formats,
+            False,
+        ),
+    )
+    fixed_stake: tuple[Format, ...] = ()
+    continuous = (RUMMY_PER_HAND,)
+    options_key = "rummy"
     options = RummyRules
     engine = RummyMatch
     bot = staticmethod(decide_multi)
+    description = (
+        "`rummy` 2 to `rummy.max_players` seats, `seat_count` required (`rummy_target`: "
+        "`target` is the points target; `rummy_deals`: `target` is the number of deals; "
+        "`rummy_per_hand`: a continuous table of up to `seat_count` players, each hand "
+        "settled, `min_balance` the table balance below which a player sits out)"
+    )
+    examples: ClassVar[dict[Format, dict[str, Any]]] = {
+        RUMMY_PER_HAND: {
+            "game": "rummy",
+            "seat_count": 4,
+            "format": "rummy_per_hand",
+            "currency": "EUR",
+            **_BUYINS,
+            "fee": {"bps": 500},
+        },
+        RUMMY_TARGET: {
+            "game": "rummy",
+            "seat_count": 4,
+            "format": "rummy_target",
+            "currency": "EUR",
+            **_BUYINS,
+            "target": 100,
+        },
+        RUMMY_DEALS: {
+            "game": "rummy",
+            "seat_count": 3,
+            "format": "rummy_deals",
+            "currency": "EUR",
+            **_BUYINS,
+            "target": 5,
+            "rummy": {"restock": "SHUFFLE"},
+        },
+    }
+
+    @property
+    def table_rules(self) -> tuple[dict[str, Any], ...]:
+        """``rummy.max_players`` bounds a Rummy table's seat count (5.1)."""
+        most = RummyRules().max_players
+        return (
+            {
+                "anyOf": [
+                    {
+                        "title": "Not Rummy: `rummy.max_players` bounds no seat count",
+                        "properties": {"game": {"not": {"const": self.kind.value}}},
+                    },
+                    {
+                        "title": f"Rummy for up to {most} (the default `rummy.max_players`)",
+                        "properties": {"rummy": {"not": {"required": ["max_players"]}}},
+                    },
+                ]
+                + [
+                    {
+                        "title": f"Rummy for up to {seats} (`rummy.max_players`)",
+                        "properties": {
+                            "rummy": {
+                                "properties": {"max_players": {"const": seats}},
+                                "required": ["max_players"],
+                            },
+                            "seat_count": {"maximum": seats},
+                        },
+                    }
+                    for seats in self.seat_counts
+                ]
+            },
+        )
+
+    def check_seats(self, settings: MatchSettings) -> None:
+        limit = settings.rummy.max_players
+        if settings.seats > limit:
+            raise InvalidSettings("seats", f"Rummy seats 2-{limit} (rummy.max_players)")
+
+    def fitted_options(self, settings: MatchSettings) -> RummyRules:
+        """A Rummy table's ``rummy.match`` follows from its format and target (11.5.2)."""
+        rules: RummyRules = settings.rummy
+        if settings.game is not self.kind:
+            return rules
+        if settings.format is RUMMY_TARGET:
+            match = f"TARGET({settings.target})"
+        elif settings.format is RUMMY_DEALS:
+            match = f"DEALS({settings.target})"
+        else:
+            match = "PER_HAND"
+        return RummyRules.from_dict(rules.to_dict() | {"match": match})
+
+    def settings_problems(self, settings: MatchSettings) -> list[tuple[str, str]]:
+        return []
+
+    def request_problems(self, data: dict[str, Any]) -> list[tuple[str, str]]:
+        """The request's ``rummy`` options, read in place: ``rummy.match`` is refused (the
+        format and the target fix it), as is every option the rules refuse."""
+        problems: list[tuple[str, str]] = []
+        options = dict(data.get("rummy") or {})
+        for key in ("match", "rummy.match"):
+            if options.pop(key, None) is not None:
+                message = "follows from the format and the target: leave it out"
+                problems.append(("rummy.match", message))
+        try:
+            data["rummy"] = RummyRules.from_dict(options)
+        except RulesError as exc:
+            problems.append(("rummy", str(exc)))
+            data["rummy"] = RummyRules()
+        return problems
 
     def new_match(
         self, settings: MatchSettings, players: int, randbelow: Callable[[int], int]

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from service.games.common.cards import random_deck
 from service.games.common.errors import IllegalAction
-from service.games.common.settings import GAME_FORMATS, FeeRule, Format, GameKind, MatchSettings
+from service.games.common.settings import FeeRule, Format, GameKind, MatchSettings
 from service.games.gin.match import HandRecord, Match
 from service.games.gin.payout import settle_match
 from service.games.gin.playout import choose
 from service.games.protocol import MatchStatus
+from service.games.registry import GAME_FORMATS
 from tests.unit.budget import examples
 
 SETTINGS = {

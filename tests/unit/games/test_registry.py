@@ -12,8 +12,9 @@ from service import games
 from service.games import registry
 from service.games.common import fair
 from service.games.common.errors import InvalidState
-from service.games.common.settings import GAME_FORMATS, GAME_SEATS, GameKind, MatchSettings
+from service.games.common.settings import GameKind, MatchSettings
 from service.games.gin.match import Match
+from service.games.registry import GAME_FORMATS, GAME_SEATS
 from service.games.rummy.match import RummyMatch
 from service.games.rummy.rules import RummyRules
 
