@@ -81,22 +81,38 @@ _PLAYER_KEYS = frozenset(
 _PLAYER_LIST_KEYS = frozenset({"to_act", "seats", "winners", "forfeited", "forfeiters"})
 
 
+#: The types of the values that name no player wherever they stand (an ``int`` does under a
+#: key of :data:`_PLAYER_KEYS`): :func:`renamed` passes them through without a closer look.
+_PLAIN = frozenset({str, bool, float, type(None)})
+
+
 def renamed(view: Any, names: Sequence[int]) -> Any:
     """``view`` with every player it names (under a key of :data:`_PLAYER_KEYS`, or in a list
     under a key of :data:`_PLAYER_LIST_KEYS`) renamed from ``i`` to ``names[i]``; lists of one
     entry per player keep their order."""
+    # A view is mostly card codes and counts, and a Rummy hand's log grows with the hand and
+    # is renamed at every view: the values of exact plain types take the short ways below.
 
     def named(key: str, item: Any) -> Any:
+        kind = type(item)
+        if kind is int:
+            return names[item] if key in _PLAYER_KEYS else item
+        if kind in _PLAIN:
+            return item
         if key in _PLAYER_KEYS and _place(item):
             return names[item]
         if key in _PLAYER_LIST_KEYS and isinstance(item, list) and all(map(_place, item)):
             return [names[i] for i in item]
         return renamed(item, names)
 
-    if isinstance(view, Mapping):
+    kind = type(view)
+    if kind is dict or (kind is not list and isinstance(view, Mapping)):
         return {key: named(key, item) for key, item in view.items()}
-    if isinstance(view, list):
-        return [renamed(item, names) for item in view]
+    if kind is list or isinstance(view, list):
+        return [
+            item if type(item) in _PLAIN or type(item) is int else renamed(item, names)
+            for item in view
+        ]
     return view
 
 
