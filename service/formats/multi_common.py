@@ -94,11 +94,6 @@ def renamed(view: Any, names: Sequence[int]) -> Any:
     # is renamed at every view: the values of exact plain types take the short ways below.
 
     def named(key: str, item: Any) -> Any:
-        kind = type(item)
-        if kind is int:
-            return names[item] if key in _PLAYER_KEYS else item
-        if kind in _PLAIN:
-            return item
         if key in _PLAYER_KEYS and _place(item):
             return names[item]
         if key in _PLAYER_LIST_KEYS and isinstance(item, list) and all(map(_place, item)):
@@ -107,7 +102,16 @@ def renamed(view: Any, names: Sequence[int]) -> Any:
 
     kind = type(view)
     if kind is dict or (kind is not list and isinstance(view, Mapping)):
-        return {key: named(key, item) for key, item in view.items()}
+        out: dict[str, Any] = {}
+        for key, item in view.items():
+            kind = type(item)
+            if kind is int:
+                out[key] = names[item] if key in _PLAYER_KEYS else item
+            elif kind in _PLAIN:
+                out[key] = item
+            else:
+                out[key] = named(key, item)
+        return out
     if kind is list or isinstance(view, list):
         return [
             item if type(item) in _PLAIN or type(item) is int else renamed(item, names)
