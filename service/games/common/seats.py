@@ -44,10 +44,17 @@ _PLAYER_KEYS = frozenset(
 _PLAYER_LIST_KEYS = frozenset({"to_act", "seats", "winners", "forfeited", "forfeiters"})
 
 
+#: The types of the values that name no player wherever they stand (an ``int`` does under a
+#: key of :data:`_PLAYER_KEYS`): :func:`renamed` passes them through without a closer look.
+_PLAIN = frozenset({str, bool, float, type(None)})
+
+
 def renamed(view: Any, names: Sequence[int]) -> Any:
     """``view`` with every player it names (under a key of :data:`_PLAYER_KEYS`, or in a list
     under a key of :data:`_PLAYER_LIST_KEYS`) renamed from ``i`` to ``names[i]``; lists of one
     entry per player keep their order."""
+    # A view is mostly card codes and counts, and a Rummy hand's log grows with the hand and
+    # is renamed at every view: the values of exact plain types take the short ways below.
 
     def named(key: str, item: Any) -> Any:
         if key in _PLAYER_KEYS and _place(item):
@@ -56,10 +63,23 @@ def renamed(view: Any, names: Sequence[int]) -> Any:
             return [names[i] for i in item]
         return renamed(item, names)
 
-    if isinstance(view, Mapping):
-        return {key: named(key, item) for key, item in view.items()}
-    if isinstance(view, list):
-        return [renamed(item, names) for item in view]
+    kind = type(view)
+    if kind is dict or (kind is not list and isinstance(view, Mapping)):
+        out: dict[str, Any] = {}
+        for key, item in view.items():
+            kind = type(item)
+            if kind is int:
+                out[key] = names[item] if key in _PLAYER_KEYS else item
+            elif kind in _PLAIN:
+                out[key] = item
+            else:
+                out[key] = named(key, item)
+        return out
+    if kind is list or isinstance(view, list):
+        return [
+            item if type(item) in _PLAIN or type(item) is int else renamed(item, names)
+            for item in view
+        ]
     return view
 
 

@@ -832,7 +832,11 @@ def _public_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _plain(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: list(value) if isinstance(value, list) else value for key, value in entry.items()}
+    plain = dict(entry)
+    for key, value in entry.items():
+        if isinstance(value, list):
+            plain[key] = list(value)
+    return plain
 
 
 def _flag(value: Any) -> bool:

@@ -159,7 +159,11 @@ class RummyRules:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (enum values as strings), bare keys, that :meth:`from_dict` reads back."""
         return {
-            f.name: (value.value if isinstance(value, StrEnum) else value)
-            for f in fields(self)
-            for value in (getattr(self, f.name),)
+            name: (value.value if isinstance(value, StrEnum) else value)
+            for name in _FIELD_NAMES
+            for value in (getattr(self, name),)
         }
+
+
+#: :meth:`RummyRules.to_dict`'s keys (every view and every state writes the rules out).
+_FIELD_NAMES = tuple(f.name for f in fields(RummyRules))
