@@ -31,7 +31,7 @@ def action_text(fields: Mapping[str, Any]) -> str:
     words = [str(fields["action"])]
     if fields.get("meld") is not None:
         words.append(str(fields["meld"]))
-    words += [str(card) for card in fields.get("cards") or ()]
+    words.extend(map(str, fields.get("cards") or ()))
     if fields.get("card") is not None:
         words.append(str(fields["card"]))
     text = " ".join(words)
