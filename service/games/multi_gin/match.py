@@ -476,7 +476,13 @@ class MultiMatch:
         table = self.table_of(seat)
         if table is None:
             raise IllegalAction(f"seat {seat} is not dealt into this hand", "NOT_DEALT_IN")
-        table.hand.apply(table.slot.hand_seat(seat), action, at=at)
+        try:
+            table.hand.apply(table.slot.hand_seat(seat), action, at=at)
+        except IllegalAction as exc:  # the hand names its two places: name the match's seats
+            if exc.code != "NOT_YOUR_TURN":
+                raise
+            message = f"it is seat {table.to_act}'s turn, not seat {seat}'s"
+            raise IllegalAction(message, exc.code) from None
         self._charge_clock(table, seat, now_ms)
         if table.hand.ended:
             self._end_hand(table)

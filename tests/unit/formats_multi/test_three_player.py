@@ -75,6 +75,18 @@ def test_4_1_1_two_seats_play_each_hand_and_the_third_sits_out_as_a_spectator() 
     assert len(player["hand"]) == 10 and player["legal_actions"]
 
 
+def test_a_refusal_out_of_turn_names_the_match_seats_not_the_hands_places() -> None:
+    match = ThreePlayerMatch(classic(), Seating(sitting_out=0, dealer=1))
+    slot = match.next_hand()
+    assert slot is not None and slot.seats == (1, 2)  # places 0 and 1 of the hand
+    match.deal(random_deck(random.Random(4)))
+    assert match.to_act == (2,)
+    with pytest.raises(IllegalAction) as refused:
+        match.apply(1, "PASS")
+    assert refused.value.code == "NOT_YOUR_TURN"
+    assert str(refused.value) == "it is seat 2's turn, not seat 1's"
+
+
 def test_4_1_2_the_first_seating_is_drawn_at_random() -> None:
     drawn = set()
     for out, dealer in itertools.product(range(3), range(2)):
