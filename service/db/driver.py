@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from sqlalchemy import Connection, Engine, Executable
+from sqlalchemy import Connection, Engine, Executable, Table, bindparam, insert
 from sqlalchemy.engine import CursorResult, Dialect
 from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.orm import Session
@@ -260,6 +260,14 @@ def execute(session: Session, statement: Executable, params: Mapping[str, Any]) 
     except connection.dialect.loaded_dbapi.Error as error:
         _raise_as_sqlalchemy(connection, error, prepared.sql, values)
     return _rows(prepared, raw)
+
+
+def insert_row(table: Table, *, leave_out: tuple[str, ...] = ()) -> Executable:
+    """``INSERT`` of one row of ``table`` for :func:`execute` and :func:`execute_many`, each
+    column a parameter of its own name, but those in ``leave_out`` (the database fills them)."""
+    return insert(table).values(
+        {column.key: bindparam(column.key) for column in table.c if column.key not in leave_out}
+    )
 
 
 def execute_many(

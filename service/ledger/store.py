@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, String, any_, bindparam, func, insert, select, text, update
+from sqlalchemy import Select, String, any_, bindparam, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-from service.db.driver import execute, execute_many, pipeline
+from service.db.driver import execute, execute_many, insert_row, pipeline
 from service.db.models import LedgerAccount, LedgerEntry, LedgerTransaction, table_of
 from service.errors import IdempotencyKeyReused, InsufficientFunds
 from service.ids import new_id
@@ -322,15 +322,8 @@ def post(
     return txn
 
 
-def _insert(table: Any, *, leave_out: tuple[str, ...] = ()) -> Any:
-    """``INSERT`` of one row of ``table``, each column a parameter of its own name."""
-    return insert(table).values(
-        {column.key: bindparam(column.key) for column in table.c if column.key not in leave_out}
-    )
-
-
-_INSERT_TRANSACTION = _insert(_TXN)
-_INSERT_ENTRY = _insert(table_of(LedgerEntry), leave_out=("seq",))  # the database numbers it
+_INSERT_TRANSACTION = insert_row(_TXN)
+_INSERT_ENTRY = insert_row(table_of(LedgerEntry), leave_out=("seq",))  # the database numbers it
 _ACCOUNTS = table_of(LedgerAccount)
 _MOVE_HEAD = (
     update(_ACCOUNTS)

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from service import games
 from service.clock import rfc3339, utcnow
 from service.db import first_alone, is_postgres
+from service.db.driver import insert_row
 from service.db.match_models import GameTable, HandRow, MatchAction, MatchRow, OutboxEvent, Seat
 from service.db.match_states import DecodedStates, decoded_states
 from service.db.models import table_of
@@ -389,11 +390,9 @@ def settled_entry(row: MatchRow, version: int, match: AnyMatch, now: datetime) -
     }
 
 
-#: One log entry's INSERT, each of its columns a parameter of its name (as
-#: :func:`service.db.driver.execute` sends it, in a pipeline).
-LOG_ENTRY = insert(table_of(MatchAction)).values(
-    {n: bindparam(n, type_=table_of(MatchAction).c[n].type) for n in _LOG_COLUMNS}
-)
+#: One log entry's INSERT (the database numbers its ``seq``), as
+#: :func:`service.db.driver.execute` sends it in a pipeline.
+LOG_ENTRY = insert_row(table_of(MatchAction), leave_out=("seq",))
 
 
 def start_match(

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, and_, bindparam, insert, or_, select, update
+from sqlalchemy import Integer, and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.session import make_transient_to_detached
 
 from service import games
-from service.db.driver import execute, pipeline
+from service.db.driver import execute, insert_row, pipeline
 from service.db.match_models import GameTable, MatchRow, OutboxEvent, Settlement
 from service.db.models import table_of
 from service.db.wallet_models import OperatorWallet
@@ -238,12 +238,6 @@ def _values(obj: Settlement | OutboxEvent) -> dict[str, Any]:
     return {column.key: getattr(obj, column.key) for column in table_of(type(obj)).c}
 
 
-def _insert_all(model: type[Settlement] | type[OutboxEvent]) -> Any:
-    """``INSERT`` of one row of ``model``'s table, each column a parameter of its name."""
-    table = table_of(model)
-    return insert(table).values({column.key: bindparam(column.key) for column in table.c})
-
-
 _MATCHES = table_of(MatchRow)
 _MARK_SETTLED = (
     update(_MATCHES)
@@ -255,8 +249,8 @@ _MARK_SETTLED = (
         updated_at=bindparam("updated_at"),
     )
 )
-_INSERT_SETTLEMENT = _insert_all(Settlement)
-_INSERT_EVENT = _insert_all(OutboxEvent)
+_INSERT_SETTLEMENT = insert_row(table_of(Settlement))
+_INSERT_EVENT = insert_row(table_of(OutboxEvent))
 
 
 @dataclass(frozen=True, slots=True)
