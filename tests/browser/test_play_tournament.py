@@ -20,6 +20,11 @@ from tests.integration.workers import Served
 
 #: My actions by clicks before I resign (the bots then play the rest quickly).
 MY_ACTIONS = 2
+#: How long the bots' other semi-final may take (ms): a hand can last to the stock's end,
+#: about 30 turns at the bots' pace (a pause of 0.3 s after each bot's turn, then a task
+#: through the embedded broker), longer on a busy machine; then its settlement deals the
+#: final.
+BOTS_SEMI_FINAL_MS = 90_000
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +112,7 @@ def test_a_practice_knockout_entered_played_and_its_prizes_shown(
 
     # The final opens by itself once the bots' other semi-final is recorded and it is
     # dealt; the bracket shows round 1 decided. I resign the final: second place.
-    state.filter(has_text="Your match is being played in round 2 of 2").wait_for(timeout=20_000)
+    state.filter(has_text="Your match is being played in round 2 of 2").wait_for(timeout=BOTS_SEMI_FINAL_MS)
     page.locator("#bracket").filter(has_text=f"Seat {me} (you) won").wait_for()
     final_id = operator.tournament(tournament_id)["rounds"][1]["matches"][0]["match_id"]
     page.get_by_role("button", name="Resign", exact=True).wait_for()

@@ -211,8 +211,6 @@ MIX = FaultPlan(database_at=4, kill_at=8, restart=4, redis_at=20, outage=10, sec
 SETTLED_WITHIN = 30
 
 
-# A client's connection that the terminated backend left open is garbage-collected unclosed.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_mix_of_faults_while_matches_end(tmp_path: Path) -> None:
     with throwaway_postgres(os.environ["TEST_DATABASE_URL"]) as url:
         mix = fault_mix(url, MIX, clients=2, folder=tmp_path, settle_within=SETTLED_WITHIN)

@@ -507,7 +507,10 @@ def fault_mix(
                             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
                         )
                     )
-                app.extensions["gin"]["engine"].dispose()  # as gunicorn's pool on a lost one
+                # The app's pool is not disposed: a disposed pool orphans the connections
+                # the clients hold, left for the collector. As in gunicorn, the first request
+                # to meet a terminated connection answers 503 and the pool drops every
+                # connection opened before it.
 
             steps = sorted(
                 [
@@ -542,7 +545,6 @@ def fault_mix(
                     try:
                         [match_id] = finished_matches(app, 1)
                     except Exception:  # a terminated connection: the API answered 503
-                        app.extensions["gin"]["engine"].dispose()
                         continue
                     ended[match_id] = time.monotonic() - began
                     kick.set()
