@@ -11,8 +11,9 @@ connection as it is, with SQLAlchemy's own type processing applied to what goes 
   a timestamp is checked for a time zone), each returned value through its column type's
   result processor (timestamps come back in UTC), exactly as SQLAlchemy would;
 - a database error is raised as SQLAlchemy's exception for it (``DBAPIError.instance``), and a
-  lost connection as one with ``connection_invalidated`` set, the pool emptied (as SQLAlchemy
-  does on a disconnect), so callers and the API's error handlers see what they saw before.
+  lost connection as one with ``connection_invalidated`` set, every connection opened before
+  it dropped when next checked out (as SQLAlchemy does on a disconnect), so callers and the
+  API's error handlers see what they saw before.
 
 A statement this cannot reproduce exactly (text, literal values bound in the statement,
 expanding or renamed parameters, columns that are not plain names) is left to SQLAlchemy:
@@ -144,7 +145,7 @@ def fetch_one_autocommit(
 ) -> tuple[Any, ...] | None:
     """The first row (a plain tuple) of ``sql`` run as it is on psycopg, in autocommit on a
     pooled connection, which goes back to the pool in transaction mode. A database error is
-    raised as SQLAlchemy's; a lost connection also drops the pool's idle ones."""
+    raised as SQLAlchemy's; a lost connection also drops the pool's older ones."""
     rows = _autocommit(engine, sql, params, one=True)
     return rows[0] if rows else None
 
@@ -172,9 +173,8 @@ def _autocommit(
                     driver.autocommit = False
         except dialect.loaded_dbapi.Error as error:
             lost = dialect.is_disconnect(error, driver, None)
-            if lost:  # as SQLAlchemy does: this connection and every idle one are dropped
-                pooled.invalidate(error)
-                engine.dispose()
+            if lost:  # as SQLAlchemy does: this connection and every older one are dropped
+                _invalidate_pool(engine, pooled, error)
             raise DBAPIError.instance(
                 sql,
                 params,
@@ -186,6 +186,14 @@ def _autocommit(
     finally:
         pooled.close()
     return rows
+
+
+def _invalidate_pool(engine: Engine, pooled: Any, error: Exception) -> None:
+    """A lost connection: ``pooled`` is invalidated (closed) and every connection opened before
+    it is closed when next checked out, as SQLAlchemy's own statements do on a disconnect
+    (``Pool._invalidate``). Never ``engine.dispose()``: a disposed pool forgets the connections
+    other threads hold, which then stay open until the garbage collector finds them."""
+    engine.pool._invalidate(pooled, error)
 
 
 def _psycopg(pooled: Any) -> Any:
@@ -227,8 +235,8 @@ def _raise_as_sqlalchemy(
     driver = connection.connection.driver_connection
     lost = dialect.is_disconnect(error, driver, None)  # type: ignore[arg-type]
     if lost:
+        _invalidate_pool(connection.engine, connection.connection, error)
         connection.invalidate(error)
-        connection.engine.dispose()
     raise DBAPIError.instance(
         sql,
         params,

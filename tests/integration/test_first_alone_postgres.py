@@ -106,6 +106,28 @@ def test_a_killed_connection_is_a_disconnect_and_the_pool_recovers(engine: Engin
             assert session.connection().connection.driver_connection.autocommit is False
 
 
+def test_a_lost_connection_leaves_the_ones_held_elsewhere_to_their_pool(engine: Engine) -> None:
+    """The connection another request holds while one is found lost goes back to the same
+    pool, which closes it (it is older than the loss): it is not left open for the garbage
+    collector, as a pool disposed under its holders leaves it."""
+    pooled = make_engine(engine.url.render_as_string(hide_password=False), pool_size=2)
+    try:
+        with pooled.connect() as held:
+            held_driver = held.connection.driver_connection
+            with Session(pooled) as session:  # the second connection, idle in the pool after
+                victim = first_alone(session, text("SELECT pg_backend_pid() AS pid"), {}).pid
+            with engine.connect() as connection:
+                connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": victim})
+            with pytest.raises(DBAPIError) as failure:  # straight on psycopg
+                driver.fetch_one_autocommit(pooled, "SELECT 1", ())
+            assert failure.value.connection_invalidated
+        assert not held_driver.closed  # back in its pool, open until it is next taken
+        pooled.dispose()
+        assert held_driver.closed
+    finally:
+        pooled.dispose()
+
+
 # --- Core statements: straight on psycopg (service.db.driver) ---------------------------------
 
 _metadata = MetaData()
