@@ -112,7 +112,9 @@ def test_a_practice_knockout_entered_played_and_its_prizes_shown(
 
     # The final opens by itself once the bots' other semi-final is recorded and it is
     # dealt; the bracket shows round 1 decided. I resign the final: second place.
-    state.filter(has_text="Your match is being played in round 2 of 2").wait_for(timeout=BOTS_SEMI_FINAL_MS)
+    state.filter(has_text="Your match is being played in round 2 of 2").wait_for(
+        timeout=BOTS_SEMI_FINAL_MS
+    )
     page.locator("#bracket").filter(has_text=f"Seat {me} (you) won").wait_for()
     final_id = operator.tournament(tournament_id)["rounds"][1]["matches"][0]["match_id"]
     page.get_by_role("button", name="Resign", exact=True).wait_for()
