@@ -245,8 +245,14 @@ def gunicorn(url: str, workers: int, secret_key: str) -> Iterator[int]:
                 time.sleep(0.05)
         yield port
     finally:
+        # Stopped before its database is dropped: gracefully, else (clients still parked on
+        # it past gunicorn's own graceful timeout) killed.
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
 
 
 def summary(name: str, ratios: list[float], latencies: list[float], target: str) -> str:
