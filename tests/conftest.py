@@ -92,6 +92,38 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)  # closing the file releases its lock
 
 
+# --- The contract fuzzing's figures, over every test process (tests/contract/tally.py) --------
+
+
+_contract_tally: Any = None
+_contract_lines: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    global _contract_tally
+    if "PYTEST_XDIST_WORKER" in os.environ or "test_schemathesis.py::" not in report.nodeid:
+        return  # the controlling process (or the only one) reads every test's report
+    if _contract_tally is None:
+        from tests.contract.tally import Tally
+
+        _contract_tally = Tally()
+    _contract_tally.add(report.nodeid, report.when, report.user_properties)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _contract_tally is None:
+        return
+    figures, wrong = _contract_tally.findings()
+    _contract_lines[:] = figures + [f"FAILED contract fuzzing: {w}" for w in wrong]
+    if wrong and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _contract_lines:
+        terminalreporter.write_line(line, red=line.startswith("FAILED"))
+
+
 def _name_leaked_connections() -> None:
     """A psycopg connection garbage-collected while still open warns (an error here) long
     after the test that opened it, in whichever test the collector happens to run: say which
