@@ -154,6 +154,11 @@ schema.config.generation.update(
     deterministic=True,
     allow_x00=False,
     database="none",
+    # The test sends the credentials itself: a case generated without them (or with a
+    # mutated ``Authorization``) would be answered as if its credentials were valid, and
+    # read as negative data accepted. Missing and wrong credentials are tested on their own
+    # (tests/api/test_auth_and_errors.py).
+    with_security_parameters=False,
 )
 
 
