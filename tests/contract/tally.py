@@ -46,9 +46,6 @@ class Tally:
                 operation, status = value
                 self.requests[name].append((str(operation), int(status)))
 
-    def ran(self) -> bool:
-        return any(self.tests.values())
-
     def findings(self) -> tuple[list[str], list[str]]:
         """(the figures, what is wrong), checked for each kind whose every test ran."""
         from tests.contract.test_schemathesis import CREATING, MIN_REQUESTS, documented_operations
