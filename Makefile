@@ -29,12 +29,13 @@ practice: $(STAMP)
 screenshots: $(STAMP)
 	$(BIN)/python -m tests.browser.screenshots var/screenshots
 
-# The suite runs on TEST_PROCESSES pytest-xdist processes (by default two per core, at most 4;
-# 0: in this process alone), each with its own databases, var folder and broker queues: many
-# tests mostly wait (on servers, workers and browsers they start), so two per core keep the
-# cores busy. Work is shared out by stealing (a module's tests mostly stay on one process,
-# keeping its fixtures set up once).
-TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( 2 * n < 4 ? 2 * n : 4 )))
+# The suite runs on TEST_PROCESSES pytest-xdist processes (auto: one per core, at most 4; 0: in
+# this process alone), each with its own databases, var folder and broker queues. Work is shared
+# out by stealing (a module's tests mostly stay on one process, keeping its fixtures set up once).
+# Four processes on two cores took 13.5-14 min against 15.9 (docs/testing.md), and each such run
+# found a test that depended on which tests its process had run before it; until none is left,
+# the default stays at one per core.
+TEST_PROCESSES ?= auto
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --maxprocesses 4 --dist worksteal $(PYTEST_ARGS)
