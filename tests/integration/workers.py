@@ -155,7 +155,9 @@ def worker(
 
 
 def kill(process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-    """Signal the worker's whole process group (the parent and its pool children)."""
+    """Signal the worker's whole process group (the parent and its pool children); once the
+    parent is gone, whatever is left of its group is killed (an embedded beat that a SIGTERM
+    caught as it started outlived its worker, sleeping, after a CI run)."""
     if process.poll() is None:
         try:
             os.killpg(process.pid, sig)
@@ -166,6 +168,8 @@ def kill(process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 @contextmanager
