@@ -32,9 +32,9 @@ screenshots: $(STAMP)
 # The suite runs on TEST_PROCESSES pytest-xdist processes (auto: one per core, at most 4; 0: in
 # this process alone), each with its own databases, var folder and broker queues. Work is shared
 # out by stealing (a module's tests mostly stay on one process, keeping its fixtures set up once).
-# Four processes on two cores took 13.5-14 min against 14.3-15.9 (docs/testing.md), and each such run
-# found a test that depended on which tests its process had run before it; until none is left,
-# the default stays at one per core.
+# Four processes on two cores gained nothing clear (pytest 13.5-15 min against 13-16 min with
+# two, docs/testing.md), and each such run found a test that depended on which tests its
+# process had run before it: the default stays at one per core.
 TEST_PROCESSES ?= auto
 
 test: $(STAMP)
