@@ -1,7 +1,7 @@
 """Settling finished matches: the statement and its ledger transaction, exactly once.
 
 ``settle_match`` runs in one database transaction under the match's row lock: it computes the
-statement with the pure payout maths (:mod:`service.games.gin.payout`), posts one balanced ledger
+statement with the game's pure payout maths (its spec's ``statement``), posts one balanced ledger
 transaction that empties the match's escrow into the players' available funds and the house
 fee account, writes the immutable settlement row (unique per match) and a
 ``settlement.completed`` outbox event. Run twice, by a retry, a duplicate delivery or two

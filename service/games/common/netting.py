@@ -1,6 +1,12 @@
-"""Stake-per-point settlement of several seats at once: pair amounts, the net-loss cap, the fee.
+"""Settlement of any number of seats: a pot shared by its receivers, or stakes per point
+(pair amounts, the net-loss cap, the fee).
 
-The steps (11.4.2, 11.4.3):
+A pot (6.2, 6.3, 11.4): every seat stakes the same amount; the pot less the house fee goes to
+the receivers, who share it equally, odd minor units one each to the lowest seats. The fee is
+on the whole pot (``POT``) or on the pot less the receivers' own stakes (``WINNINGS``),
+rounded down.
+
+Stakes per point, in steps (11.4.2, 11.4.3):
 
 1. Each seat's raw net is the sum of what it is owed and owes (pair by pair, or given as net
    points), times the stake per point.
@@ -22,15 +28,8 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from service.games.common.errors import SettlementError
-from service.games.common.settings import FeeBase, FeeRule
-from service.games.common.statement import (
-    HOUSE,
-    TABLE,
-    LineKind,
-    MoneyFormat,
-    MultiStatement,
-    StatementLine,
-)
+from service.games.common.settings import FeeBase, FeeRule, Format
+from service.games.common.statement import HOUSE, TABLE, LineKind, Statement, StatementLine
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -202,7 +201,7 @@ def _settlement_lines(
 
 
 def finish(
-    format: MoneyFormat,
+    format: Format,
     stake_per_point: int,
     escrow: Mapping[int, int],
     raw_net: Mapping[int, int],
@@ -212,7 +211,7 @@ def finish(
     *,
     cap_applied: bool,
     fee_rule: str = "11.4.3",
-) -> MultiStatement:
+) -> Statement:
     """The statement of settled nets, after each winner pays the fee on its gain (11.4.3)."""
     out = list(lines)
     fees: dict[int, int] = {}
@@ -225,7 +224,7 @@ def finish(
             if charge != gain * fee.bps // 10_000:
                 reason += " and held within the fee's minimum and maximum"
             out.append(StatementLine(LineKind.FEE, s, HOUSE, charge, fee_rule, reason))
-    return MultiStatement(
+    return Statement(
         format=format,
         escrow=dict(escrow),
         raw_net=dict(raw_net),
@@ -246,13 +245,15 @@ def settle_pairs(
     caps: Mapping[int, int],
     fee: FeeRule | None = None,
     *,
-    format: MoneyFormat,
+    format: Format,
     cap_rule: str = "11.4.2",
     cap_name: str = "its buy-in",
-) -> MultiStatement:
+    fee_rule: str = "11.4.3",
+) -> Statement:
     """Settle pair amounts in points: raw nets, the net-loss cap, the fee per winner.
 
-    ``caps`` names every seat at the table with its buy-in (or remaining table balance).
+    ``caps`` names every seat at the table with its buy-in (or remaining table balance, or
+    the most it may lose to its one opponent).
 
     :raises SettlementError: on a seat without a cap, or bad amounts.
     """
@@ -276,7 +277,9 @@ def settle_pairs(
     else:
         lines = [pair_line(LineKind.OWES, m) for m in margins]
         lines += _settlement_lines(raw, cap, escrow, cap_rule, cap_name)
-    return finish(format, r, escrow, raw, cap.settled, fee, lines, cap_applied=cap.applied)
+    return finish(
+        format, r, escrow, raw, cap.settled, fee, lines, cap_applied=cap.applied, fee_rule=fee_rule
+    )
 
 
 def settle_nets(
@@ -285,10 +288,10 @@ def settle_nets(
     caps: Mapping[int, int],
     fee: FeeRule | None = None,
     *,
-    format: MoneyFormat,
+    format: Format,
     rule: str,
     cap_name: str = "its buy-in",
-) -> MultiStatement:
+) -> Statement:
     """Settle net positions in points (zero-sum) with the net-loss cap and the fee per winner.
 
     :raises SettlementError: when the points are not zero-sum, a seat has no cap, or amounts
@@ -323,3 +326,60 @@ def split_equally(amount: int, seats: Sequence[int]) -> dict[int, int]:
     order = sorted(seats)
     each, odd = divmod(amount, len(order))
     return {s: each + (1 if i < odd else 0) for i, s in enumerate(order)}
+
+
+def share_pot(
+    stakes: Mapping[int, int],
+    receivers: Sequence[int],
+    fee: FeeRule | None = None,
+    *,
+    format: Format,
+    rule: str,
+    why: str,
+) -> Statement:
+    """The pot less the fee, shared equally by ``receivers`` (odd units to the lower seats);
+    ``why`` says why they receive it, under ``rule``.
+
+    :raises SettlementError: on unequal or missing stakes, or receivers not at the table.
+    """
+    escrow = checked_seats("stake", stakes, minimum=1)
+    if len(escrow) < 2 or len(set(escrow.values())) != 1:
+        raise SettlementError(f"every seat stakes the same amount, not {escrow!r}")
+    chosen = sorted(set(receivers))
+    if not chosen or len(chosen) != len(receivers) or any(s not in escrow for s in chosen):
+        raise SettlementError(f"receivers {list(receivers)!r} must be distinct seated seats")
+    fee = fee or FeeRule()
+    pot = sum(escrow.values())
+    base = pot if fee.base is FeeBase.POT else pot - sum(escrow[s] for s in chosen)
+    charge = fee.fee_on(base)
+    shares = split_equally(pot - charge, chosen)
+    uncharged = split_equally(pot, chosen)
+    lines = [
+        StatementLine(LineKind.PAYS, s, TABLE, escrow[s], rule, "its stake into the pot")
+        for s in sorted(escrow)
+    ]
+    if charge:
+        what = "the pot" if fee.base is FeeBase.POT else "the pot less the receivers' stakes"
+        reason = f"house fee, {fee.bps} bps of {what} {base}, rounded down"
+        fee_rule = "6.1.3" if fee.base is FeeBase.POT else "11.7.4"
+        lines.append(StatementLine(LineKind.FEE, TABLE, HOUSE, charge, fee_rule, reason))
+    for s in chosen:
+        reason = f"{why}: the pot {pot}" + (f" less the fee {charge}" if charge else "")
+        if len(chosen) > 1:
+            reason += f", shared by seats {', '.join(map(str, chosen))}"
+            if shares[s] > shares[chosen[-1]]:
+                reason += ", with an odd unit (lower seat)"
+        lines.append(StatementLine(LineKind.PAYS, TABLE, s, shares[s], rule, reason))
+    return Statement(
+        format=format,
+        escrow=escrow,
+        raw_net={s: uncharged.get(s, 0) - escrow[s] for s in escrow},
+        net={s: shares.get(s, 0) - escrow[s] for s in escrow},
+        fees={},
+        fee=charge,
+        fee_base_amount=base,
+        stake_per_point=0,
+        cap_applied=False,
+        receivers=tuple(chosen),
+        lines=tuple(lines),
+    )

@@ -6,11 +6,12 @@ and the shape of a match view and of a statement at more than two seats.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from service.games.common.errors import IllegalAction
 from service.games.common.settings import GameKind
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.protocol import MatchStatus, Settled
 
 
@@ -129,15 +130,8 @@ def multi_view(
     return view
 
 
-def multi_settled(
-    multi: MultiStatement, escrow: Sequence[int], result: dict[str, Any], match: Any
-) -> Settled:
-    """A statement of the payout maths at more than two seats in the shape every
-    statement has: the figures at its top as lists by seat (the two-player shape), the
-    result and ``void``."""
-    data = multi.to_dict()
-    payouts = tuple(multi.payouts[s] for s in range(len(escrow)))
-    net = tuple(multi.net[s] for s in range(len(escrow)))
-    data["escrow"], data["payouts"], data["net"] = list(escrow), list(payouts), list(net)
-    data |= result | {"void": match.status is MatchStatus.VOID}
-    return Settled(payouts, net, multi.fee, data)
+def multi_settled(statement: Statement, result: dict[str, Any], match: Any) -> Settled:
+    """A statement at more than two seats as the service keeps it: itemized, with the
+    match's result and ``void`` as its figures."""
+    figures = result | {"void": match.status is MatchStatus.VOID}
+    return replace(statement, figures=figures).settled()

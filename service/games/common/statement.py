@@ -1,19 +1,23 @@
-"""The statement of a settlement at more than two seats: amounts per seat, the fee, and lines.
+"""The statement of a settlement, for every game: amounts per seat, the fee, and lines.
 
-A :class:`MultiStatement` is checked when it is built: the nets and the fee add up to zero,
+A :class:`Statement` is checked when it is built: the nets and the fee add up to zero,
 nobody leaves with less than nothing, and its lines, read as money moving between parties
 (seats, the table's pot and the house), produce exactly those nets and that fee. A statement
 that breaks any of these is a bug and raises :class:`~service.games.common.errors.SettlementError`.
+Besides the money, a statement carries the game's own figures behind it (two-player Gin's
+final totals and bonuses, a multi-seat game's winners): each game's payout maths fills them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Literal
 
 from service.games.common.errors import SettlementError
+from service.games.common.settings import Format
+from service.games.protocol import Settled
 
 #: The table's pot: stakes go in and prizes come out (it always ends at zero).
 TABLE: Final = "table"
@@ -21,16 +25,6 @@ TABLE: Final = "table"
 HOUSE: Final = "house"
 
 Party = int | Literal["table", "house"]
-
-
-class MoneyFormat(StrEnum):
-    """The money formats offered at more than two players (11.4's table)."""
-
-    MATCH_PLAY = "match_play"
-    CLASSIC = "classic"
-    RUMMY_PER_HAND = "rummy_per_hand"
-    RUMMY_TARGET = "rummy_target"
-    RUMMY_DEALS = "rummy_deals"
 
 
 class LineKind(StrEnum):
@@ -119,18 +113,20 @@ class StatementLine:
 
 
 @dataclass(frozen=True, slots=True)
-class MultiStatement:
-    """The settlement of one multi-player match or Rummy hand, every figure included.
+class Statement:
+    """The settlement of one match or per-hand table hand, every figure included.
 
     * ``escrow[s]``: what seat ``s`` has at the table (stake, buy-in or remaining balance);
     * ``raw_net[s]``: its money result before any cap and fee;
     * ``net[s]``: its result after them; ``sum(net) + fee == 0``;
     * ``fees[s]``: the fee taken from winner ``s`` (stake-per-point formats); a pot's fee is
       taken from the pot and is in ``fee`` only;
-    * ``receivers``: the seats that gained (the pot's receivers, or every seat with a gain).
+    * ``receivers``: the seats that gained (the pot's receivers, or every seat with a gain);
+    * ``figures``: the game's own figures behind the money, JSON-ready (what its statement
+      shows besides the amounts: a winner, final totals, bonuses...).
     """
 
-    format: MoneyFormat
+    format: Format
     escrow: dict[int, int]
     raw_net: dict[int, int]
     net: dict[int, int]
@@ -141,6 +137,27 @@ class MultiStatement:
     cap_applied: bool
     receivers: tuple[int, ...]
     lines: tuple[StatementLine, ...]
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def refund(
+        cls, format: Format, escrow: Mapping[int, int], *, stake_per_point: int = 0
+    ) -> Statement:
+        """Every seat takes back what it has at the table: no line, no fee."""
+        nothing = dict.fromkeys(escrow, 0)
+        return cls(
+            format=format,
+            escrow=dict(escrow),
+            raw_net=nothing,
+            net=dict(nothing),
+            fees={},
+            fee=0,
+            fee_base_amount=0,
+            stake_per_point=stake_per_point,
+            cap_applied=False,
+            receivers=(),
+            lines=(),
+        )
 
     def __post_init__(self) -> None:
         seats = set(self.escrow)
@@ -184,32 +201,51 @@ class MultiStatement:
         """The statement as lines a person can read, one per line."""
         return "\n".join(line.text(names) for line in self.lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, itemized: bool = True) -> dict[str, Any]:
+        """Every figure, JSON-ready: the amounts by seat (the seat's number as text), the fee,
+        and the game's figures. ``itemized`` adds the lines and what they are read with (raw
+        nets, fees by seat, receivers); a game whose statements have never served them
+        leaves them out."""
+
         def listed(values: Mapping[int, int]) -> dict[str, int]:
             return {str(s): values[s] for s in sorted(values)}
 
-        return {
+        data: dict[str, Any] = {
             "format": self.format.value,
             "escrow": listed(self.escrow),
-            "raw_net": listed(self.raw_net),
             "net": listed(self.net),
             "payouts": listed(self.payouts),
-            "fees": listed(self.fees),
             "fee": self.fee,
             "fee_base_amount": self.fee_base_amount,
             "stake_per_point": self.stake_per_point,
             "cap_applied": self.cap_applied,
-            "receivers": list(self.receivers),
-            "lines": [line.to_dict() for line in self.lines],
         }
+        if itemized:
+            data |= {
+                "raw_net": listed(self.raw_net),
+                "fees": listed(self.fees),
+                "receivers": list(self.receivers),
+                "lines": [line.to_dict() for line in self.lines],
+            }
+        return data | dict(self.figures)
+
+    def settled(self, *, itemized: bool = True) -> Settled:
+        """The statement as the service keeps it: :meth:`to_dict` with the escrow, payouts
+        and nets as lists by seat (a match's seats are 0 to n-1)."""
+        data = self.to_dict(itemized=itemized)
+        payouts = tuple(self.payouts[s] for s in self.seats)
+        net = tuple(self.net[s] for s in self.seats)
+        data["escrow"] = [self.escrow[s] for s in self.seats]
+        data["payouts"], data["net"] = list(payouts), list(net)
+        return Settled(payouts, net, self.fee, data)
 
 
-#: The figures of :meth:`MultiStatement.to_dict` keyed by seat (the seat's number as text).
+#: The figures of :meth:`Statement.to_dict` keyed by seat (the seat's number as text).
 BY_SEAT = ("escrow", "raw_net", "net", "payouts", "fees")
 
 
 def renamed_statement(data: Mapping[str, Any], names: Sequence[int]) -> dict[str, Any]:
-    """A statement as :meth:`MultiStatement.to_dict` gives it (or a settlement's, which holds
+    """A statement as :meth:`Statement.to_dict` gives it (or a settlement's, which holds
     more) with every seat it names renamed from ``s`` to ``names[s]``: the keys of its figures
     by seat (:data:`BY_SEAT`, where a figure is such a map), its ``receivers``, and each
     line's ``payer`` and ``payee``, whose ``text`` is written again from them. Its other keys

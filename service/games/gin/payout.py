@@ -1,9 +1,15 @@
 """Payout maths: a finished match and its table settings in, a settlement statement out
 (docs/engine.md 3.1-3.2, 6.1-6.4, 9.4). Pure integer arithmetic in minor units.
 
-Every statement satisfies ``sum(payouts) + fee == sum(escrow)`` (6.1.3) and no payout is
-negative: a player never loses more than they escrowed. ``payouts[s]`` is what leaves escrow
-for seat ``s`` (stake returned plus winnings); ``net[s] = payouts[s] - escrow[s]``.
+The statement is every game's :class:`~service.games.common.statement.Statement`, built by the
+same settlement steps as the other games' (:mod:`service.games.common.netting`): a pot shared by
+its winner, or a pair amount in points with the cap and the fee. So it satisfies
+``sum(payouts) + fee == sum(escrow)`` (6.1.3), no payout is negative (a player never loses
+more than they escrowed), and its lines move exactly its nets and fee. ``payouts[s]`` is what
+leaves escrow for seat ``s`` (stake returned plus winnings); ``net[s] = payouts[s] - escrow[s]``.
+Its ``figures`` are the scoring behind the money: the hands, hand points, boxes, bonuses,
+final totals, margin, raw amount, the transfer and the cap, the winner, the forfeiter and
+whether the match was void.
 
 * First To Knock and Match Play (6.2, 6.3): the winner receives the pot minus the fee.
   First To Knock's winner is the first legal knocker (``FIRST_KNOCKER``) or the hand's winner
@@ -19,68 +25,18 @@ for seat ``s`` (stake returned plus winnings); ``net[s] = payouts[s] - escrow[s]
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from service.games.common.errors import SettlementError
-from service.games.common.settings import CapMode, FeeBase, Format, MatchSettings
+from service.games.common.netting import PairAmount, settle_pairs, share_pot
+from service.games.common.settings import CapMode, MatchSettings
+from service.games.common.statement import Statement
+from service.games.gin.formats import FIRST_TO_KNOCK, MONEY_PLAY
 from service.games.gin.game import final_totals
 from service.games.gin.match import HandRecord, Match, ftk_winner
 from service.games.gin.ruleset import ShutoutMode
 from service.games.protocol import MatchStatus
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """The settlement of one match, with every figure behind it (6.1.5)."""
-
-    format: Format
-    escrow: tuple[int, int]
-    payouts: tuple[int, int]
-    fee: int
-    winner: int | None
-    void: bool
-    forfeiter: int | None
-    hands: tuple[HandRecord, ...]
-    hand_points: tuple[int, int]
-    boxes: tuple[int, int]
-    bonuses: dict[str, tuple[int, int]]
-    final_totals: tuple[int, int] | None
-    margin: int
-    stake_per_point: int
-    raw_amount: int
-    transfer: int
-    cap: int | None
-    cap_applied: bool
-    fee_base_amount: int
-
-    @property
-    def net(self) -> tuple[int, int]:
-        return (self.payouts[0] - self.escrow[0], self.payouts[1] - self.escrow[1])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format.value,
-            "escrow": list(self.escrow),
-            "payouts": list(self.payouts),
-            "net": list(self.net),
-            "fee": self.fee,
-            "fee_base_amount": self.fee_base_amount,
-            "winner": self.winner,
-            "void": self.void,
-            "forfeiter": self.forfeiter,
-            "hands": [h.to_dict() for h in self.hands],
-            "hand_points": list(self.hand_points),
-            "boxes": list(self.boxes),
-            "bonuses": {k: list(v) for k, v in self.bonuses.items()},
-            "final_totals": None if self.final_totals is None else list(self.final_totals),
-            "margin": self.margin,
-            "stake_per_point": self.stake_per_point,
-            "raw_amount": self.raw_amount,
-            "transfer": self.transfer,
-            "cap": self.cap,
-            "cap_applied": self.cap_applied,
-        }
 
 
 def _points_and_boxes(hands: Sequence[HandRecord]) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -131,63 +87,54 @@ def settle(
     if forfeiter not in (0, 1, None):
         raise SettlementError(f"forfeiter must be seat 0 or 1, not {forfeiter!r}")
     h, b = _points_and_boxes(hands)
-    refund = Statement(
-        format=settings.format,
-        escrow=escrow,
-        payouts=escrow,
-        fee=0,
-        winner=None,
-        void=void,
-        forfeiter=forfeiter,
-        hands=hands,
-        hand_points=h,
-        boxes=b,
-        bonuses={},
-        final_totals=None,
-        margin=0,
-        stake_per_point=0,
-        raw_amount=0,
-        transfer=0,
-        cap=None,
-        cap_applied=False,
-        fee_base_amount=0,
-    )
+    figures: dict[str, Any] = {
+        "winner": None,
+        "void": void,
+        "forfeiter": forfeiter,
+        "hands": [r.to_dict() for r in hands],
+        "hand_points": list(h),
+        "boxes": list(b),
+        "bonuses": {},
+        "final_totals": None,
+        "margin": 0,
+        "raw_amount": 0,
+        "transfer": 0,
+        "cap": None,
+    }
     if void:
-        return refund
+        return replace(Statement.refund(settings.format, dict(enumerate(escrow))), figures=figures)
     if settings.uses_buyins:
-        return _settle_points(settings, refund)
-    return _settle_pot(settings, refund)
+        return _settle_points(settings, hands, escrow, figures)
+    return _settle_pot(settings, hands, escrow, figures)
 
 
-def _settle_pot(settings: MatchSettings, refund: Statement) -> Statement:
-    escrow, forfeiter, h = refund.escrow, refund.forfeiter, refund.hand_points
+def _settle_pot(
+    settings: MatchSettings,
+    hands: tuple[HandRecord, ...],
+    escrow: tuple[int, int],
+    figures: dict[str, Any],
+) -> Statement:
+    forfeiter, h = figures["forfeiter"], figures["hand_points"]
     if escrow[0] != escrow[1] or escrow[0] != settings.stake:
         raise SettlementError(f"both seats escrow the stake {settings.stake}, not {escrow}")
     if forfeiter is not None:
-        winner = 1 - forfeiter
-    elif settings.format is Format.FIRST_TO_KNOCK:
-        ftk = ftk_winner(settings, refund.hands)
+        winner, rule, why = 1 - forfeiter, "9.4", f"seat {forfeiter} forfeited"
+    elif settings.format is FIRST_TO_KNOCK:
+        ftk = ftk_winner(settings, hands)
         if ftk is None:
             raise SettlementError("First To Knock match without a decided hand")
-        winner = ftk
+        winner, rule, why = ftk, "6.2", f"won First To Knock ({settings.ftk_winner_rule.value})"
     else:
         reachers = [s for s in (0, 1) if h[s] >= settings.target]
         if len(reachers) != 1:
             raise SettlementError(f"Match Play without a single target reacher: {h}")
-        winner = reachers[0]
-    pot = escrow[0] + escrow[1]
-    base = pot if settings.fee.base is FeeBase.POT else pot - escrow[winner]
-    fee = settings.fee.fee_on(base)
-    payouts = [0, 0]
-    payouts[winner] = pot - fee
-    return replace(
-        refund,
-        payouts=(payouts[0], payouts[1]),
-        fee=fee,
-        winner=winner,
-        transfer=pot - escrow[winner] - fee,
-        fee_base_amount=base,
+        winner, rule = reachers[0], "6.3"
+        why = f"reached the target {settings.target} with {h[winner]} hand points"
+    statement = share_pot(
+        dict(enumerate(escrow)), [winner], settings.fee, format=settings.format, rule=rule, why=why
     )
+    figures |= {"winner": winner, "transfer": statement.net[winner]}
+    return replace(statement, figures=figures)
 
 
 def pair_cap(mode: CapMode, winner_buyin: int, loser_buyin: int) -> int:
@@ -196,8 +143,13 @@ def pair_cap(mode: CapMode, winner_buyin: int, loser_buyin: int) -> int:
     return min(winner_buyin, loser_buyin) if mode is CapMode.MIN_BOTH else loser_buyin
 
 
-def _settle_points(settings: MatchSettings, refund: Statement) -> Statement:
-    escrow, forfeiter, h, b = refund.escrow, refund.forfeiter, refund.hand_points, refund.boxes
+def _settle_points(
+    settings: MatchSettings,
+    hands: tuple[HandRecord, ...],
+    escrow: tuple[int, int],
+    figures: dict[str, Any],
+) -> Statement:
+    forfeiter, h, b = figures["forfeiter"], figures["hand_points"], figures["boxes"]
     if any(e < 1 for e in escrow):
         raise SettlementError(f"both seats need a buy-in in escrow, not {escrow}")
     if forfeiter is not None:
@@ -207,7 +159,7 @@ def _settle_points(settings: MatchSettings, refund: Statement) -> Statement:
         if len(reachers) != 1:
             raise SettlementError(f"game without a single target reacher: {h}")
         reacher = reachers[0]
-    if settings.format is Format.MONEY_PLAY:
+    if settings.format is MONEY_PLAY:
         totals = final_totals(
             h,
             b,
@@ -239,31 +191,34 @@ def _settle_points(settings: MatchSettings, refund: Statement) -> Statement:
     margin = totals.margin
     if forfeiter is not None and winner == forfeiter:
         winner, margin = None, 0  # 9.4: never in the forfeiter's favour
-    raw = margin * settings.stake_per_point
-    scored = replace(
-        refund,
-        bonuses=bonuses,
-        final_totals=totals.final,
-        margin=margin,
-        stake_per_point=settings.stake_per_point,
-        raw_amount=raw,
-    )
+    rate = settings.stake_per_point
+    raw = margin * rate
+    figures |= {
+        "bonuses": {name: list(both) for name, both in bonuses.items()},
+        "final_totals": list(totals.final),
+        "margin": margin,
+        "raw_amount": raw,
+    }
+    by_seat = dict(enumerate(escrow))
     if winner is None or raw == 0:
-        return scored
+        refund = Statement.refund(settings.format, by_seat, stake_per_point=rate)
+        return replace(refund, figures=figures)
     loser = 1 - winner
     cap = pair_cap(settings.cap_mode, escrow[winner], escrow[loser])
-    transfer = min(raw, cap)
-    fee = settings.fee.fee_on(transfer)
-    payouts = [0, 0]
-    payouts[winner] = escrow[winner] + transfer - fee
-    payouts[loser] = escrow[loser] - transfer
-    return replace(
-        scored,
-        payouts=(payouts[0], payouts[1]),
-        fee=fee,
-        winner=winner,
-        transfer=transfer,
-        cap=cap,
-        cap_applied=transfer < raw,
-        fee_base_amount=transfer,
+    final = totals.final
+    reason = f"final totals {final[winner]} to {final[loser]}, a margin of {margin}"
+    owed = PairAmount(winner, loser, margin, "6.4.6", reason)
+    cap_name = "the smaller buy-in" if settings.cap_mode is CapMode.MIN_BOTH else "its own buy-in"
+    statement = settle_pairs(
+        [owed],
+        rate,
+        {winner: escrow[winner], loser: cap},
+        settings.fee,
+        format=settings.format,
+        cap_rule="6.4.7",
+        cap_name=cap_name,
+        fee_rule="6.4.8",
     )
+    transfer = statement.net[winner] + statement.fee
+    figures |= {"winner": winner, "transfer": transfer, "cap": cap}
+    return replace(statement, escrow=by_seat, figures=figures)

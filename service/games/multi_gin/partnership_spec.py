@@ -9,7 +9,7 @@ from typing import Any
 from service.games.bots import decide_multi
 from service.games.common.errors import InvalidState
 from service.games.common.settings import Format, GameKind, MatchSettings
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.gin.formats import MATCH_PLAY
 from service.games.multi_gin.partnership import PartnershipMatch
 from service.games.multi_gin.payout import (
@@ -49,7 +49,7 @@ class PartnershipSpec(MultiGinSpec[PartnershipMatch]):
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidState(f"malformed match state: {exc!r}") from None
 
-    def settle(self, match: PartnershipMatch, escrow: dict[int, int]) -> MultiStatement:
+    def settle(self, match: PartnershipMatch, escrow: dict[int, int]) -> Statement:
         settings = match.settings
         standings = match.standings()
         fee, r = settings.fee, settings.stake_per_point

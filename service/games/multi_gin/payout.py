@@ -29,7 +29,8 @@ from service.games.common.netting import (
     stake_table,
 )
 from service.games.common.settings import CapMode, FeeRule
-from service.games.common.statement import LineKind, MoneyFormat, MultiStatement, StatementLine
+from service.games.common.statement import LineKind, Statement, StatementLine
+from service.games.gin.formats import CLASSIC
 from service.games.gin.payout import pair_cap
 from service.games.gin.ruleset import Ruleset, ShutoutMode
 from service.games.multi_gin.match import PairMargin, Standings, forfeit_margin
@@ -94,7 +95,7 @@ def settle_three_player(
     fee: FeeRule | None = None,
     *,
     shutout_mode: ShutoutMode = ShutoutMode.BONUS,
-) -> MultiStatement:
+) -> Statement:
     """A finished (or forfeited) three-player classic game for stakes, from its standings:
     each pair margin x ``stake_per_point``, the net-loss cap on the buy-ins (11.4.2) and the
     fee per winner (11.4.3). ``shutout_mode`` only names the shutout in its line.
@@ -106,7 +107,7 @@ def settle_three_player(
     margins = _pair_amounts(
         standings.pairs, standings.totals, standings.forfeiter, ShutoutMode(shutout_mode)
     )
-    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
+    return settle_pairs(margins, stake_per_point, buyins, fee, format=CLASSIC)
 
 
 def _settle_totals(
@@ -118,7 +119,7 @@ def _settle_totals(
     stake_per_point: int,
     buyins: Mapping[int, int],
     fee: FeeRule | None,
-) -> MultiStatement:
+) -> Statement:
     f = _three("total", totals)
     h = _three("hand points", hand_points)
     for name, seat in (("winner", winner), ("forfeiter", forfeiter)):
@@ -129,7 +130,7 @@ def _settle_totals(
     except RulesError as exc:
         raise SettlementError(str(exc)) from None
     margins = _pair_amounts(pairs, f, forfeiter, ruleset.shutout_mode)
-    return settle_pairs(margins, stake_per_point, buyins, fee, format=MoneyFormat.CLASSIC)
+    return settle_pairs(margins, stake_per_point, buyins, fee, format=CLASSIC)
 
 
 def classic_three_player(
@@ -143,7 +144,7 @@ def classic_three_player(
     shutout_mode: ShutoutMode = ShutoutMode.BONUS,
     shutout_bonus: int = 100,
     game_bonus: int = 100,
-) -> MultiStatement:
+) -> Statement:
     """Three-player classic for stakes from plain figures: the pair margins of
     :func:`~service.games.multi_gin.three_player.three_player_pairs` x ``stake_per_point``, the
     net-loss cap on the buy-ins (11.4.2) and the fee per winner (11.4.3).
@@ -170,7 +171,7 @@ def classic_three_player_forfeit(
     fee: FeeRule | None = None,
     *,
     game_bonus: int = 100,
-) -> MultiStatement:
+) -> Statement:
     """A forfeited three-player classic game for stakes (11.6.2, 11.7.2): ``totals`` are
     those of the moment, without a game bonus; the pair margins are
     :func:`~service.games.multi_gin.three_player.three_player_pairs`'. The net-loss cap and the fee
@@ -192,7 +193,7 @@ def _partnership(
     buyins: Mapping[int, int],
     fee: FeeRule | None,
     cap_mode: CapMode,
-) -> MultiStatement:
+) -> Statement:
     r, escrow, fee = stake_table(stake_per_point, buyins, fee)
     if sorted(escrow) != [0, 1, 2, 3]:
         raise SettlementError(f"partnership Gin seats 0 to 3, not {sorted(escrow)!r}")
@@ -215,7 +216,7 @@ def _partnership(
             capped = True
             reason += f" = {amount}, capped at {cap} ({mode.value})"
         lines.append(StatementLine(LineKind.PAYS, lo, w, moved, rule, reason))
-    return finish(MoneyFormat.CLASSIC, r, escrow, raw, settled, fee, lines, cap_applied=capped)
+    return finish(CLASSIC, r, escrow, raw, settled, fee, lines, cap_applied=capped)
 
 
 def _team_totals(team_totals: Sequence[int]) -> tuple[int, int]:
@@ -231,7 +232,7 @@ def partnership_classic(
     fee: FeeRule | None = None,
     *,
     cap_mode: CapMode = CapMode.MIN_BOTH,
-) -> MultiStatement:
+) -> Statement:
     """Partnership classic for stakes (4.2.7, 11.2.3): ``team_totals`` are the final totals
     of team 1 (seats 0, 2) and team 2 (seats 1, 3); the higher total receives the margin
     from each money pair, capped per pair by ``cap_mode``; equal totals move nothing."""
@@ -252,7 +253,7 @@ def partnership_classic_forfeit(
     *,
     game_bonus: int = 100,
     cap_mode: CapMode = CapMode.MIN_BOTH,
-) -> MultiStatement:
+) -> Statement:
     """A forfeited partnership classic game (11.6.2, 11.7.2): at team level the other team
     receives ``max(its total - the forfeiting team's, 0) + game_bonus`` from both money
     pairs, each capped by ``cap_mode``. ``team_totals`` carry no game bonus."""

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from service.games.common.errors import InvalidState
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.gin.actions import Action
 from service.games.gin.formats import CLASSIC, MATCH_PLAY
 from service.games.gin.spec import BUYINS, GinOptions, TwoSeatDeals
@@ -117,8 +117,8 @@ class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
 
     def statement(self, match: G, settings: MatchSettings, escrow: Sequence[int]) -> Settled:
         by_seat = {seat: amount for seat, amount in enumerate(escrow)}
-        return multi_settled(self.settle(match, by_seat), escrow, self.result(match), match)
+        return multi_settled(self.settle(match, by_seat), self.result(match), match)
 
-    def settle(self, match: G, escrow: dict[int, int]) -> MultiStatement:
+    def settle(self, match: G, escrow: dict[int, int]) -> Statement:
         """The game's payout maths for ``match`` (11.4)."""
         raise NotImplementedError

@@ -9,7 +9,7 @@ from typing import Any
 from service.games.bots import decide_multi
 from service.games.common.errors import InvalidState
 from service.games.common.settings import Format, GameKind, MatchSettings
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.gin.formats import MATCH_PLAY
 from service.games.multi_gin.payout import settle_three_player
 from service.games.multi_gin.pots import match_play_forfeit, three_player_match_play
@@ -43,7 +43,7 @@ class ThreePlayerSpec(MultiGinSpec[ThreePlayerMatch]):
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidState(f"malformed match state: {exc!r}") from None
 
-    def settle(self, match: ThreePlayerMatch, escrow: dict[int, int]) -> MultiStatement:
+    def settle(self, match: ThreePlayerMatch, escrow: dict[int, int]) -> Statement:
         settings = match.settings
         standings = match.standings()
         fee = settings.fee

@@ -51,10 +51,11 @@ from service.games.common.cards import Card
 from service.games.common.clock import ClockSettings, OnTimeout
 from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState, RulesError
 from service.games.common.seats import seat_in_hand, seated_view
-from service.games.common.statement import MoneyFormat
+from service.games.common.settings import Format
 from service.games.protocol import MatchStatus
 from service.games.rummy.actions import RummyAction
 from service.games.rummy.fair import FairShuffle, fair_shuffle
+from service.games.rummy.formats import RUMMY_DEALS, RUMMY_PER_HAND, RUMMY_TARGET
 from service.games.rummy.hand import RummyHand, Shuffler, automatic_action
 from service.games.rummy.rules import RummyRules, Scoring
 
@@ -83,13 +84,13 @@ class RummyMatchSettings:
             )
 
     @property
-    def money_format(self) -> MoneyFormat:
+    def money_format(self) -> Format:
         """The money format of 11.4's table this match is settled in."""
         if self.rules.match_deals is not None:
-            return MoneyFormat.RUMMY_DEALS
+            return RUMMY_DEALS
         if self.rules.match_target is not None:
-            return MoneyFormat.RUMMY_TARGET
-        return MoneyFormat.RUMMY_PER_HAND
+            return RUMMY_TARGET
+        return RUMMY_PER_HAND
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -240,7 +241,7 @@ class RummyStandings:
 
     scoring: Scoring
     mode: str
-    money_format: MoneyFormat
+    money_format: Format
     points: tuple[int, ...]
     penalties: tuple[int, ...]
     deals: int
@@ -408,7 +409,7 @@ class RummyMatch:
                 best = max(points[s] for s in active)
                 winners = tuple(s for s in active if points[s] == best)
         deciding = None
-        if self.settings.money_format is MoneyFormat.RUMMY_PER_HAND:
+        if self.settings.money_format is RUMMY_PER_HAND:
             deciding = next((r for r in reversed(self.records) if r.winner is not None), None)
         return RummyStandings(
             scoring=rules.scoring,

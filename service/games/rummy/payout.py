@@ -25,8 +25,9 @@ from service.games.common.netting import (
     settle_nets,
     settle_pairs,
 )
-from service.games.common.settings import FeeRule
-from service.games.common.statement import MoneyFormat, MultiStatement
+from service.games.common.settings import FeeRule, Format
+from service.games.common.statement import Statement
+from service.games.rummy.formats import RUMMY_DEALS, RUMMY_PER_HAND, RUMMY_TARGET
 
 BALANCE = "its remaining table balance"
 
@@ -40,7 +41,7 @@ def rummy_per_hand(
     *,
     went_rummy: bool = False,
     forfeited: Collection[int] = (),
-) -> MultiStatement:
+) -> Statement:
     """One hand of a per-hand table (5.6.2, 5.8.1, 11.5.1, 11.6.3).
 
     ``counts[s]`` is loser ``s``'s count (every seat dealt in but the winner, forfeiters
@@ -71,7 +72,7 @@ def rummy_per_hand(
         stake_per_point,
         seats,
         fee,
-        format=MoneyFormat.RUMMY_PER_HAND,
+        format=RUMMY_PER_HAND,
         cap_rule="5.8.1",
         cap_name=BALANCE,
     )
@@ -83,14 +84,14 @@ def rummy_match(
     buyins: Mapping[int, int],
     fee: FeeRule | None = None,
     *,
-    format: MoneyFormat = MoneyFormat.RUMMY_TARGET,
-) -> MultiStatement:
+    format: Format = RUMMY_TARGET,
+) -> Statement:
     """A ``rummy_target`` or ``rummy_deals`` match (5.8.2, 11.5.2): each seat's cumulative net
     pay-the-winner points (zero-sum) times the stake per point, with the net-loss cap.
 
     :raises SettlementError: for another format, or points that are not zero-sum.
     """
-    if format not in (MoneyFormat.RUMMY_TARGET, MoneyFormat.RUMMY_DEALS):
+    if format not in (RUMMY_TARGET, RUMMY_DEALS):
         raise SettlementError(f"a Rummy match is rummy_target or rummy_deals, not {format!r}")
     return settle_nets(net_points, stake_per_point, buyins, fee, format=format, rule="11.5.2")
 
@@ -114,12 +115,12 @@ def rummy_penalty(
     caps: Mapping[int, int],
     fee: FeeRule | None = None,
     *,
-    format: MoneyFormat = MoneyFormat.RUMMY_DEALS,
-) -> MultiStatement:
+    format: Format = RUMMY_DEALS,
+) -> Statement:
     """A penalty-scored match (5.7, 11.5.3): pair amounts, then the net-loss cap on ``caps``
     (buy-ins, or remaining table balances on a per-hand table, where each hand is settled as
     a one-deal match, 11.7.3)."""
-    name = BALANCE if format is MoneyFormat.RUMMY_PER_HAND else "its buy-in"
+    name = BALANCE if format is RUMMY_PER_HAND else "its buy-in"
     margins = penalty_margins(penalties)
     return settle_pairs(margins, stake_per_point, caps, fee, format=format, cap_name=name)
 

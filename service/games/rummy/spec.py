@@ -11,16 +11,13 @@ from service.games.bots import decide_multi
 from service.games.common.errors import InvalidSettings, InvalidState, RulesError
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
 from service.games.rummy.actions import RummyAction
+from service.games.rummy.formats import RUMMY_DEALS, RUMMY_PER_HAND, RUMMY_TARGET
 from service.games.rummy.match import RummyMatch, RummyMatchSettings
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 from service.games.rummy.rules import RummyRules, Scoring
-
-RUMMY_PER_HAND = Format("rummy_per_hand")  # a continuous table, each hand settled (11.5.1)
-RUMMY_TARGET = Format("rummy_target")  # fixed seats, TARGET(t) (11.5.2)
-RUMMY_DEALS = Format("rummy_deals")  # fixed seats, DEALS(n) (11.5.2)
 
 #: The buy-in fields of the table examples.
 _BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
@@ -246,13 +243,11 @@ class RummySpec:
         self, match: RummyMatch, settings: MatchSettings, escrow: Sequence[int]
     ) -> Settled:
         by_seat = {seat: amount for seat, amount in enumerate(escrow)}
-        return multi_settled(
-            self.settle(match, by_seat, settings), escrow, self.result(match), match
-        )
+        return multi_settled(self.settle(match, by_seat, settings), self.result(match), match)
 
     def settle(
         self, match: RummyMatch, escrow: dict[int, int], settings: MatchSettings
-    ) -> MultiStatement:
+    ) -> Statement:
         """A Rummy match's or per-hand table hand's statement (5.8, 11.5, 11.7.3)."""
         standings = match.standings()
         fee, r = settings.fee, settings.stake_per_point

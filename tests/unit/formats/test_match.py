@@ -70,7 +70,7 @@ def test_random_matches_end_by_their_format_and_settle(fmt: Format, seed: int) -
         assert max(before) < settings.target
     escrow = (settings.escrow_for(None if not settings.uses_buyins else 500),) * 2
     statement = settle_match(match, (escrow[0], escrow[1]))
-    assert sum(statement.payouts) + statement.fee == sum(escrow)
+    assert sum(statement.payouts.values()) + statement.fee == sum(escrow)
     assert Match.from_dict(match.to_dict()) == match
 
 
@@ -105,7 +105,7 @@ def test_first_to_knock_voids_after_too_many_dead_hands() -> None:
         assert hand.outcome is not None and hand.outcome.kind == "dead"
     assert match.status is MatchStatus.VOID and match.over
     statement = settle_match(match, (100, 100))
-    assert statement.void and statement.payouts == (100, 100)
+    assert statement.figures["void"] and statement.payouts == {0: 100, 1: 100}
 
 
 def test_forfeit_ends_the_match_and_blocks_play() -> None:
@@ -117,7 +117,7 @@ def test_forfeit_ends_the_match_and_blocks_play() -> None:
         match.apply(1, "PASS")
     with pytest.raises(IllegalAction):
         match.forfeit(0)
-    assert settle_match(match, (100, 100)).payouts == (190, 0)
+    assert settle_match(match, (100, 100)).payouts == {0: 190, 1: 0}
 
 
 @pytest.mark.parametrize("fmt", GAME_FORMATS[GameKind.GIN])

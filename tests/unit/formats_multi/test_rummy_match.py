@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from service.games.common.cards import parse_cards, random_deck
 from service.games.common.clock import ClockSettings, OnTimeout
 from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState
-from service.games.common.statement import MoneyFormat
+from service.games.common.settings import Format
 from service.games.protocol import MatchStatus
 from service.games.rummy.hand import deal_size
 from service.games.rummy.match import RummyMatch, RummyMatchSettings, RummySlot
@@ -121,7 +121,7 @@ def test_5_8_1_per_hand_match_ends_after_its_first_hand_with_a_winner() -> None:
     counts = win(match)
     assert match.status is MatchStatus.FINISHED and match.next_hand() is None
     s = match.standings()
-    assert s.money_format is MoneyFormat.RUMMY_PER_HAND and s.winners == (0,)
+    assert s.money_format is Format.RUMMY_PER_HAND and s.winners == (0,)
     assert s.points == (2 * (counts[1] + counts[2]), -2 * counts[1], -2 * counts[2])
     assert s.deciding_hand is not None and s.deciding_hand.loser_counts == counts
 
@@ -162,7 +162,7 @@ def test_11_7_3_target_ends_when_a_cumulative_net_reaches_t() -> None:
         gained += 2 * counts[0]
     assert gained >= 150 and match.standings().points == (-gained, gained)
     assert match.standings().winners == (1,)
-    assert match.standings().money_format is MoneyFormat.RUMMY_TARGET
+    assert match.standings().money_format is Format.RUMMY_TARGET
 
 
 def test_5_7_2_penalty_over_n_deals_lowest_total_wins() -> None:
@@ -514,7 +514,7 @@ def test_5_1_4_random_matches_rotate_the_dealer_and_settle_zero_sum(seed: int) -
     hand = s.deciding_hand
     if s.scoring is Scoring.PENALTY:
         statement = rummy_penalty(s.penalty_totals, 3, caps, format=s.money_format)
-    elif s.money_format is MoneyFormat.RUMMY_PER_HAND:
+    elif s.money_format is Format.RUMMY_PER_HAND:
         assert hand is not None and hand.winner is not None
         statement = rummy_per_hand(
             hand.winner, hand.loser_counts, 3, caps, went_rummy=hand.went_rummy

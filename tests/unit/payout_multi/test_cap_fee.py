@@ -7,8 +7,8 @@ import pytest
 
 from service.games.common.errors import SettlementError
 from service.games.common.netting import PairAmount, net_loss_cap, settle_nets, settle_pairs
-from service.games.common.settings import FeeBase, FeeRule
-from service.games.common.statement import HOUSE, TABLE, LineKind, MoneyFormat
+from service.games.common.settings import FeeBase, FeeRule, Format
+from service.games.common.statement import HOUSE, TABLE, LineKind
 from service.games.multi_gin.payout import classic_three_player
 
 
@@ -57,7 +57,7 @@ def test_11_4_2_no_cap_binds_nothing_changes() -> None:
 
 def test_11_4_2_lines_through_the_table_with_several_winners() -> None:
     s = settle_nets(
-        {0: 6, 1: 4, 2: -10}, 1, {0: 1, 1: 1, 2: 7}, format=MoneyFormat.RUMMY_TARGET, rule="11.5.2"
+        {0: 6, 1: 4, 2: -10}, 1, {0: 1, 1: 1, 2: 7}, format=Format.RUMMY_TARGET, rule="11.5.2"
     )
     assert s.payments() == [(2, TABLE, 7), (TABLE, 0, 5), (TABLE, 1, 2)]
     assert "plus one leftover unit" in str(s.lines[-2]) and "leftover" not in str(s.lines[-1])
@@ -80,7 +80,7 @@ def test_11_4_3_fee_per_winner_on_its_net_gain() -> None:
         5,
         {0: 10**6, 1: 10**6, 2: 10**6},
         FeeRule(250, FeeBase.WINNINGS),
-        format=MoneyFormat.RUMMY_DEALS,
+        format=Format.RUMMY_DEALS,
     )
     assert s.fees == {0: 5, 1: 5}  # 2.5% of 220 = 5.5 and of 205 = 5.125, rounded down
     assert s.net == {0: 215, 1: 200, 2: -425} and s.fee == 10
@@ -107,7 +107,7 @@ def test_11_4_3_fee_minimum_and_maximum_per_winner() -> None:
         1,
         {0: 1, 1: 1, 2: 10**6},
         FeeRule(100, FeeBase.WINNINGS, minimum=5, maximum=15),
-        format=MoneyFormat.RUMMY_DEALS,
+        format=Format.RUMMY_DEALS,
         rule="11.5.2",
     )
     assert s.fees == {0: 5, 1: 15}
@@ -120,7 +120,7 @@ def test_11_4_3_fee_must_be_on_winnings() -> None:
             1,
             {0: 1, 1: 1},
             FeeRule(100),
-            format=MoneyFormat.RUMMY_DEALS,
+            format=Format.RUMMY_DEALS,
             rule="11.5.2",
         )
 
@@ -131,5 +131,5 @@ def test_11_4_1_every_seat_in_a_pair_needs_a_buyin() -> None:
             [PairAmount(0, 3, 5, "11.5.3", "penalties")],
             1,
             {0: 10, 1: 10},
-            format=MoneyFormat.RUMMY_DEALS,
+            format=Format.RUMMY_DEALS,
         )

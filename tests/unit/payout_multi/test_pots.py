@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 
 from service.games.common.errors import SettlementError
-from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.netting import share_pot
+from service.games.common.settings import FeeBase, FeeRule, Format
 from service.games.common.statement import HOUSE, TABLE, LineKind
 from service.games.multi_gin.payout import PARTNERSHIP_TEAMS
 from service.games.multi_gin.pots import (
     match_play_forfeit,
-    match_play_pot,
     partnership_match_play,
     three_player_match_play,
 )
+
+match_play_pot = partial(share_pot, format=Format.MATCH_PLAY, rule="11.4", why="won the game")
 
 THREE = {0: 500, 1: 500, 2: 500}
 FOUR = {0: 500, 1: 500, 2: 500, 3: 500}

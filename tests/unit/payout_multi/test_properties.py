@@ -7,15 +7,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.games.common.netting import PairAmount, net_loss_cap, settle_pairs
-from service.games.common.settings import CapMode, FeeBase, FeeRule
+from service.games.common.netting import PairAmount, net_loss_cap, settle_pairs, share_pot
+from service.games.common.settings import CapMode, FeeBase, FeeRule, Format
 from service.games.common.statement import (
     HOUSE,
     TABLE,
     LineKind,
-    MoneyFormat,
-    MultiStatement,
     Party,
+    Statement,
 )
 from service.games.gin.ruleset import ShutoutMode
 from service.games.multi_gin.payout import (
@@ -24,7 +23,6 @@ from service.games.multi_gin.payout import (
     classic_three_player_forfeit,
     partnership_classic,
 )
-from service.games.multi_gin.pots import match_play_pot
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 
 winnings_fees = st.builds(
@@ -36,7 +34,7 @@ winnings_fees = st.builds(
 )
 
 
-def assert_sound(s: MultiStatement, fee: FeeRule) -> None:
+def assert_sound(s: Statement, fee: FeeRule) -> None:
     """What every statement must satisfy, checked from its figures and lines."""
     figures = [*s.net.values(), *s.raw_net.values(), *s.fees.values(), s.fee]
     figures += [line.amount for line in s.lines]
@@ -116,7 +114,7 @@ def test_pairs_settle_soundly(
     case: tuple[list[PairAmount], dict[int, int]], r: int, fee: FeeRule
 ) -> None:
     margins, caps = case
-    s = settle_pairs(margins, r, caps, fee, format=MoneyFormat.RUMMY_DEALS)
+    s = settle_pairs(margins, r, caps, fee, format=Format.RUMMY_DEALS)
     assert_sound(s, fee)
     expected = dict.fromkeys(caps, 0)
     for m in margins:
@@ -196,7 +194,7 @@ def test_rummy_penalty_pairs_within_caps(
 def test_match_play_pot_shares(n: int, stake: int, data: st.DataObject, fee: FeeRule) -> None:
     stakes = dict.fromkeys(range(n), stake)
     receivers = data.draw(st.lists(st.sampled_from(range(n)), min_size=1, unique=True))
-    s = match_play_pot(stakes, receivers, fee)
+    s = share_pot(stakes, receivers, fee, format=Format.MATCH_PLAY, rule="11.4", why="won")
     assert_sound(s, fee)
     base = n * stake if fee.base is FeeBase.POT else (n - len(receivers)) * stake
     assert s.fee_base_amount == base and 0 <= s.fee <= base

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from service.games.common.errors import SettlementError
-from service.games.common.settings import FeeBase, FeeRule
-from service.games.common.statement import TABLE, LineKind, MoneyFormat
+from service.games.common.settings import FeeBase, FeeRule, Format
+from service.games.common.statement import TABLE, LineKind
 from service.games.rummy.payout import (
     needs_top_up,
     penalty_margins,
@@ -22,7 +22,7 @@ from service.games.rummy.payout import (
 def test_5_8_1_each_loser_pays_count_times_r() -> None:
     s = rummy_per_hand(2, {0: 12, 1: 30}, 4, {0: 1000, 1: 1000, 2: 1000})
     assert s.payments() == [(0, 2, 48), (1, 2, 120)]
-    assert s.format is MoneyFormat.RUMMY_PER_HAND and s.stake_per_point == 4
+    assert s.format is Format.RUMMY_PER_HAND and s.stake_per_point == 4
 
 
 def test_5_8_1_a_loser_pays_at_most_its_remaining_table_balance() -> None:
@@ -63,10 +63,10 @@ def test_5_8_2_and_11_5_2_target_match_settles_net_points_once() -> None:
 
 def test_11_5_2_deals_match_with_the_net_loss_cap() -> None:
     s = rummy_match(
-        {0: 80, 1: -50, 2: -30}, 10, {0: 100, 1: 300, 2: 1000}, format=MoneyFormat.RUMMY_DEALS
+        {0: 80, 1: -50, 2: -30}, 10, {0: 100, 1: 300, 2: 1000}, format=Format.RUMMY_DEALS
     )
     assert s.net == {0: 600, 1: -300, 2: -300} and s.cap_applied
-    assert s.format is MoneyFormat.RUMMY_DEALS
+    assert s.format is Format.RUMMY_DEALS
 
 
 def test_11_5_2_several_winners_share_a_capped_loss_in_proportion() -> None:
@@ -85,10 +85,8 @@ def test_11_5_3_penalty_pairs_pay_the_lower_penalty() -> None:
 
 
 def test_11_7_3_per_hand_penalty_table_caps_at_the_balance() -> None:
-    s = rummy_penalty(
-        {0: 0, 1: 45, 2: 48}, 1, {0: 0, 1: 10, 2: 10}, format=MoneyFormat.RUMMY_PER_HAND
-    )
-    assert s.format is MoneyFormat.RUMMY_PER_HAND
+    s = rummy_penalty({0: 0, 1: 45, 2: 48}, 1, {0: 0, 1: 10, 2: 10}, format=Format.RUMMY_PER_HAND)
+    assert s.format is Format.RUMMY_PER_HAND
     assert "its remaining table balance" in s.text()
     assert s.net[1] == -10 and s.net[2] == -10
 
@@ -118,7 +116,7 @@ def test_11_6_3_only_one_active_player_left_wins_and_the_forfeiters_pay() -> Non
         lambda: rummy_per_hand(0, {1: 5}, 1, {0: 1, 1: 1}, FeeRule(100, FeeBase.POT)),
         lambda: rummy_match({0: 5, 1: -4}, 1, {0: 1, 1: 1}),  # not zero-sum
         lambda: rummy_match({0: 5, 3: -5}, 1, {0: 1, 1: 1}),  # seat 3 has no buy-in
-        lambda: rummy_match({0: 5, 1: -5}, 1, {0: 1, 1: 1}, format=MoneyFormat.CLASSIC),
+        lambda: rummy_match({0: 5, 1: -5}, 1, {0: 1, 1: 1}, format=Format.CLASSIC),
         lambda: needs_top_up({0: -1}, 1),
     ],
 )

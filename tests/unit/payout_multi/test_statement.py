@@ -10,13 +10,12 @@ from hypothesis import strategies as st
 
 from service.games.common.errors import SettlementError
 from service.games.common.netting import PairAmount, split_equally
-from service.games.common.settings import FeeBase, FeeRule
+from service.games.common.settings import FeeBase, FeeRule, Format
 from service.games.common.statement import (
     HOUSE,
     TABLE,
     LineKind,
-    MoneyFormat,
-    MultiStatement,
+    Statement,
     StatementLine,
     renamed_statement,
 )
@@ -24,9 +23,9 @@ from service.games.multi_gin.pots import three_player_match_play
 from service.games.rummy.payout import rummy_penalty, rummy_per_hand
 
 
-def statement(**changes: object) -> MultiStatement:
+def statement(**changes: object) -> Statement:
     fields: dict[str, object] = {
-        "format": MoneyFormat.CLASSIC,
+        "format": Format.CLASSIC,
         "escrow": {0: 100, 1: 100},
         "raw_net": {0: 40, 1: -40},
         "net": {0: 36, 1: -40},
@@ -42,7 +41,7 @@ def statement(**changes: object) -> MultiStatement:
         ),
     }
     fields.update(changes)
-    return MultiStatement(**fields)  # type: ignore[arg-type]
+    return Statement(**fields)  # type: ignore[arg-type]
 
 
 def test_a_consistent_statement_is_accepted() -> None:
@@ -180,7 +179,7 @@ def test_a_penalty_statement_renamed_is_the_one_built_at_those_seats(
     penalties = [data.draw(st.integers(0, 150)) for _ in names]
     caps = [data.draw(st.integers(0, 600)) for _ in names]
     fee = FeeRule(bps, FeeBase.WINNINGS)
-    per_hand = MoneyFormat.RUMMY_PER_HAND
+    per_hand = Format.RUMMY_PER_HAND
     built = rummy_penalty(
         dict(enumerate(penalties)), r, dict(enumerate(caps)), fee, format=per_hand
     )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from service.games.common.settings import FeeBase, FeeRule
-from service.games.common.statement import MultiStatement
+from service.games.common.statement import Statement
 from service.games.multi_gin.payout import classic_three_player
 from service.games.rummy.payout import rummy_penalty, rummy_per_hand
 
@@ -22,7 +22,7 @@ def seats(values: dict[str, int]) -> dict[int, int]:
     return {int(seat): value for seat, value in values.items()}
 
 
-def run(kind: str, given: dict[str, Any]) -> MultiStatement:
+def run(kind: str, given: dict[str, Any]) -> Statement:
     fee = FeeRule(given.get("fee_bps", 0), FeeBase.WINNINGS)
     if kind == "rummy_per_hand":
         return rummy_per_hand(
