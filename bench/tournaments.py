@@ -69,7 +69,7 @@ def _round(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Play every match of round ``number`` at once: (each match's end, each result's first
     sight in the tournament, read meanwhile and after), monotonic seconds."""
-    from service.simulate import MatchResult, _play_match
+    from service.simulate import SimulatedMatch, _play_match
 
     now = operator.tournament(tid)
     players = {e["seat"]: e["player_id"] for e in now["entries"]}
@@ -79,7 +79,7 @@ def _round(
     play = argparse.Namespace(max_actions=20_000)
 
     def one(m: dict[str, Any]) -> None:
-        result = MatchResult(0, "first_to_knock", match_id=m["match_id"])
+        result = SimulatedMatch(0, "first_to_knock", match_id=m["match_id"])
         seats = [players[m["first_seat"]], players[m["second_seat"]]]
         _play_match([clients[p] for p in seats], result, play)
         ended[m["match_id"]] = time.monotonic()

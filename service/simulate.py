@@ -50,7 +50,7 @@ from typing import Any
 
 import httpx
 
-from service.cli import Parser, positive_int
+from service.cli import Parser, Refused, positive_int
 from service.client import ApiProblem, GinClient
 from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
@@ -70,7 +70,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
-class MatchResult:
+class SimulatedMatch:
     index: int
     format: str
     match_id: str = ""
@@ -131,10 +131,10 @@ def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str
 
 def play_one(
     operator: GinClient, index: int, game: str, fmt: str, args: argparse.Namespace
-) -> MatchResult:
+) -> SimulatedMatch:
     """Open a table, seat funded bot players in every seat and play the match to its
     settlement."""
-    result = MatchResult(index, fmt, game=game)
+    result = SimulatedMatch(index, fmt, game=game)
     try:
         _play_one(operator, result, args)
     except (ApiProblem, httpx.HTTPError, AssertionError, KeyError) as exc:
@@ -142,7 +142,7 @@ def play_one(
     return result
 
 
-def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace) -> None:
+def _play_one(operator: GinClient, result: SimulatedMatch, args: argparse.Namespace) -> None:
     body, escrow = _table_body(result.game, result.format, args)
     table = operator.create_table(**body)
     if result.format in CONTINUOUS:
@@ -164,7 +164,7 @@ def _play_one(operator: GinClient, result: MatchResult, args: argparse.Namespace
 
 def _seat_bot(
     operator: GinClient,
-    result: MatchResult,
+    result: SimulatedMatch,
     table_id: str,
     deposit: int,
     buyin: int | None,
@@ -183,7 +183,7 @@ def _seat_bot(
     return client
 
 
-def _play_match(clients: list[GinClient], result: MatchResult, args: argparse.Namespace) -> None:
+def _play_match(clients: list[GinClient], result: SimulatedMatch, args: argparse.Namespace) -> None:
     """Play ``result.match_id`` to its end with the clients of the players dealt in."""
     eager = result.format == "first_to_knock"
     bot = Bot(eager=eager)
@@ -214,7 +214,7 @@ def _play_match(clients: list[GinClient], result: MatchResult, args: argparse.Na
 
 
 def _settlement(
-    operator: GinClient, result: MatchResult, args: argparse.Namespace
+    operator: GinClient, result: SimulatedMatch, args: argparse.Namespace
 ) -> SettlementView:
     """Wait for the settlement of ``result.match_id``, which just ended, and check it."""
     ended = time.monotonic()
@@ -245,7 +245,7 @@ def _settlement(
 
 def _play_table(
     operator: GinClient,
-    result: MatchResult,
+    result: SimulatedMatch,
     table_id: str,
     body: dict[str, Any],
     args: argparse.Namespace,
@@ -325,7 +325,7 @@ def _top_up(
 
 
 def _play_multi(
-    clients: list[GinClient], seat_of: list[int | None], result: MatchResult, view: MatchView
+    clients: list[GinClient], seat_of: list[int | None], result: SimulatedMatch, view: MatchView
 ) -> MatchView:
     """One action of a game of more than two seats or of Rummy: the first seat to act."""
     to_act = view["play"]["to_act"]
@@ -341,7 +341,7 @@ def _play_multi(
 
 
 def check_books(
-    operator: GinClient, results: list[MatchResult], currency: str, audit_sample: int
+    operator: GinClient, results: list[SimulatedMatch], currency: str, audit_sample: int
 ) -> list[str]:
     """The ledger invariants, through the API."""
     problems: list[str] = []
@@ -388,7 +388,7 @@ def check_books(
     return problems
 
 
-def audit_sample_of(results: list[MatchResult], size: int) -> list[str]:
+def audit_sample_of(results: list[SimulatedMatch], size: int) -> list[str]:
     """``size`` settlements to replay, spread over every game and format and, within one,
     over its matches (a per-hand table's hands): each one's first settlement, then each
     one's second, and so on."""
@@ -430,7 +430,7 @@ def simulate(operator: GinClient, args: argparse.Namespace) -> tuple[dict[str, A
     from service.simulate_tournaments import KINDS, play_tournament
 
     kinds = [kind for _ in range(args.tournaments) for kind in KINDS]
-    results: list[MatchResult] = []
+    results: list[SimulatedMatch] = []
     _phase(
         f"playing {len(jobs)} matches ({args.matches} of each of "
         f"{', '.join(f'{g} {f}' for g, f in plays)})"
@@ -568,10 +568,6 @@ def _print_report(report: dict[str, Any]) -> None:
 def _phase(text: str) -> None:
     """What the run is doing now: one line on stderr per phase."""
     print(f"simulate: {text}", file=sys.stderr, flush=True)
-
-
-class Refused(Exception):
-    """Raised for an input the caller can fix (exit status 2, one line on stderr)."""
 
 
 # --- the embedded service ----------------------------------------------------------------

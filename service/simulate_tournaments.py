@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from service.client import ApiProblem, GinClient
-from service.simulate import MatchResult, _play_match
+from service.simulate import SimulatedMatch, _play_match
 
 #: Every kind a round of ``--tournaments`` plays.
 KINDS = ("knockout", "gin_three", "gin_partnership", "rummy", "scheduled", "cancelled")
@@ -84,11 +84,11 @@ def registrants(kind: str, body: dict[str, Any]) -> int:
 
 def play_tournament(
     operator: GinClient, index: int, kind: str, args: argparse.Namespace
-) -> MatchResult:
+) -> SimulatedMatch:
     """Open a tournament of ``kind``, register funded bots, play it to its end (or cancel
-    it) and check its own books; a :class:`MatchResult` whose players, deposits and nets
+    it) and check its own books; a :class:`SimulatedMatch` whose players, deposits and nets
     are its entrants', its fee the house's."""
-    result = MatchResult(index, kind, game="tournament")
+    result = SimulatedMatch(index, kind, game="tournament")
     try:
         _play_tournament(operator, result, kind, args)
     except (ApiProblem, httpx.HTTPError, AssertionError, KeyError) as exc:
@@ -97,7 +97,7 @@ def play_tournament(
 
 
 def _play_tournament(
-    operator: GinClient, result: MatchResult, kind: str, args: argparse.Namespace
+    operator: GinClient, result: SimulatedMatch, kind: str, args: argparse.Namespace
 ) -> None:
     body = tournament_body(kind, args)
     tournament = operator.create_tournament(**body)
@@ -123,7 +123,7 @@ def _play_tournament(
 
 def _play_to_end(
     operator: GinClient,
-    result: MatchResult,
+    result: SimulatedMatch,
     tid: str,
     clients: dict[str, GinClient],
     args: argparse.Namespace,
@@ -182,7 +182,7 @@ def _seated(tournament: dict[str, Any], match_id: str) -> list[str]:
 
 
 def _check_tournament(
-    operator: GinClient, result: MatchResult, done: dict[str, Any], body: dict[str, Any]
+    operator: GinClient, result: SimulatedMatch, done: dict[str, Any], body: dict[str, Any]
 ) -> None:
     """Its statement, its audit and its entries' money; the bots' nets and the house fee."""
     tid = done["id"]

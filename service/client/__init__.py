@@ -2,20 +2,20 @@
 
 from service.client.api import (
     ApiProblem,
+    Endpoint,
     FieldProblem,
     GinClient,
     MatchEvent,
-    Operation,
     new_key,
     operations,
 )
 
 __all__ = [
     "ApiProblem",
+    "Endpoint",
     "FieldProblem",
     "GinClient",
     "MatchEvent",
-    "Operation",
     "new_key",
     "operations",
 ]

@@ -28,7 +28,7 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True)
-class Operation:
+class Endpoint:
     """What one client method calls: ``method`` and ``path`` as in openapi.yaml."""
 
     method: str
@@ -49,7 +49,7 @@ def operation(
     """Declare the API operation a client method calls (read by the contract test)."""
 
     def mark(method_: Callable[P, R]) -> Callable[P, R]:
-        method_.__operation__ = Operation(  # type: ignore[attr-defined]
+        method_.__operation__ = Endpoint(  # type: ignore[attr-defined]
             method, path, frozenset(body), frozenset(query), returns
         )
         return method_
@@ -57,7 +57,7 @@ def operation(
     return mark
 
 
-def operations() -> dict[str, Operation]:
+def operations() -> dict[str, Endpoint]:
     """Every client method's declared operation, by method name."""
     return {
         name: member.__operation__

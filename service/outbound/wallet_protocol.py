@@ -113,7 +113,7 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Discrepancy:
+class LineMismatch:
     transaction_id: str
     problem: str  # missing_at_operator, applied_at_operator, unknown_to_us, mismatch, in_flight
     ours: Line | None
@@ -124,7 +124,7 @@ class Discrepancy:
 IN_FLIGHT = frozenset({"pending", "applied", "rollback_pending"})
 
 
-def reconcile(ours: list[Line], theirs: list[Line]) -> list[Discrepancy]:
+def reconcile(ours: list[Line], theirs: list[Line]) -> list[LineMismatch]:
     """Where our report and the operator's export of one day disagree (pure).
 
     What the operator must hold for each of our lines: a booked debit and an acknowledged
@@ -132,14 +132,14 @@ def reconcile(ours: list[Line], theirs: list[Line]) -> list[Discrepancy]:
     applied; a rolled-back debit absent or rolled back; a rollback we sent applied, or
     absent when the debit never reached it. A line still in flight is listed as such. An
     operator line we do not know is a discrepancy."""
-    found: list[Discrepancy] = []
+    found: list[LineMismatch] = []
     by_id = {line.transaction_id: line for line in theirs}
     known = set()
     for line in ours:
         known.add(line.transaction_id)
         other = by_id.get(line.transaction_id)
         if line.state in IN_FLIGHT:
-            found.append(Discrepancy(line.transaction_id, "in_flight", line, other))
+            found.append(LineMismatch(line.transaction_id, "in_flight", line, other))
             continue
         if other is not None and (other.kind, other.round_id, other.amount, other.currency) != (
             line.kind,
@@ -147,18 +147,18 @@ def reconcile(ours: list[Line], theirs: list[Line]) -> list[Discrepancy]:
             line.amount,
             line.currency,
         ):
-            found.append(Discrepancy(line.transaction_id, "mismatch", line, other))
+            found.append(LineMismatch(line.transaction_id, "mismatch", line, other))
             continue
         if line.kind == "rollback":  # of a debit it never applied: a tombstone, not listed
             continue
         applied = other is not None and other.state == "applied"
         if line.state in ("booked", "acknowledged") and not applied:
-            found.append(Discrepancy(line.transaction_id, "missing_at_operator", line, other))
+            found.append(LineMismatch(line.transaction_id, "missing_at_operator", line, other))
         elif line.state in ("failed", "rolled_back") and applied:
-            found.append(Discrepancy(line.transaction_id, "applied_at_operator", line, other))
+            found.append(LineMismatch(line.transaction_id, "applied_at_operator", line, other))
     for line in theirs:
         if line.transaction_id not in known:
-            found.append(Discrepancy(line.transaction_id, "unknown_to_us", None, line))
+            found.append(LineMismatch(line.transaction_id, "unknown_to_us", None, line))
     return found
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.client import Operation, operations
+from service.client import Endpoint, operations
 from service.client.api import action_body
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
@@ -39,7 +39,7 @@ def properties(spec: dict[str, Any], schema: dict[str, Any]) -> set[str]:
     return found
 
 
-def spec_operation(spec: dict[str, Any], op: Operation) -> dict[str, Any]:
+def spec_operation(spec: dict[str, Any], op: Endpoint) -> dict[str, Any]:
     item = spec["paths"].get(op.path)
     assert item is not None, f"{op.path} is not a path in openapi.yaml"
     found = item.get(op.method.lower())
@@ -98,8 +98,8 @@ def test_client_method_matches_the_spec(spec: dict[str, Any], name: str) -> None
 def test_a_field_missing_from_the_spec_is_caught(spec: dict[str, Any]) -> None:
     """The check above can fail: an operation or a body field unknown to the spec."""
     with pytest.raises(AssertionError, match="not an operation"):
-        spec_operation(spec, Operation("PUT", "/v1/tables"))
-    deposit = spec_operation(spec, Operation("POST", "/v1/players/{player_id}/deposits"))
+        spec_operation(spec, Endpoint("PUT", "/v1/tables"))
+    deposit = spec_operation(spec, Endpoint("POST", "/v1/players/{player_id}/deposits"))
     schema = deposit["requestBody"]["content"]["application/json"]["schema"]
     assert "amount" in properties(spec, schema)
     assert "amount_float" not in properties(spec, schema)

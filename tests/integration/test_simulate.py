@@ -146,7 +146,7 @@ def test_a_violation_fails_the_run() -> None:
         def audit_settlement(self, match_id: str) -> dict[str, Any]:
             return {"ok": True, "discrepancies": []}
 
-    result = simulate.MatchResult(0, "match_play", "mch_1", ["p1", "p2"], [10, 10], fee=0)
+    result = simulate.SimulatedMatch(0, "match_play", "mch_1", ["p1", "p2"], [10, 10], fee=0)
     problems = simulate.check_books(Books(), [result], "EUR", 1)  # type: ignore[arg-type]
     assert any("still in escrow" in p for p in problems)
     assert any("not zero-sum" in p for p in problems)
@@ -158,8 +158,8 @@ def test_a_violation_fails_the_run() -> None:
 
 
 def test_the_audit_sample_spans_every_format_and_a_per_hand_tables_hands() -> None:
-    def played(index: int, fmt: str, settled: list[str]) -> simulate.MatchResult:
-        return simulate.MatchResult(index, fmt, settled=settled, game="rummy")
+    def played(index: int, fmt: str, settled: list[str]) -> simulate.SimulatedMatch:
+        return simulate.SimulatedMatch(index, fmt, settled=settled, game="rummy")
 
     results = [
         played(0, "rummy_target", ["t0"]),
@@ -272,8 +272,8 @@ def test_without_a_progress_bar_each_phase_is_still_one_line(
 
     def played(
         operator: Any, index: int, game: str, fmt: str, args: argparse.Namespace
-    ) -> simulate.MatchResult:
-        return simulate.MatchResult(index, fmt, latencies=[0.01], game=game)
+    ) -> simulate.SimulatedMatch:
+        return simulate.SimulatedMatch(index, fmt, latencies=[0.01], game=game)
 
     monkeypatch.setattr(simulate, "play_one", played)
     with live_api(fresh_database_url) as (url, key):
@@ -358,7 +358,7 @@ def test_a_tournaments_own_books_are_checked() -> None:
                 "discrepancies": [{"field": "ledger.held", "expected": 0, "actual": 5}],
             }
 
-    result = simulate.MatchResult(0, "knockout", "tnm_1", ["p1", "p2"], [105, 105])
+    result = simulate.SimulatedMatch(0, "knockout", "tnm_1", ["p1", "p2"], [105, 105])
     done = {
         "id": "tnm_1",
         "status": "finished",
