@@ -31,10 +31,8 @@ from service.api.schemas import (
 from service.games import registry
 from service.games.common.settings import FeeBase, Stakes
 from service.games.gin.game import NOT_OFFERED
-from service.games.gin.match import PLAYER_ACTIONS
 from service.games.gin.ruleset import Ruleset
 from service.games.protocol import GameSpec
-from service.games.rummy.actions import RummyActionKind
 from service.games.rummy.rules import RummyRules
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.usecases import play, tables
@@ -812,7 +810,7 @@ class EventsQuery(Schema):
 
 
 #: Every game's action kinds: two-player and multi-player Gin, and Rummy (5.2-5.4).
-ACTIONS = list(dict.fromkeys([*PLAYER_ACTIONS, *(kind.value for kind in RummyActionKind)]))
+ACTIONS = list(registry.ACTIONS)
 
 
 class ActionIn(Schema):

@@ -21,6 +21,9 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 
+#: The action by which a seated player forfeits a match of any game (logged as it is sent).
+RESIGN = "RESIGN"
+
 
 class MatchStatus(StrEnum):
     AWAITING_DEAL = "AWAITING_DEAL"
@@ -167,6 +170,12 @@ class GameSpec(Protocol[M]):
     @property
     def title(self) -> str:
         """Its name in messages (``Rummy``)."""
+        ...
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The actions a seat may send to its matches, by the word their text starts with
+        (:data:`RESIGN` among them)."""
         ...
 
     @property

@@ -48,6 +48,8 @@ FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
 CONTINUOUS_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS for f in g.continuous)
 )
+#: Every action a seat may send, each once, in the games' order.
+ACTIONS: tuple[str, ...] = tuple(dict.fromkeys(a for g in SPECS for a in g.actions))
 #: Every game's options, by the key a table carries them under, with the spec that reads
 #: them (the first game declaring the key: three-player Gin reads Gin's ``ruleset``).
 OPTIONS: dict[str, GameSpec[Any]] = {}

@@ -35,8 +35,7 @@ from service.games.common import fair
 from service.games.common.errors import InvalidState, RulesError
 from service.games.common.seats import renamed, seated_history
 from service.games.common.settings import MatchSettings
-from service.games.gin.match import RESIGN
-from service.games.protocol import MatchStatus
+from service.games.protocol import RESIGN, MatchStatus
 from service.ids import new_id
 from service.live import notices
 from service.match_view import match_view, seat_numbers, seated_message, table_seats

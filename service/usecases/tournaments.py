@@ -51,7 +51,8 @@ from service.errors import (
 )
 from service.games.common import fair
 from service.games.common.settings import Format, MatchSettings
-from service.games.gin.match import RESIGN, Match
+from service.games.gin.match import Match
+from service.games.protocol import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind

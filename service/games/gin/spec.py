@@ -27,7 +27,7 @@ from service.games.gin.formats import (
 )
 from service.games.gin.game import Game
 from service.games.gin.hand import Hand
-from service.games.gin.match import Match
+from service.games.gin.match import PLAYER_ACTIONS, Match
 from service.games.gin.payout import settle_match
 from service.games.gin.ruleset import Ruleset
 from service.games.protocol import Deal, EndedHand, MatchEngine, MatchStatus, Settled
@@ -70,6 +70,7 @@ class GinOptions:
     continuous: tuple[Format, ...] = ()
     options_key = "ruleset"
     options = Ruleset
+    actions = PLAYER_ACTIONS
     seats_text = "how many players it seats"
     table_rules: tuple[dict[str, Any], ...] = ()
 

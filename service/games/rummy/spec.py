@@ -12,8 +12,8 @@ from service.games.common.errors import InvalidSettings, InvalidState, RulesErro
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import MultiStatement
-from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
-from service.games.rummy.actions import RummyAction
+from service.games.protocol import RESIGN, Deal, EndedHand, MatchStatus, Settled
+from service.games.rummy.actions import RummyAction, RummyActionKind
 from service.games.rummy.match import RummyMatch, RummyMatchSettings
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 from service.games.rummy.rules import RummyRules, Scoring
@@ -46,6 +46,7 @@ class RummySpec:
     continuous = (RUMMY_PER_HAND,)
     options_key = "rummy"
     options = RummyRules
+    actions = (*(kind.value for kind in RummyActionKind), RESIGN)
     engine = RummyMatch
     bot = staticmethod(decide_multi)
     description = (
