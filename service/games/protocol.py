@@ -121,6 +121,16 @@ class EndedHand:
     history: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class MatchResult:
+    """What ranks the players of an ended match, by its seat (0 up): each seat's figure
+    (higher better), the seats it names as winners, and the forfeiters."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
+    forfeiters: frozenset[int]
+
+
 @dataclass(frozen=True, slots=True)
 class Settled:
     """A match's settlement: what leaves escrow for each seat, the fee, and the statement
@@ -165,6 +175,18 @@ class GameSpec(Protocol[M]):
     @property
     def continuous(self) -> tuple[Format, ...]:
         """Its formats whose players come and go between hands, each hand settled."""
+        ...
+
+    @property
+    def knockout(self) -> tuple[Format, ...]:
+        """Its formats a knockout tournament's matches are played in (each names a winner);
+        none: no knockout plays it."""
+        ...
+
+    @property
+    def single_table(self) -> tuple[Format, ...]:
+        """Its formats a single-table tournament's match is played in; none: no single table
+        plays it."""
         ...
 
     @property
@@ -303,6 +325,12 @@ class GameSpec(Protocol[M]):
     def result(self, match: M) -> dict[str, Any]:
         """How a match that is over ended: the winner and forfeiter (at more than two
         seats also every winner and every forfeiter)."""
+        ...
+
+    def standing(self, match: M) -> MatchResult | None:
+        """What ranks the seats of its ended match at a single table: each seat's figure (hand
+        points, a team's for both its players; Rummy's points, or the fewest penalties), the
+        winners and the forfeiters. None for a game no single table plays."""
         ...
 
     def view(self, match: M, seat: int | None) -> dict[str, Any]:

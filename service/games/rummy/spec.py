@@ -12,7 +12,7 @@ from service.games.common.errors import InvalidSettings, InvalidState, RulesErro
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import MultiStatement
-from service.games.protocol import RESIGN, Deal, EndedHand, MatchStatus, Settled
+from service.games.protocol import RESIGN, Deal, EndedHand, MatchResult, MatchStatus, Settled
 from service.games.rummy.actions import RummyAction, RummyActionKind
 from service.games.rummy.match import RummyMatch, RummyMatchSettings
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
@@ -43,6 +43,8 @@ class RummySpec:
         ),
     )
     fixed_stake: tuple[Format, ...] = ()
+    knockout: tuple[Format, ...] = ()
+    single_table = (RUMMY_TARGET, RUMMY_DEALS)
     continuous = (RUMMY_PER_HAND,)
     options_key = "rummy"
     options = RummyRules
@@ -237,6 +239,13 @@ class RummySpec:
             "forfeiters": forfeiters,
             "forfeit_reason": reasons[0] if reasons else None,
         }
+
+    def standing(self, match: RummyMatch) -> MatchResult | None:
+        """Each seat's points, or under penalty scoring the fewest penalties (5.7)."""
+        standings = match.standings()
+        penalty = standings.scoring is Scoring.PENALTY
+        scores = tuple(-p for p in standings.penalties) if penalty else standings.points
+        return MatchResult(scores, standings.winners, frozenset(match.forfeiters))
 
     def view(self, match: RummyMatch, seat: int | None) -> dict[str, Any]:
         return multi_view(
