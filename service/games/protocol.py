@@ -82,6 +82,7 @@ class MatchEngine(Protocol):
 
 
 M = TypeVar("M", bound=MatchEngine)
+H = TypeVar("H", bound=MatchEngine, contravariant=True)
 
 
 class Options(Protocol):
@@ -143,6 +144,34 @@ class Settled:
     data: dict[str, Any]
 
 
+class ContinuousTables(Protocol[H]):
+    """A game's continuous tables: players come and go between hands, each hand a match of
+    its own settled on its own; what such a table asks of its game between two hands."""
+
+    @property
+    def formats(self) -> tuple[Format, ...]:
+        """Its continuous formats."""
+        ...
+
+    def short(self, balances: Mapping[int, int], settings: MatchSettings) -> tuple[int, ...]:
+        """The seats (of ``balances``, each seat's table balance) that must top up before
+        they are dealt in again."""
+        ...
+
+    def leaving(self, hand: H) -> tuple[int, ...]:
+        """The seats of ``hand`` (a hand just settled, its match seats) that leave the table
+        with what is left of their balance: those that forfeited it."""
+        ...
+
+    def next_dealer(
+        self, hand: H, table_seats: Sequence[int], dealt: Sequence[int], seat_count: int
+    ) -> int:
+        """The dealer of the hand after ``hand``, whose match seat ``i`` sat at table seat
+        ``table_seats[i]`` of ``seat_count``: an index into ``dealt``, the table seats dealt
+        into the next hand (ascending)."""
+        ...
+
+
 class GameSpec(Protocol[M]):
     """One game: what a table of it declares and what the service asks of its matches."""
 
@@ -173,8 +202,9 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
-    def continuous(self) -> tuple[Format, ...]:
-        """Its formats whose players come and go between hands, each hand settled."""
+    def continuous(self) -> ContinuousTables[M] | None:
+        """How its continuous tables (whose players come and go between hands, each hand
+        settled) go on from hand to hand; None: it has no continuous format."""
         ...
 
     @property

@@ -46,7 +46,7 @@ FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
 )
 #: The continuous formats: players come and go between hands, each hand settled (11.5.1).
 CONTINUOUS_FORMATS: tuple[Format, ...] = tuple(
-    dict.fromkeys(f for g in SPECS for f in g.continuous)
+    dict.fromkeys(f for g in SPECS if g.continuous for f in g.continuous.formats)
 )
 #: Every action a seat may send, each once, in the games' order.
 ACTIONS: tuple[str, ...] = tuple(dict.fromkeys(a for g in SPECS for a in g.actions))

@@ -74,7 +74,7 @@ class GinOptions:
 
     kind: GameKind
     seat_counts: range
-    continuous: tuple[Format, ...] = ()
+    continuous = None
     options_key = "ruleset"
     options = Ruleset
     actions = PLAYER_ACTIONS
