@@ -2,9 +2,10 @@
 
 Two protocols. A :class:`MatchEngine` is a match of one game as the service stores and reads
 it: its status, its clock, its text form. A :class:`GameSpec` is a game: what a table of it
-declares (its kind, seat counts, formats, options, engine and bot) and what the service asks
-of its matches (start, deal, apply an action, time out, forfeit, who acts, each viewer's
-view, the hands that ended with their histories, the result, the statement). The service
+declares (its kind, seat counts, formats, continuous tables, tournaments, actions, options,
+engine and bot) and what the service asks of its matches (start, deal, apply an action, time
+out, forfeit, who acts, each viewer's view, the hands that ended with their histories, the
+result, the single-table standing, the statement). The service
 holds a match as its engine and reaches its game's spec through
 :func:`service.games.registry.spec_of`: no code outside a spec asks which game a match is.
 
@@ -243,6 +244,12 @@ class GameSpec(Protocol[M]):
     @property
     def options(self) -> type[Options]:
         """The type of its rule options (the Gin ``Ruleset`` or the ``RummyRules``)."""
+        ...
+
+    @property
+    def not_offered(self) -> tuple[str, ...]:
+        """Its options that the rules refuse to turn on (the table contract offers false
+        only)."""
         ...
 
     @property

@@ -25,7 +25,7 @@ from service.games.gin.formats import (
     MONEY_PLAY,
     MONEY_PLAY_TARGETS,
 )
-from service.games.gin.game import Game
+from service.games.gin.game import NOT_OFFERED, Game
 from service.games.gin.hand import Hand
 from service.games.gin.match import PLAYER_ACTIONS, Match
 from service.games.gin.payout import settle_match
@@ -77,6 +77,7 @@ class GinOptions:
     continuous = None
     options_key = "ruleset"
     options = Ruleset
+    not_offered = NOT_OFFERED
     actions = PLAYER_ACTIONS
     seats_text = "how many players it seats"
     table_rules: tuple[dict[str, Any], ...] = ()

@@ -78,6 +78,7 @@ class RummySpec:
     continuous = PerHandTables()
     options_key = "rummy"
     options = RummyRules
+    not_offered: tuple[str, ...] = ()
     actions = (*(kind.value for kind in RummyActionKind), RESIGN)
     engine = RummyMatch
     bot = staticmethod(decide_multi)
