@@ -1,7 +1,7 @@
 """Gin Rummy match service.
 
 ``create_app`` is the Flask application factory; nothing is built or connected at import
-time. The pure game rules live in :mod:`service.games.gin` and import no framework.
+time. The pure game rules live in :mod:`service.games` and import no framework.
 """
 
 from __future__ import annotations

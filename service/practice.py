@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.client import GinClient, new_key
+from service.games import registry
 from service.ledger.money import PRACTICE_CURRENCY
 
 #: Each game's practice table: (game, format, seats, what the body adds).
@@ -95,7 +96,7 @@ def open_table(
         **extra,
         **overrides,
     }
-    if game == "rummy":
+    if len(registry.spec(game).seat_counts) > 1:  # a game of more than one seat count
         body.setdefault("seat_count", seats)
     table = operator.create_table(fmt, PRACTICE_CURRENCY, **body)
     table_id, seat_count = str(table["id"]), int(table["seat_count"])

@@ -56,7 +56,6 @@ from service.client.types import MatchView, SettlementView
 from service.config import child_environment, simulation_api_key
 from service.games import registry
 from service.games.bots import action_text, decide_multi
-from service.games.gin.bot import Bot
 
 #: Every game, and the formats a simulation plays it in (every one a table can be opened in).
 GAMES: dict[str, tuple[str, ...]] = {
@@ -186,7 +185,6 @@ def _seat_bot(
 def _play_match(clients: list[GinClient], result: SimulatedMatch, args: argparse.Namespace) -> None:
     """Play ``result.match_id`` to its end with the clients of the players dealt in."""
     eager = result.format == "first_to_knock"
-    bot = Bot(eager=eager)
     views: list[MatchView] = [c.match(result.match_id) for c in clients]
     seat_of = [v["you"] for v in views]
     view = views[0]
@@ -205,7 +203,8 @@ def _play_match(clients: list[GinClient], result: SimulatedMatch, args: argparse
         if not mine_hand.get("legal_actions"):  # moved on meanwhile (a clock): read again
             view = mine
             continue
-        view = clients[mover].act(result.match_id, bot.decide(mine_hand), mine["version"])
+        action = decide_multi(mine_hand, eager=eager)
+        view = clients[mover].act(result.match_id, action, mine["version"])
         result.actions += 1
     else:
         raise AssertionError(f"match {result.match_id} did not end in {args.max_actions} actions")

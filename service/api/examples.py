@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from service.games import registry
-from service.games.rummy.rules import RummyRules
 
 REQUEST_EXAMPLES: dict[str, Any] = {
     "createApiKey": {"label": "cashier"},
@@ -269,7 +268,7 @@ _PER_HAND_TABLE: dict[str, Any] = {
         "fee": {"bps": 500, "base": "WINNINGS", "minimum": 0, "maximum": None},
         "game": "rummy",
         "seats": 4,
-        "rummy": RummyRules().to_dict(),  # the defaults: rummy.match is PER_HAND
+        "rummy": registry.OPTIONS["rummy"].options().to_dict(),  # the defaults: match PER_HAND
         "min_balance": 60,
     },
 }

@@ -40,7 +40,7 @@ from service.errors import (
     ValidationFailed,
 )
 from service.games.common.action_text import action_text
-from service.games.gin.match import RESIGN
+from service.games.protocol import RESIGN
 from service.ledger.money import PRACTICE_CURRENCY
 from service.live import events as live_events
 from service.live.events import EVENT_STREAM, EVENT_STREAM_DOC, token_expiry

@@ -30,12 +30,7 @@ from service.api.schemas import (
 )
 from service.games import registry
 from service.games.common.settings import FeeBase, Stakes
-from service.games.gin.game import NOT_OFFERED
-from service.games.gin.match import PLAYER_ACTIONS
-from service.games.gin.ruleset import Ruleset
 from service.games.protocol import GameSpec
-from service.games.rummy.actions import RummyActionKind
-from service.games.rummy.rules import RummyRules
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.usecases import play, tables
 
@@ -82,12 +77,17 @@ _OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
 #: Rummy options whose range is not 0 to 10 000 (docs/rummy.md 5, 11.3).
 _RUMMY_RANGES = {"max_players": (2, 6), "max_turns": (1, 10_000)}
 
+#: The games that read the options a table carries under ``ruleset`` and ``rummy``.
+_RULESET = registry.OPTIONS["ruleset"]
+_RUMMY = registry.OPTIONS["rummy"]
+
 
 def _rule_option(
     kind: Any,
     name: str,
     description: str,
     ranges: dict[str, tuple[int, int]] | None = None,
+    not_offered: tuple[str, ...] = (),
     **kwargs: Any,
 ) -> fields.Field:
     metadata: dict[str, Any] = {"description": description}
@@ -96,7 +96,7 @@ def _rule_option(
             validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
         )
     if kind is bool:
-        if name in NOT_OFFERED:  # the engine refuses it (service.games.gin.game): false only
+        if name in not_offered:  # the rules refuse it (GameSpec.not_offered): false only
             metadata = {"description": f"{description} Not offered: false only.", "enum": [False]}
         return StrictBoolean(metadata=metadata, **kwargs)
     low, high = (_RULE_RANGES if ranges is None else ranges).get(name, (0, 10_000))
@@ -110,19 +110,21 @@ def _json_literal(value: Any) -> str:
 
 
 def _ruleset_fields() -> dict[str, fields.Field]:
-    """A field per :class:`~service.games.gin.ruleset.Ruleset` option, under its bare name and under
+    """A field per option of the ``ruleset`` (Gin's ``Ruleset``), under its bare name and under
     its Appendix A key (``gin.gin_bonus``): both spellings the engine reads, and no other key."""
-    kinds = typing.get_type_hints(Ruleset)
-    defaults = Ruleset()
+    ruleset: Any = _RULESET.options
+    refused = _RULESET.not_offered
+    kinds = typing.get_type_hints(ruleset)
+    defaults = ruleset()
     out: dict[str, fields.Field] = {}
-    for option in dataclasses.fields(Ruleset):
+    for option in dataclasses.fields(ruleset):
         name, kind = option.name, kinds[option.name]
         dotted = f"{'oklahoma' if name in _OKLAHOMA_OPTIONS else 'gin'}.{name}"
         shown = _json_literal(getattr(defaults, name))
-        out[name] = _rule_option(kind, name, f"`{dotted}`, default {shown}.")
+        out[name] = _rule_option(kind, name, f"`{dotted}`, default {shown}.", not_offered=refused)
         # marshmallow reads a dot in a field's name as nesting: the key is a data_key.
         out[dotted.replace(".", "__")] = _rule_option(
-            kind, name, f"Same as `{name}`.", data_key=dotted
+            kind, name, f"Same as `{name}`.", not_offered=refused, data_key=dotted
         )
     return out
 
@@ -138,18 +140,20 @@ RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
 
 
 def _rummy_fields() -> dict[str, fields.Field]:
-    """A field per :class:`~service.games.rummy.rules.RummyRules` option but ``match`` (the format
-    and the target fix it), under its bare name (one spelling: the engine refuses an option
-    given twice)."""
-    kinds = typing.get_type_hints(RummyRules)
-    defaults = RummyRules()
+    """A field per option under ``rummy`` (the ``RummyRules``) but ``match`` (the format and
+    the target fix it), under its bare name (one spelling: the engine refuses an option given
+    twice)."""
+    rules: Any = _RUMMY.options
+    kinds = typing.get_type_hints(rules)
+    defaults = rules()
     out: dict[str, fields.Field] = {}
-    for option in dataclasses.fields(RummyRules):
+    for option in dataclasses.fields(rules):
         name, kind = option.name, kinds[option.name]
         if name == "match":
             continue
         shown = _json_literal(getattr(defaults, name))
-        out[name] = _rule_option(kind, name, f"`rummy.{name}`, default {shown}.", _RUMMY_RANGES)
+        description = f"`rummy.{name}`, default {shown}."
+        out[name] = _rule_option(kind, name, description, _RUMMY_RANGES, _RUMMY.not_offered)
     return out
 
 
@@ -812,7 +816,7 @@ class EventsQuery(Schema):
 
 
 #: Every game's action kinds: two-player and multi-player Gin, and Rummy (5.2-5.4).
-ACTIONS = list(dict.fromkeys([*PLAYER_ACTIONS, *(kind.value for kind in RummyActionKind)]))
+ACTIONS = list(registry.ACTIONS)
 
 
 class ActionIn(Schema):

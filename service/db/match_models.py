@@ -2,7 +2,7 @@
 
 A table hosts exactly one match (its id is allocated with the table, so escrow can be booked
 against the match from the first seat on). The match row holds the pure engine's serialised
-state (``service.games.gin.match.Match.to_dict``) and a ``version`` that grows with every applied
+state (its game's engine's ``to_dict``) and a ``version`` that grows with every applied
 change; every change happens under a row lock on it. ``match_actions`` is the append-only log
 of everything applied; ``hands`` keeps each hand's fairness record (the seed is revealed only
 once the hand has ended); ``events`` is the transactional outbox read by the workers.

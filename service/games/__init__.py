@@ -19,8 +19,7 @@ from service.games.common.errors import InvalidState, RulesError
 from service.games.common.seats import renamed
 from service.games.common.settings import MatchSettings
 from service.games.common.statement import renamed_statement
-from service.games.gin.match import RESIGN
-from service.games.protocol import Deal, EndedHand, GameSpec, MatchEngine, Settled
+from service.games.protocol import RESIGN, Deal, EndedHand, GameSpec, MatchEngine, Settled
 from service.games.registry import BY_ENGINE_KIND as _GAMES
 from service.games.registry import GAMES, kind_of, spec, spec_of
 

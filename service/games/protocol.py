@@ -2,9 +2,10 @@
 
 Two protocols. A :class:`MatchEngine` is a match of one game as the service stores and reads
 it: its status, its clock, its text form. A :class:`GameSpec` is a game: what a table of it
-declares (its kind, seat counts, formats, options, engine and bot) and what the service asks
-of its matches (start, deal, apply an action, time out, forfeit, who acts, each viewer's
-view, the hands that ended with their histories, the result, the statement). The service
+declares (its kind, seat counts, formats, continuous tables, tournaments, actions, options,
+engine and bot) and what the service asks of its matches (start, deal, apply an action, time
+out, forfeit, who acts, each viewer's view, the hands that ended with their histories, the
+result, the single-table standing, the statement). The service
 holds a match as its engine and reaches its game's spec through
 :func:`service.games.registry.spec_of`: no code outside a spec asks which game a match is.
 
@@ -20,6 +21,9 @@ from enum import StrEnum
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
+
+#: The action by which a seated player forfeits a match of any game (logged as it is sent).
+RESIGN = "RESIGN"
 
 
 class MatchStatus(StrEnum):
@@ -79,6 +83,7 @@ class MatchEngine(Protocol):
 
 
 M = TypeVar("M", bound=MatchEngine)
+H = TypeVar("H", bound=MatchEngine, contravariant=True)
 
 
 class Options(Protocol):
@@ -118,6 +123,16 @@ class EndedHand:
     history: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class MatchResult:
+    """What ranks the players of an ended match, by its seat (0 up): each seat's figure
+    (higher better), the seats it names as winners, and the forfeiters."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
+    forfeiters: frozenset[int]
+
+
 @dataclass(frozen=True, slots=True)
 class Settled:
     """A match's settlement: what leaves escrow for each seat, the fee, and the statement
@@ -128,6 +143,34 @@ class Settled:
     net: tuple[int, ...]
     fee: int
     data: dict[str, Any]
+
+
+class ContinuousTables(Protocol[H]):
+    """A game's continuous tables: players come and go between hands, each hand a match of
+    its own settled on its own; what such a table asks of its game between two hands."""
+
+    @property
+    def formats(self) -> tuple[Format, ...]:
+        """Its continuous formats."""
+        ...
+
+    def short(self, balances: Mapping[int, int], settings: MatchSettings) -> tuple[int, ...]:
+        """The seats (of ``balances``, each seat's table balance) that must top up before
+        they are dealt in again."""
+        ...
+
+    def leaving(self, hand: H) -> tuple[int, ...]:
+        """The seats of ``hand`` (a hand just settled, its match seats) that leave the table
+        with what is left of their balance: those that forfeited it."""
+        ...
+
+    def next_dealer(
+        self, hand: H, table_seats: Sequence[int], dealt: Sequence[int], seat_count: int
+    ) -> int:
+        """The dealer of the hand after ``hand``, whose match seat ``i`` sat at table seat
+        ``table_seats[i]`` of ``seat_count``: an index into ``dealt``, the table seats dealt
+        into the next hand (ascending)."""
+        ...
 
 
 class GameSpec(Protocol[M]):
@@ -160,13 +203,32 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
-    def continuous(self) -> tuple[Format, ...]:
-        """Its formats whose players come and go between hands, each hand settled."""
+    def continuous(self) -> ContinuousTables[M] | None:
+        """How its continuous tables (whose players come and go between hands, each hand
+        settled) go on from hand to hand; None: it has no continuous format."""
+        ...
+
+    @property
+    def knockout(self) -> tuple[Format, ...]:
+        """Its formats a knockout tournament's matches are played in (each names a winner);
+        none: no knockout plays it."""
+        ...
+
+    @property
+    def single_table(self) -> tuple[Format, ...]:
+        """Its formats a single-table tournament's match is played in; none: no single table
+        plays it."""
         ...
 
     @property
     def title(self) -> str:
         """Its name in messages (``Rummy``)."""
+        ...
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The actions a seat may send to its matches, by the word their text starts with
+        (:data:`RESIGN` among them)."""
         ...
 
     @property
@@ -182,6 +244,12 @@ class GameSpec(Protocol[M]):
     @property
     def options(self) -> type[Options]:
         """The type of its rule options (the Gin ``Ruleset`` or the ``RummyRules``)."""
+        ...
+
+    @property
+    def not_offered(self) -> tuple[str, ...]:
+        """Its options that the rules refuse to turn on (the table contract offers false
+        only)."""
         ...
 
     @property
@@ -294,6 +362,12 @@ class GameSpec(Protocol[M]):
     def result(self, match: M) -> dict[str, Any]:
         """How a match that is over ended: the winner and forfeiter (at more than two
         seats also every winner and every forfeiter)."""
+        ...
+
+    def standing(self, match: M) -> MatchResult | None:
+        """What ranks the seats of its ended match at a single table: each seat's figure (hand
+        points, a team's for both its players; Rummy's points, or the fewest penalties), the
+        winners and the forfeiters. None for a game no single table plays."""
         ...
 
     def view(self, match: M, seat: int | None) -> dict[str, Any]:

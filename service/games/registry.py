@@ -46,8 +46,10 @@ FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
 )
 #: The continuous formats: players come and go between hands, each hand settled (11.5.1).
 CONTINUOUS_FORMATS: tuple[Format, ...] = tuple(
-    dict.fromkeys(f for g in SPECS for f in g.continuous)
+    dict.fromkeys(f for g in SPECS if g.continuous for f in g.continuous.formats)
 )
+#: Every action a seat may send, each once, in the games' order.
+ACTIONS: tuple[str, ...] = tuple(dict.fromkeys(a for g in SPECS for a in g.actions))
 #: Every game's options, by the key a table carries them under, with the spec that reads
 #: them (the first game declaring the key: three-player Gin reads Gin's ``ruleset``).
 OPTIONS: dict[str, GameSpec[Any]] = {}

@@ -37,14 +37,15 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from service import config, live
-from service.games.gin.match import PLAYER_ACTIONS
+from service.games import registry
 
 log = logging.getLogger("gin.request")
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 ACTION_ENDPOINT = "matches.act"
-ACTIONS = frozenset(PLAYER_ACTIONS)
+#: The action labels: the default game's actions (every other one counts as OTHER).
+ACTIONS = frozenset(registry.DEFAULT.actions)
 UNMATCHED = "<unmatched>"
 #: Paths whose requests are not logged at INFO (probes and scrapes would drown the log).
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

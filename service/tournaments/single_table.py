@@ -27,43 +27,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.games import AnyMatch
-from service.games.gin.match import Match
-from service.games.multi_gin.match import MultiMatch
-from service.games.rummy.match import RummyMatch
-from service.games.rummy.rules import Scoring
+from service.games import AnyMatch, spec_of
+from service.games.protocol import MatchResult
 from service.tournaments.errors import BracketError
 
 
-@dataclass(frozen=True)
-class MatchResult:
-    """What ranks the players of an ended match, by its seat (0 up): each seat's figure
-    (higher better), the seats it names as winners, and the forfeiters."""
-
-    scores: tuple[int, ...]
-    winners: tuple[int, ...]
-    forfeiters: frozenset[int]
-
-
 def match_result(match: AnyMatch) -> MatchResult:
-    """The figures, winners and forfeiters of an ended multi-player ``match``.
+    """The figures, winners and forfeiters of an ended multi-player ``match``, as its game
+    states them (:meth:`~service.games.protocol.GameSpec.standing`).
 
-    :raises BracketError: for a two-player Gin match (a knockout's) or one not over.
+    :raises BracketError: for a match no single table plays (a knockout's) or one not over.
     """
-    if isinstance(match, Match) or not match.over:
+    result = spec_of(match).standing(match) if match.over else None
+    if result is None:
         raise BracketError("a single table ranks an ended multi-player match")
-    if isinstance(match, RummyMatch):
-        standings = match.standings()
-        penalty = standings.scoring is Scoring.PENALTY
-        scores = tuple(-p for p in standings.penalties) if penalty else standings.points
-        return MatchResult(scores, standings.winners, frozenset(match.forfeiters))
-    if not isinstance(match, MultiMatch):
-        raise BracketError(f"a single table ranks no {type(match).__name__}")
-    gin = match.standings()
-    scores = tuple(gin.hand_points[gin.side_of(seat)] for seat in range(len(match.seats)))
-    winners = tuple(sorted(seat for side in gin.pot_sides for seat in gin.sides[side]))
-    forfeiters = frozenset(() if match.forfeiter is None else (match.forfeiter,))
-    return MatchResult(scores, winners, forfeiters)
+    return result
 
 
 def places(result: MatchResult, forfeit_order: Sequence[int]) -> list[list[int]]:

@@ -44,8 +44,6 @@ from service.errors import (
 from service.games.bots import action_text, decide_multi
 from service.games.common.errors import InvalidSettings
 from service.games.common.settings import MatchSettings
-from service.games.gin.actions import Action
-from service.games.gin.bot import Bot
 from service.ledger.money import PRACTICE_CURRENCY
 from service.usecases import play, players, tables, tournaments, unit_of_work, wallets
 from service.usecases.auth import Principal, require_operator
@@ -242,7 +240,7 @@ def play_turns(session: Session, now: datetime, *, limit: int = 100) -> Turns:
             session,
             Principal(operator_id, player_id),
             match_id,
-            Bot(eager=strategy == "eager"),
+            strategy == "eager",
             now,
         )
         applied += count
@@ -251,12 +249,12 @@ def play_turns(session: Session, now: datetime, *, limit: int = 100) -> Turns:
 
 
 def _play(
-    session: Session, principal: Principal, match_id: str, bot: Bot, now: datetime
+    session: Session, principal: Principal, match_id: str, eager: bool, now: datetime
 ) -> tuple[dict[str, Any], int]:
     view = play.get_view(session, principal, match_id)
     applied = 0
     for _ in range(MAX_ACTIONS_IN_A_ROW):
-        action = _choice(view, bot)
+        action = _choice(view, eager)
         if action is None:
             break
         try:
@@ -275,19 +273,20 @@ def _play(
     return view, applied
 
 
-def _choice(view: dict[str, Any], bot: Bot) -> str | None:
-    """The bot's action's text in ``view`` (a listed legal action), or None: not its turn."""
+def _choice(view: dict[str, Any], eager: bool) -> str | None:
+    """The bot's action's text in ``view`` (a listed legal action), or None: not its turn.
+    ``eager`` (Gin): it knocks as soon as any knock is legal."""
     if view["status"] != "playing":
         return None
     game = view.get("play")
     if game is not None:  # three-player or partnership Gin, Rummy
         if view["you"] not in game.get("to_act", ()) or not game.get("legal_actions"):
             return None
-        return action_text(decide_multi(game, eager=bot.eager))
+        return action_text(decide_multi(game, eager=eager))
     hand = view.get("hand")
     if not hand or not hand.get("legal_actions"):
         return None
-    return str(Action.from_dict(bot.decide(hand)))
+    return action_text(decide_multi(hand, eager=eager))
 
 
 def _seen(session: Session, player_id: str | None, match_id: str, version: int) -> None:

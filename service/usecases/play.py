@@ -1,7 +1,7 @@
 """Live matches: starting them, players' views, actions, timeouts and hand histories.
 
-Every change to a match is one database transaction that bumps ``version``. The pure
-:class:`service.games.gin.match.Match` decides everything; this module loads it from the row,
+Every change to a match is one database transaction that bumps ``version``. The pure engine
+of the match's game (:mod:`service.games`) decides everything; this module loads it from the row,
 applies one change, deals the next hand when the match asks for one (with a fresh provably fair
 seed), writes the hand records, the action log and outbox events. A change that writes more than the
 match row and its log entry (a hand or the match ends, a deal, a timeout, a resignation) holds
@@ -35,8 +35,7 @@ from service.games.common import fair
 from service.games.common.errors import InvalidState, RulesError
 from service.games.common.seats import renamed, seated_history
 from service.games.common.settings import MatchSettings
-from service.games.gin.match import RESIGN
-from service.games.protocol import MatchStatus
+from service.games.protocol import RESIGN, MatchStatus
 from service.ids import new_id
 from service.live import notices
 from service.match_view import match_view, seat_numbers, seated_message, table_seats

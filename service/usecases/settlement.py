@@ -1,9 +1,9 @@
 """Settling finished matches: the statement and its ledger transaction, exactly once.
 
 ``settle_match`` runs in one database transaction under the match's row lock: it computes the
-statement with the game's pure payout maths (its spec's ``statement``), posts one balanced ledger
-transaction that empties the match's escrow into the players' available funds and the house
-fee account, writes the immutable settlement row (unique per match) and a
+statement with its game's pure payout maths (:func:`service.games.statement`), posts one
+balanced ledger transaction that empties the match's escrow into the players' available funds
+and the house fee account, writes the immutable settlement row (unique per match) and a
 ``settlement.completed`` outbox event. Run twice, by a retry, a duplicate delivery or two
 workers at once, it finds the settlement already there and returns it: one statement, one
 set of postings.
@@ -29,7 +29,6 @@ from service.db.models import table_of
 from service.db.wallet_models import OperatorWallet
 from service.errors import MatchNotLive, NotFound
 from service.games.common.settings import MatchSettings
-from service.games.rummy.match import RummyMatch
 from service.ids import new_id
 from service.live import notices
 from service.match_view import seat_numbers, table_seats
@@ -229,7 +228,6 @@ def _settle(
         session.add(written)
     session.flush()
     if settings.continuous:  # the table balances move on, the next hand is dealt
-        assert isinstance(match, RummyMatch)
         tables.after_hand(session, row, match, statement.net, now)
     return settlement, bool(credits)
 

@@ -30,13 +30,11 @@ from service.errors import (
     TableNotOpen,
     ValidationFailed,
 )
-from service.games import registry
+from service.games import AnyMatch, registry
 from service.games.common import fair
 from service.games.common.errors import InvalidSettings
 from service.games.common.settings import MatchSettings
-from service.games.rummy.hand import next_dealer
-from service.games.rummy.match import RummyMatch
-from service.games.rummy.payout import needs_top_up
+from service.games.protocol import ContinuousTables
 from service.ids import new_id
 from service.ledger.money import PRACTICE_CURRENCY, exponent
 from service.live import notices
@@ -706,8 +704,15 @@ def set_ready(
     return _view(session, table, False)
 
 
+def _continuous(settings: MatchSettings) -> ContinuousTables[Any]:
+    """How a continuous table's game goes on from hand to hand."""
+    continuous = registry.spec(settings.game).continuous
+    assert continuous is not None
+    return continuous
+
+
 def after_hand(
-    session: Session, hand: MatchRow, match: RummyMatch, net: Sequence[int], now: datetime
+    session: Session, hand: MatchRow, match: AnyMatch, net: Sequence[int], now: datetime
 ) -> None:
     """A per-hand table's hand (``match``, decoded) was just settled with ``net`` by seat (in
     the settlement's transaction): each seat dealt in keeps its new table balance, a
@@ -716,16 +721,17 @@ def after_hand(
     (those sitting out hold nobody up, 11.5.1)."""
     table = session.get(GameTable, hand.table_id, with_for_update=True)
     assert table is not None and hand.seats is not None
+    settings = MatchSettings.from_dict(table.settings)
+    leaving = _continuous(settings).leaving(match)
     seats = play._seats(session, table.id)
     by_player = {s.player_id: s for s in seats}
     for i, copy in enumerate(hand.seats):
         seat = by_player[copy["player_id"]]  # a seat dealt in cannot leave before this
         seat.escrow += net[i]
-        if i in match.forfeiters:
+        if i in leaving:
             _vacate(session, table, seat, now)
             seats.remove(seat)
     session.flush()
-    settings = MatchSettings.from_dict(table.settings)
     _deal_next_hand(session, table, settings, now, seats=seats, last=(hand, match))
 
 
@@ -736,7 +742,7 @@ def _deal_next_hand(
     now: datetime,
     *,
     seats: list[Seat] | None = None,
-    last: tuple[MatchRow, RummyMatch] | None = None,
+    last: tuple[MatchRow, AnyMatch] | None = None,
 ) -> bool:
     """Deal a per-hand table's next hand when its last one is settled and at least two
     seated players are ready with at least the minimum balance; the others sit it out
@@ -747,19 +753,13 @@ def _deal_next_hand(
         row = session.get(MatchRow, table.match_id)
         assert row is not None
         decoded = None if row.state is None else games.from_state(row.state)
-        assert decoded is None or isinstance(decoded, RummyMatch)
     else:
         row, decoded = last
     if _hand_unsettled(row):
         return False
     seats = play._seats(session, table.id) if seats is None else seats
-    short = set(
-        needs_top_up(
-            {s.seat_no: s.escrow for s in seats},
-            settings.stake_per_point,
-            settings.balance_floor,
-        )
-    )
+    continuous = _continuous(settings)
+    short = set(continuous.short({s.seat_no: s.escrow for s in seats}, settings))
     excluded = {
         p.id
         for p in session.scalars(select(Player).where(Player.id.in_([s.player_id for s in seats])))
@@ -768,7 +768,7 @@ def _deal_next_hand(
     dealt = [s for s in seats if s.ready and s.seat_no not in short and s.player_id not in excluded]
     if len(dealt) < 2:
         return False
-    dealer = _next_dealer(row, decoded, [s.seat_no for s in dealt], table.seat_count)
+    dealer = _next_dealer(continuous, row, decoded, [s.seat_no for s in dealt], table.seat_count)
     if row.status == "waiting":
         hand = session.get(MatchRow, row.id, with_for_update=True)
         assert hand is not None
@@ -782,24 +782,19 @@ def _deal_next_hand(
 
 
 def _next_dealer(
-    last: MatchRow, match: RummyMatch | None, dealt: Sequence[int], seat_count: int
+    continuous: ContinuousTables[Any],
+    last: MatchRow,
+    match: AnyMatch | None,
+    dealt: Sequence[int],
+    seat_count: int,
 ) -> int | None:
     """The next hand's dealer, as an index into ``dealt`` (table seats, ascending): drawn at
-    random (None) for a table's first hand, else passed on from the last hand by 5.1.4 (the
-    winner of a two-player hand, else the seat on the dealer's left) to the first seat
-    dealt in from there, clockwise."""
+    random (None) for a table's first hand, else passed on from the last hand by its game's
+    rule (:meth:`~service.games.protocol.ContinuousTables.next_dealer`)."""
     if match is None or not last.seats:
         return None
-    assert match.records
-    record = match.records[-1]
-    table_seat = [s["table_seat"] for s in last.seats]
-    after = next_dealer(len(record.slot.seats), record.slot.dealer, record.winner)
-    start = table_seat[after]
-    if after == record.slot.dealer or len(record.slot.seats) == 2:
-        offset = 0  # the same seat (a void hand, or the winner of two) deals if it can
-    else:
-        start, offset = table_seat[record.slot.dealer], 1  # the seat on the dealer's left
-    return min(range(len(dealt)), key=lambda i: (dealt[i] - start - offset) % seat_count)
+    table_seats = [s["table_seat"] for s in last.seats]
+    return continuous.next_dealer(match, table_seats, dealt, seat_count)
 
 
 def cancel_unfilled(session: Session, now: datetime, *, limit: int = 100) -> int:

@@ -37,7 +37,6 @@ from service.db.tournament_models import Tournament
 from service.db.wallet_models import WalletCall
 from service.errors import NotFound
 from service.games.common import fair
-from service.games.gin.match import Match
 from service.tournaments.bracket import Knockout, draw, shuffle
 from service.tournaments.errors import TournamentError
 from service.tournaments.payouts import PayoutTable, award
@@ -271,9 +270,11 @@ def _facts(session: Session, tournament: Tournament) -> TournamentFacts:
         recorded = row.settled_at is not None  # a result not recorded yet counts later
         if recorded and row.state is not None and row.seats:
             match = games.from_state(row.state)
-            if isinstance(match, Match) and match.winner is not None:
-                winners[row.id] = seats.get(row.seats[match.winner]["player_id"])
-            elif not isinstance(match, Match) and match.over:
+            if games.spec_of(match).knockout:  # a knockout's match: its winner goes on
+                winner: int | None = games.result(match)["winner"]
+                if winner is not None:
+                    winners[row.id] = seats.get(row.seats[winner]["player_id"])
+            elif match.over:
                 # A player not entered (tampered records) sits as seat 0: never a real seat.
                 at_table = [seats.get(s["player_id"], 0) for s in row.seats]
                 order = tournaments.forfeit_order(session, row.id)

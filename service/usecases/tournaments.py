@@ -49,9 +49,10 @@ from service.errors import (
     TournamentNotOpen,
     ValidationFailed,
 )
+from service.games import registry
 from service.games.common import fair
-from service.games.common.settings import Format, MatchSettings
-from service.games.gin.match import RESIGN, Match
+from service.games.common.settings import MatchSettings
+from service.games.protocol import RESIGN
 from service.ids import new_id
 from service.ledger.money import exponent
 from service.ledger.postings import AccountKind, TransactionKind
@@ -66,16 +67,17 @@ from service.usecases.auth import Principal, authorize_player, load_players, req
 from service.usecases.pages import Page, page_of
 
 #: The formats a knockout's matches are played in: each has a winner.
-KNOCKOUT_FORMATS = (Format.FIRST_TO_KNOCK.value, Format.MATCH_PLAY.value)
+KNOCKOUT_FORMATS = tuple(dict.fromkeys(f.value for g in registry.SPECS for f in g.knockout))
 #: The games a single table is played at, and the formats of its match: to a target or a
 #: number of deals (docs/games.md).
 SINGLE_TABLE_FORMATS = {
-    "gin_three": (Format.MATCH_PLAY.value,),
-    "gin_partnership": (Format.MATCH_PLAY.value,),
-    "rummy": (Format.RUMMY_TARGET.value, Format.RUMMY_DEALS.value),
+    g.kind.value: tuple(f.value for f in g.single_table) for g in registry.SPECS if g.single_table
 }
 #: A tournament's kind -> the games it is offered for.
-KIND_GAMES = {"knockout": ("gin",), "single_table": tuple(SINGLE_TABLE_FORMATS)}
+KIND_GAMES = {
+    "knockout": tuple(g.kind.value for g in registry.SPECS if g.knockout),
+    "single_table": tuple(SINGLE_TABLE_FORMATS),
+}
 #: The statuses of a tournament that is over.
 OVER = ("finished", "cancelled")
 #: How far ahead a scheduled tournament may start.
@@ -224,7 +226,8 @@ def _field_problems(
         problems.append(FieldError("game", f"a {kind} plays {', '.join(KIND_GAMES[kind])}"))
     if kind == "knockout":
         if fmt not in KNOCKOUT_FORMATS:
-            problems.append(FieldError("format", "a knockout plays first_to_knock or match_play"))
+            message = f"a knockout plays {' or '.join(KNOCKOUT_FORMATS)}"
+            problems.append(FieldError("format", message))
         field = 4 if entrants is None else entrants
         if entrants not in SIZES:
             problems.append(FieldError("entrants", f"must be 4, 8, 16 or 32, not {entrants}"))
@@ -244,12 +247,14 @@ def _field_problems(
         return field, field
     if not now < starts_at <= now + LONGEST_SCHEDULE:
         problems.append(FieldError("starts_at", "must be ahead, within 7 days"))
-    rummy = settings.game.value == "rummy"
-    default = SIZES[0] if kind == "knockout" else (2 if rummy else field)
+    # A game played at more than one seat count starts a single table short of its seats.
+    seat_counts = registry.spec(settings.game).seat_counts
+    short_handed = len(seat_counts) > 1
+    default = SIZES[0] if kind == "knockout" else (seat_counts[0] if short_handed else field)
     fewest = default if min_entrants is None else min_entrants
     if not 2 <= fewest <= field:
         problems.append(FieldError("min_entrants", f"must be from 2 to {field}, not {fewest}"))
-    elif kind == "single_table" and not rummy and fewest != field:
+    elif kind == "single_table" and not short_handed and fewest != field:
         message = f"a {game} table starts with all its {field} seats taken"
         problems.append(FieldError("min_entrants", message))
     return field, max(2, min(fewest, field))
@@ -835,11 +840,10 @@ def _record(
         for m, pairing in enumerate(pairings, 1)
         if pairing["match_id"] == row.id
     ]
-    match = games.from_state(row.state)
-    assert isinstance(match, Match)
+    won: int | None = games.result(games.from_state(row.state))["winner"]
     # A knockout's formats always name a winner: First To Knock's dead-hand limit, the one
     # way to a void match, is refused when the tournament is created.
-    winner_index = match.winner if match.winner is not None else 0
+    winner_index = won if won is not None else 0
     by_player = {e.player_id: e for e in entries}
     winner = by_player[row.seats[winner_index]["player_id"]]
     by_player[row.seats[1 - winner_index]["player_id"]].state = "knocked_out"

@@ -159,9 +159,7 @@ def test_a_twin_run_with_a_stale_view_changes_nothing(
         assert bots.play_turns(session, utcnow()).applied >= 1
         version = play.current_version(session, principals[0], match_id)
         monkeypatch.setattr(play, "get_view", lambda *_: stale)
-        from service.games.gin.bot import Bot
-
-        _view, applied = bots._play(session, principals[mover], match_id, Bot(), utcnow())
+        _view, applied = bots._play(session, principals[mover], match_id, False, utcnow())
         assert applied == 0
         monkeypatch.undo()
         assert play.current_version(session, principals[0], match_id) == version

@@ -353,7 +353,8 @@ class MatchSettings:
     @property
     def continuous(self) -> bool:
         """Whether players come and go between hands, each hand settled (11.5.1)."""
-        return self.format in _spec(self.game).continuous
+        continuous = _spec(self.game).continuous
+        return continuous is not None and self.format in continuous.formats
 
     @property
     def balance_floor(self) -> int:

@@ -31,12 +31,11 @@ from service.games.gin.clock import play_timeout
 from service.games.gin.formats import FIRST_TO_KNOCK
 from service.games.gin.game import Game
 from service.games.gin.hand import FORFEIT, Hand
-from service.games.protocol import MatchStatus
+from service.games.protocol import RESIGN, MatchStatus
 
 MATCH_SCHEMA = 1
 
 #: What a seated player may send to a live match: a hand's actions, and RESIGN (a forfeit).
-RESIGN = "RESIGN"
 PLAYER_ACTIONS = (*(kind.value for kind in ActionKind), RESIGN)
 
 

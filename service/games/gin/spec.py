@@ -25,12 +25,19 @@ from service.games.gin.formats import (
     MONEY_PLAY,
     MONEY_PLAY_TARGETS,
 )
-from service.games.gin.game import Game
+from service.games.gin.game import NOT_OFFERED, Game
 from service.games.gin.hand import Hand
-from service.games.gin.match import Match
+from service.games.gin.match import PLAYER_ACTIONS, Match
 from service.games.gin.payout import settle_match
 from service.games.gin.ruleset import Ruleset
-from service.games.protocol import Deal, EndedHand, MatchEngine, MatchStatus, Settled
+from service.games.protocol import (
+    Deal,
+    EndedHand,
+    MatchEngine,
+    MatchResult,
+    MatchStatus,
+    Settled,
+)
 
 
 class DealtFromDeck(MatchEngine, Protocol):
@@ -67,9 +74,11 @@ class GinOptions:
 
     kind: GameKind
     seat_counts: range
-    continuous: tuple[Format, ...] = ()
+    continuous = None
     options_key = "ruleset"
     options = Ruleset
+    not_offered = NOT_OFFERED
+    actions = PLAYER_ACTIONS
     seats_text = "how many players it seats"
     table_rules: tuple[dict[str, Any], ...] = ()
 
@@ -112,6 +121,8 @@ class GinSpec(GinOptions, TwoSeatDeals[Match]):
     formats = (FIRST_TO_KNOCK, MATCH_PLAY, MONEY_PLAY, CLASSIC)
     stakes = (FIXED, MONEY, CLASSIC_STAKES)
     fixed_stake = (FIRST_TO_KNOCK, MATCH_PLAY)
+    knockout = (FIRST_TO_KNOCK, MATCH_PLAY)
+    single_table: tuple[Format, ...] = ()
     engine = Match
     bot = staticmethod(decide)
     description = (
@@ -204,6 +215,10 @@ class GinSpec(GinOptions, TwoSeatDeals[Match]):
             "forfeiter": match.forfeiter,
             "forfeit_reason": match.forfeit_reason,
         }
+
+    def standing(self, match: Match) -> MatchResult | None:
+        """A two-player match is a knockout's: no single table ranks it."""
+        return None
 
     def view(self, match: Match, seat: int | None) -> dict[str, Any]:
         """The scores, the hand being played as ``seat`` sees it (``Hand.view``), the hand

@@ -14,7 +14,7 @@ from service.games.gin.actions import Action
 from service.games.gin.formats import CLASSIC, MATCH_PLAY
 from service.games.gin.spec import BUYINS, GinOptions, TwoSeatDeals
 from service.games.multi_gin.match import MultiMatch
-from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
+from service.games.protocol import Deal, EndedHand, MatchResult, MatchStatus, Settled
 
 G = TypeVar("G", bound=MultiMatch)
 
@@ -27,6 +27,8 @@ class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
     formats: tuple[Format, ...] = (MATCH_PLAY, CLASSIC)
     stakes: tuple[Stakes, ...] = ()
     fixed_stake: tuple[Format, ...] = (MATCH_PLAY,)
+    knockout: tuple[Format, ...] = ()
+    single_table: tuple[Format, ...] = (MATCH_PLAY,)
 
     def table_examples(self, classic: dict[str, Any]) -> dict[Format, dict[str, Any]]:
         """A table body for each format: Match Play for 500 with a 10% fee, and classic
@@ -109,6 +111,15 @@ class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
             "forfeiters": [] if match.forfeiter is None else [match.forfeiter],
             "forfeit_reason": match.forfeit_reason,
         }
+
+    def standing(self, match: G) -> MatchResult | None:
+        """Each seat's side's hand points; the winners are the seats of the sides the pot
+        goes to."""
+        gin = match.standings()
+        scores = tuple(gin.hand_points[gin.side_of(seat)] for seat in range(len(match.seats)))
+        winners = tuple(sorted(seat for side in gin.pot_sides for seat in gin.sides[side]))
+        forfeiters = frozenset(() if match.forfeiter is None else (match.forfeiter,))
+        return MatchResult(scores, winners, forfeiters)
 
     def view(self, match: G, seat: int | None) -> dict[str, Any]:
         return multi_view(

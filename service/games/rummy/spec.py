@@ -12,15 +12,45 @@ from service.games.common.errors import InvalidSettings, InvalidState, RulesErro
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import Statement
-from service.games.protocol import Deal, EndedHand, MatchStatus, Settled
-from service.games.rummy.actions import RummyAction
+from service.games.protocol import RESIGN, Deal, EndedHand, MatchResult, MatchStatus, Settled
+from service.games.rummy.actions import RummyAction, RummyActionKind
 from service.games.rummy.formats import RUMMY_DEALS, RUMMY_PER_HAND, RUMMY_TARGET
+from service.games.rummy.hand import next_dealer
 from service.games.rummy.match import RummyMatch, RummyMatchSettings
-from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
+from service.games.rummy.payout import needs_top_up, rummy_match, rummy_penalty, rummy_per_hand
 from service.games.rummy.rules import RummyRules, Scoring
 
 #: The buy-in fields of the table examples.
 _BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
+
+
+class PerHandTables:
+    """Rummy per hand (11.5.1): each hand a match of the players dealt in, match seats 0 up
+    in table order; a player short of the minimum balance sits out until it tops up."""
+
+    formats = (RUMMY_PER_HAND,)
+
+    def short(self, balances: Mapping[int, int], settings: MatchSettings) -> tuple[int, ...]:
+        return needs_top_up(balances, settings.stake_per_point, settings.balance_floor)
+
+    def leaving(self, hand: RummyMatch) -> tuple[int, ...]:
+        """A forfeiter leaves the table (11.6.3)."""
+        return hand.forfeiters
+
+    def next_dealer(
+        self, hand: RummyMatch, table_seats: Sequence[int], dealt: Sequence[int], seat_count: int
+    ) -> int:
+        """The deal passes on by 5.1.4 (the winner of a two-player hand, else the seat on the
+        dealer's left) to the first seat dealt in from there, clockwise."""
+        assert hand.records
+        record = hand.records[-1]
+        after = next_dealer(len(record.slot.seats), record.slot.dealer, record.winner)
+        start = table_seats[after]
+        if after == record.slot.dealer or len(record.slot.seats) == 2:
+            offset = 0  # the same seat (a void hand, or the winner of two) deals if it can
+        else:
+            start, offset = table_seats[record.slot.dealer], 1  # the seat on the dealer's left
+        return min(range(len(dealt)), key=lambda i: (dealt[i] - start - offset) % seat_count)
 
 
 class RummySpec:
@@ -40,9 +70,13 @@ class RummySpec:
         ),
     )
     fixed_stake: tuple[Format, ...] = ()
-    continuous = (RUMMY_PER_HAND,)
+    knockout: tuple[Format, ...] = ()
+    single_table = (RUMMY_TARGET, RUMMY_DEALS)
+    continuous = PerHandTables()
     options_key = "rummy"
     options = RummyRules
+    not_offered: tuple[str, ...] = ()
+    actions = (*(kind.value for kind in RummyActionKind), RESIGN)
     engine = RummyMatch
     bot = staticmethod(decide_multi)
     description = (
@@ -233,6 +267,13 @@ class RummySpec:
             "forfeiters": forfeiters,
             "forfeit_reason": reasons[0] if reasons else None,
         }
+
+    def standing(self, match: RummyMatch) -> MatchResult | None:
+        """Each seat's points, or under penalty scoring the fewest penalties (5.7)."""
+        standings = match.standings()
+        penalty = standings.scoring is Scoring.PENALTY
+        scores = tuple(-p for p in standings.penalties) if penalty else standings.points
+        return MatchResult(scores, standings.winners, frozenset(match.forfeiters))
 
     def view(self, match: RummyMatch, seat: int | None) -> dict[str, Any]:
         return multi_view(

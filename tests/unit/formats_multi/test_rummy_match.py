@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from service.games.common.cards import parse_cards, random_deck
 from service.games.common.clock import ClockSettings, OnTimeout
 from service.games.common.errors import IllegalAction, InvalidSettings, InvalidState
-from service.games.common.settings import Format
+from service.games.common.settings import Format, MatchSettings
 from service.games.protocol import MatchStatus
 from service.games.rummy.hand import deal_size
 from service.games.rummy.match import RummyMatch, RummyMatchSettings, RummySlot
 from service.games.rummy.payout import rummy_match, rummy_penalty, rummy_per_hand
 from service.games.rummy.playout import choose, seeded_shuffler
 from service.games.rummy.rules import RummyRules, Scoring
+from service.games.rummy.spec import RUMMY
 from tests.unit.budget import examples
 from tests.unit.formats_multi.decks import card_strings
 from tests.unit.rummy.scenarios import deck_for
@@ -226,6 +227,43 @@ def test_5_1_4_a_forfeited_dealer_is_skipped() -> None:
     match.forfeit(1)
     slot = match.next_hand()
     assert slot == RummySlot(2, (0, 2, 3), 2)
+
+
+def test_11_5_1_a_per_hand_table_passes_the_deal_to_the_first_seat_dealt_in_from_there() -> None:
+    """Each hand of a per-hand table is a match of the players dealt in (match seat ``i`` at
+    table seat ``at[i]``): the deal passes by 5.1.4, then clockwise round the table to the
+    first seat dealt into the next hand (an index into those seats)."""
+    tables = RUMMY.continuous
+    assert tables is not None
+    three = new_match(3, dealer=0)  # table seats 1, 3 and 4 of 6; the dealer at 1
+    win(three)
+    at = [1, 3, 4]
+    assert tables.next_dealer(three, at, [1, 3, 4], 6) == 1  # the seat on the dealer's left
+    assert tables.next_dealer(three, at, [0, 1, 4], 6) == 2  # seat 3 sits out: then seat 4
+    assert tables.next_dealer(three, at, [0, 1], 6) == 0  # round the table to seat 0
+    two = new_match(2, dealer=0)  # table seats 2 and 5
+    win(two, winner=1)
+    assert tables.next_dealer(two, [2, 5], [2, 5], 6) == 1  # the winner deals
+    assert tables.next_dealer(two, [2, 5], [0, 2], 6) == 0  # it left: the seat after it
+    voided = new_match(3, dealer=1, max_turns=1)
+    void(voided)
+    assert tables.next_dealer(voided, at, [1, 3, 4], 6) == 1  # the same dealer deals again
+
+
+def test_11_5_1_at_a_per_hand_table_the_short_top_up_and_a_forfeiter_leaves() -> None:
+    tables = RUMMY.continuous
+    assert tables is not None
+    per_hand = {"game": "rummy", "format": "rummy_per_hand", "seats": 4, "stake_per_point": 5}
+    settings = MatchSettings.from_dict({**per_hand, "min_buyin": 100, "max_buyin": 500})
+    assert tables.short({0: 49, 1: 50, 2: 0, 3: 500}, settings) == (0, 2)  # below 10 x 5
+    floor = MatchSettings.from_dict(
+        {**per_hand, "min_buyin": 100, "max_buyin": 500, "min_balance": 80}
+    )
+    assert tables.short({0: 79, 1: 80}, floor) == (0,)
+    hand = new_match(3, dealer=0)
+    hand.forfeit(1)
+    assert tables.leaving(hand) == (1,)
+    assert tables.formats == (Format("rummy_per_hand"),)
 
 
 # --- forfeits -------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """What the games share names none of them: no module of ``service/games/common`` imports a
-game's package, and the settings find each game's rules through the registry."""
+game's package, nor does any module outside ``service/games`` (the use cases, the API, the
+tournaments, the worker ask the registry), and the settings find each game's rules through
+the registry."""
 
 from __future__ import annotations
 
@@ -12,20 +14,39 @@ from service.games import registry
 from service.games.common.errors import InvalidSettings
 from service.games.common.settings import Format, GameKind, MatchSettings
 
-COMMON = Path(__file__).resolve().parents[3] / "service" / "games" / "common"
+ROOT = Path(__file__).resolve().parents[3]
+COMMON = ROOT / "service" / "games" / "common"
 GAME_PACKAGES = ("service.games.gin", "service.games.multi_gin", "service.games.rummy")
+#: Every module outside service/games: each reaches a game through the registry alone.
+OUTSIDE = sorted(
+    path
+    for folder in ("service", "worker")
+    for path in (ROOT / folder).rglob("*.py")
+    if not path.is_relative_to(ROOT / "service" / "games")
+)
 
 
-@pytest.mark.parametrize("module", sorted(COMMON.glob("*.py")), ids=lambda p: p.name)
-def test_no_common_module_imports_a_game(module: Path) -> None:
+def imported_games(module: Path) -> set[str]:
+    """The modules of a game's package that ``module`` imports."""
     imported = set()
     for node in ast.walk(ast.parse(module.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
         elif isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)
-    games = {m for m in imported if m.startswith(GAME_PACKAGES)}
+    return {m for m in imported if m.startswith(GAME_PACKAGES)}
+
+
+@pytest.mark.parametrize("module", sorted(COMMON.glob("*.py")), ids=lambda p: p.name)
+def test_no_common_module_imports_a_game(module: Path) -> None:
+    games = imported_games(module)
     assert not games, f"{module.name} imports {sorted(games)}"
+
+
+def test_no_module_outside_the_games_imports_a_game() -> None:
+    assert len(OUTSIDE) >= 50
+    found = {m.relative_to(ROOT).as_posix(): imported_games(m) for m in OUTSIDE}
+    assert {module: sorted(games) for module, games in found.items() if games} == {}
 
 
 def test_kinds_and_formats_are_the_registrys_interned() -> None:

@@ -14,6 +14,7 @@ from service.games.common import fair
 from service.games.common.errors import InvalidState
 from service.games.common.settings import GameKind, MatchSettings
 from service.games.gin.match import Match
+from service.games.protocol import RESIGN
 from service.games.registry import GAME_FORMATS, GAME_SEATS
 from service.games.rummy.match import RummyMatch
 from service.games.rummy.rules import RummyRules
@@ -119,3 +120,25 @@ def test_the_simulator_and_the_table_schema_list_the_registry_s_games() -> None:
         game = registry.spec(kind)
         assert properties["format"]["enum"] == [f.value for f in game.formats]
         assert ("seat_count" in properties) == (len(game.seat_counts) == 1)
+
+
+def test_each_game_states_its_tournaments_its_continuous_tables_and_its_actions() -> None:
+    knockout = {g.kind.value: [f.value for f in g.knockout] for g in registry.SPECS if g.knockout}
+    assert knockout == {"gin": ["first_to_knock", "match_play"]}
+    single = {
+        g.kind.value: [f.value for f in g.single_table] for g in registry.SPECS if g.single_table
+    }
+    assert single == {
+        "gin_three": ["match_play"],
+        "gin_partnership": ["match_play"],
+        "rummy": ["rummy_target", "rummy_deals"],
+    }
+    assert [g.kind for g in registry.SPECS if g.continuous] == [GameKind.RUMMY]
+    assert [f.value for f in registry.CONTINUOUS_FORMATS] == ["rummy_per_hand"]
+    assert all(RESIGN in g.actions for g in registry.SPECS)
+    assert registry.ACTIONS[-4:] == (RESIGN, "TURN_OVER", "MELD", "LAY_OFF")
+
+
+def test_a_two_player_match_has_no_single_table_standing() -> None:
+    settings, _ = TABLES[GameKind.GIN]
+    assert registry.GAMES[GameKind.GIN].standing(Match(settings, 0)) is None
