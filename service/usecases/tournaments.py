@@ -1032,7 +1032,7 @@ def _start_or_cancel_due(session: Session, tournament_id: str, now: datetime) ->
 
 
 @dataclass(frozen=True)
-class StatementLine:
+class PoolLine:
     """One movement of the tournament's money, signed as the pool sees it: an entry in
     (positive), a fee, prize or refund out (negative), a fee the house gives back in."""
 
@@ -1056,7 +1056,7 @@ _LINES = {
 
 def statement(
     session: Session, principal: Principal, tournament_id: str
-) -> tuple[Tournament, list[StatementLine]]:
+) -> tuple[Tournament, list[PoolLine]]:
     """Every movement of the tournament's money, from its ledger transactions, oldest first:
     the lines sum to what it still holds, zero once it has finished or been cancelled."""
     require_operator(principal)
@@ -1079,7 +1079,7 @@ def statement(
         into_pool = (
             entry.amount if account.kind == AccountKind.PLAYER_ESCROW.value else -entry.amount
         )
-        lines.append(StatementLine(txn.id, kind, account.player_id, into_pool, txn.created_at))
+        lines.append(PoolLine(txn.id, kind, account.player_id, into_pool, txn.created_at))
     return tournament, lines
 
 
