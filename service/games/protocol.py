@@ -2,11 +2,11 @@
 
 Two protocols. A :class:`MatchEngine` is a match of one game as the service stores and reads
 it: its status, its clock, its text form. A :class:`GameSpec` is a game: what a table of it
-declares (its kind, seat counts, formats, continuous tables, tournaments, actions, options,
-engine and bot) and what the service asks of its matches (start, deal, apply an action, time
-out, forfeit, who acts, each viewer's view, the hands that ended with their histories, the
-result, the single-table standing, the statement). The service
-holds a match as its engine and reaches its game's spec through
+declares (its kind, seat counts, formats, continuous tables, tournaments, actions, options
+and how a table request carries them, engine and bot) and what the service asks of its
+matches (start, deal, apply an action, time out, forfeit, who acts, each viewer's view, the
+hands that ended with their histories, the result, the single-table standing, the
+statement). The service holds a match as its engine and reaches its game's spec through
 :func:`service.games.registry.spec_of`: no code outside a spec asks which game a match is.
 
 Seats are match seats throughout. A dealt hand has a ``number`` within the match (the
@@ -95,6 +95,22 @@ class Options(Protocol):
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """:raises RulesError: on an unknown option or a bad value."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class OptionField:
+    """One option of a game's options type as a table request carries it: its ``name`` (a
+    field of the type, and the key a request sends it under), its ``key`` as the rules spell
+    it (``gin.gin_bonus``), an integer option's range from ``low`` to ``high``, the
+    ``other_keys`` a request may send it under as well, and whether a request may send it at
+    all (``requested``: Rummy's ``match`` follows from the format and the target)."""
+
+    name: str
+    key: str
+    low: int = 0
+    high: int = 10_000
+    other_keys: tuple[str, ...] = ()
+    requested: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +260,18 @@ class GameSpec(Protocol[M]):
     @property
     def options(self) -> type[Options]:
         """The type of its rule options (the Gin ``Ruleset`` or the ``RummyRules``)."""
+        ...
+
+    @property
+    def option_fields(self) -> tuple[OptionField, ...]:
+        """Each option of its :attr:`options` type, in the type's order, as a table request
+        carries it (for the spec that owns the options key)."""
+        ...
+
+    @property
+    def options_description(self) -> str:
+        """What the table contract says of the options under :attr:`options_key` (markdown,
+        for the spec that owns the key)."""
         ...
 
     @property

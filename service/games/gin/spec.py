@@ -7,6 +7,7 @@ and the ``ruleset`` a table carries, read, fitted and checked (:class:`GinOption
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from service.games.common import fair
@@ -36,6 +37,7 @@ from service.games.protocol import (
     MatchEngine,
     MatchResult,
     MatchStatus,
+    OptionField,
     Settled,
 )
 
@@ -68,6 +70,20 @@ class TwoSeatDeals(Generic[M]):
         return coming
 
 
+#: Rule options whose range is not 0 to 10 000 (docs/engine.md 2.7.2, 3.2.1, 4.2.6).
+_RANGES = {"knock_limit": (0, 10), "target": (1, 10_000), "partnership_target": (1, 10_000)}
+#: The options docs/engine.md section A spells ``oklahoma.*``; every other one is ``gin.*``.
+_OKLAHOMA = ("ace_requires_gin", "spade_doubles")
+
+
+def _ruleset_field(name: str) -> OptionField:
+    """A ruleset option, sent under its bare name or its Appendix A key (``gin.gin_bonus``):
+    both spellings the engine reads."""
+    key = f"{'oklahoma' if name in _OKLAHOMA else 'gin'}.{name}"
+    low, high = _RANGES.get(name, (0, 10_000))
+    return OptionField(name, key, low, high, other_keys=(key,))
+
+
 class GinOptions:
     """What every Gin game's table carries: the ``ruleset`` (docs/engine.md, Appendix A),
     fitted and checked by the first Gin game, which owns the key; a fixed number of seats."""
@@ -77,6 +93,12 @@ class GinOptions:
     continuous = None
     options_key = "ruleset"
     options = Ruleset
+    option_fields = tuple(_ruleset_field(option.name) for option in fields(Ruleset))
+    options_description = (
+        "Rule options (docs/engine.md section A), each under its bare "
+        'name or its Appendix key: `{"gin_bonus": 25, '
+        '"gin.oklahoma": true}`; left out: the default.'
+    )
     not_offered = NOT_OFFERED
     actions = PLAYER_ACTIONS
     seats_text = "how many players it seats"

@@ -5,6 +5,7 @@ engine, each hand dealt from every seat's client seed; per hand, to a target or 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, ClassVar
 
 from service.games.bots import decide_multi
@@ -12,16 +13,34 @@ from service.games.common.errors import InvalidSettings, InvalidState, RulesErro
 from service.games.common.seats import multi_settled, multi_view
 from service.games.common.settings import Format, GameKind, MatchSettings, Stakes
 from service.games.common.statement import Statement
-from service.games.protocol import RESIGN, Deal, EndedHand, MatchResult, MatchStatus, Settled
+from service.games.protocol import (
+    RESIGN,
+    Deal,
+    EndedHand,
+    MatchResult,
+    MatchStatus,
+    OptionField,
+    Settled,
+)
 from service.games.rummy.actions import RummyAction, RummyActionKind
 from service.games.rummy.formats import RUMMY_DEALS, RUMMY_PER_HAND, RUMMY_TARGET
 from service.games.rummy.hand import next_dealer
 from service.games.rummy.match import RummyMatch, RummyMatchSettings
 from service.games.rummy.payout import needs_top_up, rummy_match, rummy_penalty, rummy_per_hand
-from service.games.rummy.rules import RummyRules, Scoring
+from service.games.rummy.rules import PREFIX, RummyRules, Scoring
 
 #: The buy-in fields of the table examples.
 _BUYINS: dict[str, Any] = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
+
+#: Rummy options whose range is not 0 to 10 000 (docs/rummy.md 5, 11.3).
+_RANGES = {"max_players": (2, 6), "max_turns": (1, 10_000)}
+
+
+def _rummy_field(name: str) -> OptionField:
+    """A Rummy option, sent under its bare name alone (the rules refuse an option given
+    twice); ``match`` is not sent at all (the format and the target fix it)."""
+    low, high = _RANGES.get(name, (0, 10_000))
+    return OptionField(name, f"{PREFIX}{name}", low, high, requested=name != "match")
 
 
 class PerHandTables:
@@ -75,6 +94,12 @@ class RummySpec:
     continuous = PerHandTables()
     options_key = "rummy"
     options = RummyRules
+    option_fields = tuple(_rummy_field(option.name) for option in fields(RummyRules))
+    options_description = (
+        "Rummy options (`rummy.*`), each under its bare name: "
+        '`{"restock": "SHUFFLE", "scoring": "PENALTY"}`; `match` follows from '
+        "`format` and `target`. Left out: the default."
+    )
     not_offered: tuple[str, ...] = ()
     actions = (*(kind.value for kind in RummyActionKind), RESIGN)
     engine = RummyMatch
