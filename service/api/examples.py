@@ -242,6 +242,7 @@ _SEAT_0: dict[str, Any] = {
 }
 _SEAT_1: dict[str, Any] = {**_SEAT_0, "seat": 1, "player_id": "ply_01M8QKHDV01K8Y5B9PVCYVW1X1"}
 # A rummy_per_hand table between two hands: the second seat sits the next hands out.
+_RUMMY = registry.spec("rummy")
 _PER_HAND_TABLE: dict[str, Any] = {
     **_TABLE_OPEN,
     "id": "tbl_01M90XGQV1AGDEE40TVXBXXX70",
@@ -268,7 +269,7 @@ _PER_HAND_TABLE: dict[str, Any] = {
         "fee": {"bps": 500, "base": "WINNINGS", "minimum": 0, "maximum": None},
         "game": "rummy",
         "seats": 4,
-        "rummy": registry.OPTIONS["rummy"].options().to_dict(),  # the defaults: match PER_HAND
+        _RUMMY.options_key: _RUMMY.options().to_dict(),  # the defaults: match PER_HAND
         "min_balance": 60,
     },
 }

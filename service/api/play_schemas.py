@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from collections.abc import Mapping
 from enum import StrEnum
@@ -30,7 +29,7 @@ from service.api.schemas import (
 )
 from service.games import registry
 from service.games.common.settings import FeeBase, Stakes
-from service.games.protocol import GameSpec
+from service.games.protocol import GameSpec, OptionField
 from service.ledger.money import EXPONENTS, MAX_AMOUNT, PRACTICE_CURRENCY
 from service.usecases import play, tables
 
@@ -68,26 +67,11 @@ class ClockIn(Schema):
     fill_timeout_seconds = StrictInteger(load_default=300, minimum=1, maximum=7 * 86_400)
 
 
-#: Rule options whose range is not 0 to 10 000 (docs/engine.md 2.7.2, 3.2.1, 4.2.6).
-_RULE_RANGES = {"knock_limit": (0, 10), "target": (1, 10_000), "partnership_target": (1, 10_000)}
-#: The options docs/engine.md section A spells ``oklahoma.*``; every other one is ``gin.*``.
-_OKLAHOMA_OPTIONS = ("ace_requires_gin", "spade_doubles")
-
-
-#: Rummy options whose range is not 0 to 10 000 (docs/rummy.md 5, 11.3).
-_RUMMY_RANGES = {"max_players": (2, 6), "max_turns": (1, 10_000)}
-
-#: The games that read the options a table carries under ``ruleset`` and ``rummy``.
-_RULESET = registry.OPTIONS["ruleset"]
-_RUMMY = registry.OPTIONS["rummy"]
-
-
 def _rule_option(
     kind: Any,
-    name: str,
+    option: OptionField,
     description: str,
-    ranges: dict[str, tuple[int, int]] | None = None,
-    not_offered: tuple[str, ...] = (),
+    not_offered: tuple[str, ...],
     **kwargs: Any,
 ) -> fields.Field:
     metadata: dict[str, Any] = {"description": description}
@@ -96,37 +80,16 @@ def _rule_option(
             validate=validate.OneOf([m.value for m in kind]), metadata=metadata, **kwargs
         )
     if kind is bool:
-        if name in not_offered:  # the rules refuse it (GameSpec.not_offered): false only
+        if option.name in not_offered:  # the rules refuse it (GameSpec.not_offered): false only
             metadata = {"description": f"{description} Not offered: false only.", "enum": [False]}
         return StrictBoolean(metadata=metadata, **kwargs)
-    low, high = (_RULE_RANGES if ranges is None else ranges).get(name, (0, 10_000))
-    return StrictInteger(minimum=low, maximum=high, metadata=metadata, **kwargs)
+    return StrictInteger(minimum=option.low, maximum=option.high, metadata=metadata, **kwargs)
 
 
 def _json_literal(value: Any) -> str:
     if isinstance(value, StrEnum):
         return value.value
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _ruleset_fields() -> dict[str, fields.Field]:
-    """A field per option of the ``ruleset`` (Gin's ``Ruleset``), under its bare name and under
-    its Appendix A key (``gin.gin_bonus``): both spellings the engine reads, and no other key."""
-    ruleset: Any = _RULESET.options
-    refused = _RULESET.not_offered
-    kinds = typing.get_type_hints(ruleset)
-    defaults = ruleset()
-    out: dict[str, fields.Field] = {}
-    for option in dataclasses.fields(ruleset):
-        name, kind = option.name, kinds[option.name]
-        dotted = f"{'oklahoma' if name in _OKLAHOMA_OPTIONS else 'gin'}.{name}"
-        shown = _json_literal(getattr(defaults, name))
-        out[name] = _rule_option(kind, name, f"`{dotted}`, default {shown}.", not_offered=refused)
-        # marshmallow reads a dot in a field's name as nesting: the key is a data_key.
-        out[dotted.replace(".", "__")] = _rule_option(
-            kind, name, f"Same as `{name}`.", not_offered=refused, data_key=dotted
-        )
-    return out
 
 
 class _RuleOptions(Schema):
@@ -136,28 +99,50 @@ class _RuleOptions(Schema):
         return {self.fields[key].data_key or key: value for key, value in data.items()}
 
 
-RulesetIn = _RuleOptions.from_dict(_ruleset_fields(), name="RulesetIn")
-
-
-def _rummy_fields() -> dict[str, fields.Field]:
-    """A field per option under ``rummy`` (the ``RummyRules``) but ``match`` (the format and
-    the target fix it), under its bare name (one spelling: the engine refuses an option given
-    twice)."""
-    rules: Any = _RUMMY.options
-    kinds = typing.get_type_hints(rules)
-    defaults = rules()
+def _options_schema(game: GameSpec[Any]) -> type[Schema]:
+    """The schema of the options a table carries under ``game.options_key``, named after the
+    key (``RulesetIn``): a field per option the request may send (``game.option_fields``),
+    under its bare name and each of its other keys, its type and default those of
+    ``game.options``."""
+    options: Any = game.options
+    kinds = typing.get_type_hints(options)
+    defaults = options()
     out: dict[str, fields.Field] = {}
-    for option in dataclasses.fields(rules):
-        name, kind = option.name, kinds[option.name]
-        if name == "match":
+    for option in game.option_fields:
+        if not option.requested:
             continue
-        shown = _json_literal(getattr(defaults, name))
-        description = f"`rummy.{name}`, default {shown}."
-        out[name] = _rule_option(kind, name, description, _RUMMY_RANGES, _RUMMY.not_offered)
-    return out
+        kind = kinds[option.name]
+        shown = _json_literal(getattr(defaults, option.name))
+        description = f"`{option.key}`, default {shown}."
+        out[option.name] = _rule_option(kind, option, description, game.not_offered)
+        for key in option.other_keys:
+            # marshmallow reads a dot in a field's name as nesting: the key is a data_key.
+            out[key.replace(".", "__")] = _rule_option(
+                kind, option, f"Same as `{option.name}`.", game.not_offered, data_key=key
+            )
+    name = "".join(word.title() for word in game.options_key.split("_"))
+    return _RuleOptions.from_dict(out, name=f"{name}In")
 
 
-RummyIn = _RuleOptions.from_dict(_rummy_fields(), name="RummyIn")
+#: The schema of each game's options, by the key a table carries them under (``RulesetIn``
+#: under ``ruleset``), in the registry's order.
+OPTIONS_IN: dict[str, type[Schema]] = {
+    key: _options_schema(game) for key, game in registry.OPTIONS.items()
+}
+
+
+def _options_fields() -> dict[str, fields.Field]:
+    """A table request's field per options key, its schema's, described by the game that owns
+    the key."""
+    return {
+        key: fields.Nested(
+            schema,
+            load_default=dict,
+            metadata={"description": registry.OPTIONS[key].options_description},
+        )
+        for key, schema in OPTIONS_IN.items()
+    }
+
 
 #: The formats a table can be opened in: every game's.
 OPEN_FORMATS = [f.value for f in registry.FORMATS]
@@ -343,7 +328,6 @@ class TableIn(Schema):
         {
             "game",
             "seat_count",
-            "rummy",
             "format",
             "stake",
             "stake_per_point",
@@ -356,8 +340,8 @@ class TableIn(Schema):
             "ftk_max_dead_hands",
             "line_bonus",
             "cap_mode",
-            "ruleset",
             "clock",
+            *registry.OPTIONS,
         }
     )
 
@@ -437,24 +421,9 @@ class TableIn(Schema):
     cap_mode = fields.String(
         load_default="MIN_BOTH", validate=validate.OneOf(["MIN_BOTH", "LOSER_ONLY"])
     )
-    ruleset = fields.Nested(
-        RulesetIn,
-        load_default=dict,
-        metadata={
-            "description": "Rule options (docs/engine.md section A), each under its bare "
-            'name or its Appendix key: `{"gin_bonus": 25, '
-            '"gin.oklahoma": true}`; left out: the default.'
-        },
-    )
-    rummy = fields.Nested(
-        RummyIn,
-        load_default=dict,
-        metadata={
-            "description": "Rummy options (`rummy.*`), each under its bare name: "
-            '`{"restock": "SHUFFLE", "scoring": "PENALTY"}`; `match` follows from '
-            "`format` and `target`. Left out: the default."
-        },
-    )
+    # Each game's options, here among the settings: at class scope, locals() is the namespace
+    # the class is made from.
+    locals().update(_options_fields())
     clock = fields.Nested(ClockIn, load_default=dict)
     practice = StrictBoolean(load_default=False, metadata={"description": "Play money (XPM) only."})
     private = StrictBoolean(

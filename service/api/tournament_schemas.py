@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from service.api.play_schemas import ClockIn, RummyIn
+from service.api.play_schemas import OPTIONS_IN, ClockIn
 from service.api.schemas import (
     ListEnvelope,
     ListQuery,
@@ -62,7 +62,7 @@ class TournamentIn(Schema):
         },
     )
     rummy = fields.Nested(
-        RummyIn,
+        OPTIONS_IN["rummy"],
         load_default=dict,
         metadata={"description": "Rummy options, as at a table (`match` follows from the format)."},
     )
