@@ -4,9 +4,12 @@ Gin's stored state names its kind, and one stored without it still reads as Gin.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from typing import Any
 
 import pytest
+from marshmallow import fields, validate
 
 from service import games
 from service.games import registry
@@ -142,3 +145,37 @@ def test_each_game_states_its_tournaments_its_continuous_tables_and_its_actions(
 def test_a_two_player_match_has_no_single_table_standing() -> None:
     settings, _ = TABLES[GameKind.GIN]
     assert registry.GAMES[GameKind.GIN].standing(Match(settings, 0)) is None
+
+
+def test_the_table_request_s_option_schemas_come_from_the_specs() -> None:
+    """Every option of every options type a table carries has a field in its key's schema,
+    under each key its spec gives it and with the spec's range, unless the spec leaves it out
+    of the request; the key's field in the table request is described by the spec."""
+    from service.api.play_schemas import OPTIONS_IN, TableIn
+
+    assert list(OPTIONS_IN) == list(registry.OPTIONS) == ["ruleset", "rummy"]
+    assert [schema.__name__ for schema in OPTIONS_IN.values()] == ["RulesetIn", "RummyIn"]
+    table = TableIn()
+    for key, game in registry.OPTIONS.items():
+        options: Any = game.options
+        assert [o.name for o in game.option_fields] == [f.name for f in dataclasses.fields(options)]
+        sent = {k: o for o in game.option_fields if o.requested for k in (o.name, *o.other_keys)}
+        schema = OPTIONS_IN[key]()
+        by_key = {field.data_key or name: field for name, field in schema.fields.items()}
+        assert by_key.keys() == sent.keys()
+        for sent_as, option in sent.items():
+            field = by_key[sent_as]
+            if isinstance(field, fields.Integer):
+                (bounds,) = [v for v in field.validators if isinstance(v, validate.Range)]
+                assert (bounds.min, bounds.max) == (option.low, option.high), sent_as
+        nested = table.fields[key]
+        assert isinstance(nested, fields.Nested) and nested.nested is OPTIONS_IN[key]
+        assert nested.metadata["description"] == game.options_description
+
+    ruleset = {o.name: o for o in registry.OPTIONS["ruleset"].option_fields}
+    assert (ruleset["knock_limit"].low, ruleset["knock_limit"].high) == (0, 10)
+    assert ruleset["spade_doubles"].other_keys == ("oklahoma.spade_doubles",)
+    assert ruleset["gin_bonus"].other_keys == ("gin.gin_bonus",)
+    rummy = {o.name: o for o in registry.OPTIONS["rummy"].option_fields}
+    assert (rummy["max_players"].low, rummy["max_players"].high) == (2, 6)
+    assert not rummy["match"].requested and rummy["max_turns"].other_keys == ()
