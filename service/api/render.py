@@ -7,6 +7,7 @@ from typing import Any
 
 from service.clock import rfc3339
 from service.db.models import ApiKey, LedgerTransaction, Operator, Player
+from service.games import registry
 from service.usecases.limits import LimitView
 from service.usecases.operators import IssuedKey
 from service.usecases.rates import Rate
@@ -126,8 +127,8 @@ def page(data: list[dict[str, Any]], has_more: bool, next_cursor: str | None) ->
 
 def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
     t = view.table
-    buyins = t.format not in ("first_to_knock", "match_play")
-    target = t.settings.get("target") if t.format != "first_to_knock" else None
+    buyins = t.format not in registry.FIXED_STAKE_FORMATS
+    target = t.settings.get("target") if t.format not in registry.UNTARGETED_FORMATS else None
     return {
         "id": t.id,
         "name": t.name,

@@ -219,6 +219,11 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
+    def untargeted(self) -> tuple[Format, ...]:
+        """Its formats whose matches count to no target (a table of one shows none)."""
+        ...
+
+    @property
     def continuous(self) -> ContinuousTables[M] | None:
         """How its continuous tables (whose players come and go between hands, each hand
         settled) go on from hand to hand; None: it has no continuous format."""

@@ -44,6 +44,10 @@ FORMATS: tuple[Format, ...] = tuple(dict.fromkeys(f for g in SPECS for f in g.fo
 FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS for f in g.fixed_stake)
 )
+#: The formats whose matches count to no target.
+UNTARGETED_FORMATS: tuple[Format, ...] = tuple(
+    dict.fromkeys(f for g in SPECS for f in g.untargeted)
+)
 #: The continuous formats: players come and go between hands, each hand settled (11.5.1).
 CONTINUOUS_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS if g.continuous for f in g.continuous.formats)

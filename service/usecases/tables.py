@@ -606,8 +606,8 @@ def _continuous_table(
     table, seat, settings = _own_seat(session, principal, table_id)
     if not settings.continuous:
         raise TableNotOpen(
-            f"Table {table_id} is {table.format}: only a rummy_per_hand table takes top-ups "
-            "and sits players out."
+            f"Table {table_id} is {table.format}: only a "
+            f"{' or '.join(registry.CONTINUOUS_FORMATS)} table takes top-ups and sits players out."
         )
     return table, seat, settings
 
