@@ -219,6 +219,12 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
+    def eager(self) -> tuple[Format, ...]:
+        """Its formats its bots play eagerly: a Gin bot knocks at its first chance there (in
+        First To Knock the first knock wins)."""
+        ...
+
+    @property
     def untargeted(self) -> tuple[Format, ...]:
         """Its formats whose matches count to no target (a table of one shows none)."""
         ...

@@ -44,6 +44,8 @@ FORMATS: tuple[Format, ...] = tuple(dict.fromkeys(f for g in SPECS for f in g.fo
 FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS for f in g.fixed_stake)
 )
+#: The formats bots play eagerly (a Gin bot knocks at its first chance).
+EAGER_FORMATS: tuple[Format, ...] = tuple(dict.fromkeys(f for g in SPECS for f in g.eager))
 #: The formats whose matches count to no target.
 UNTARGETED_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS for f in g.untargeted)

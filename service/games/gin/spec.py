@@ -144,6 +144,7 @@ class GinSpec(GinOptions, TwoSeatDeals[Match]):
     stakes = (FIXED, MONEY, CLASSIC_STAKES)
     fixed_stake = (FIRST_TO_KNOCK, MATCH_PLAY)
     untargeted = (FIRST_TO_KNOCK,)
+    eager = (FIRST_TO_KNOCK,)
     knockout = (FIRST_TO_KNOCK, MATCH_PLAY)
     single_table: tuple[Format, ...] = ()
     engine = Match

@@ -28,6 +28,7 @@ class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
     stakes: tuple[Stakes, ...] = ()
     fixed_stake: tuple[Format, ...] = (MATCH_PLAY,)
     untargeted: tuple[Format, ...] = ()
+    eager: tuple[Format, ...] = ()
     knockout: tuple[Format, ...] = ()
     single_table: tuple[Format, ...] = (MATCH_PLAY,)
 
