@@ -44,8 +44,8 @@ log = logging.getLogger("gin.request")
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 ACTION_ENDPOINT = "matches.act"
-#: The action labels: the default game's actions (every other one counts as OTHER).
-ACTIONS = frozenset(registry.DEFAULT.actions)
+#: The action labels: every game's actions (anything else counts as OTHER).
+ACTIONS = frozenset(registry.ACTIONS)
 UNMATCHED = "<unmatched>"
 #: Paths whose requests are not logged at INFO (probes and scrapes would drown the log).
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

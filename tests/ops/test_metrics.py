@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from service.client.api import action_body
+from service.games.bots import action_text, decide_multi
 from tests.api.play_clients import join, open_table, player_client
 from tests.conftest import ApiClient, make_test_app, new_operator
 from tests.integration.workers import wait_until
@@ -86,6 +89,35 @@ def test_actions_applied_count_successful_actions_only(api: ApiClient) -> None:
     stale = mover.post(f"/v1/matches/{match_id}/actions", body)
     assert stale.status_code == 409
     assert sample("gin_actions_applied_total", action=action) == before + 1
+
+
+def test_an_action_of_any_game_counts_under_its_own_name(api: ApiClient) -> None:
+    """A Rummy hand played to its end: each action counts under its own name, Rummy's own
+    (MELD, LAY_OFF, TURN_OVER: a hand cannot end without one) included, none as OTHER."""
+    buyins = {"stake_per_point": 5, "min_buyin": 1000, "max_buyin": 5000}
+    table = open_table(api, game="rummy", seat_count=2, format="rummy_target", **buyins)
+    players = [player_client(api), player_client(api)]
+    for player in players:
+        assert join(player, table["id"], buyin=1000).status_code == 201
+    match_id = table["match_id"]
+    names = ("DRAW_STOCK", "DRAW_DISCARD", "TURN_OVER", "MELD", "LAY_OFF", "DISCARD", "OTHER")
+    before = {name: sample("gin_actions_applied_total", action=name) for name in names}
+    sent: Counter[str] = Counter()
+    for _turn in range(2_000):
+        views = [p.get(f"/v1/matches/{match_id}").get_json() for p in players]
+        if views[0]["hand_number"] != 1 or views[0]["status"] != "playing":
+            break
+        mover_view = next(v for v in views if v["you"] in v["play"]["to_act"])
+        text = action_text(decide_multi(mover_view["play"]))
+        body = action_body(text) | {"expected_version": mover_view["version"]}
+        response = players[views.index(mover_view)].post(f"/v1/matches/{match_id}/actions", body)
+        assert response.status_code == 200, response.get_json()
+        sent[text.split()[0]] += 1
+    assert sent.keys() & {"MELD", "LAY_OFF", "TURN_OVER"}, sent
+    after = {name: sample("gin_actions_applied_total", action=name) for name in names}
+    assert {name: after[name] - before[name] for name in names} == {
+        name: sent[name] for name in names
+    }
 
 
 def test_database_figures_at_scrape_time(fresh_app: Any) -> None:
