@@ -33,6 +33,8 @@ from service.ledger.chain import GENESIS, EntryContent, entry_hash
 from service.ledger.postings import AccountKind, AccountRef, JournalTransaction
 
 log = logging.getLogger(__name__)
+#: PostgreSQL's SQLSTATE for a foreign key violation.
+FOREIGN_KEY_VIOLATION = "23503"
 
 
 def fingerprint(*parts: object) -> str:
@@ -203,9 +205,14 @@ def _create_accounts(session: Session, refs: list[AccountRef], now: datetime) ->
             except (DBAPIError, PoolTimeout) as error:  # no connection free: inside
                 if isinstance(error, DBAPIError) and error.connection_invalidated:
                     raise
-                log.warning(
+                cause = getattr(error, "orig", error)
+                # A foreign key refusing them is the expected case (their player is this
+                # transaction's own, not yet committed); anything else is worth a warning.
+                expected = getattr(cause, "sqlstate", None) == FOREIGN_KEY_VIOLATION
+                log.log(
+                    logging.DEBUG if expected else logging.WARNING,
                     "accounts not created apart (%s); creating them in the transaction",
-                    type(getattr(error, "orig", error)).__name__,
+                    type(cause).__name__,
                 )
         # From now on this transaction creates its accounts itself: created apart, one of
         # them could wait for a row this transaction inserted and has not committed (an
