@@ -121,7 +121,7 @@ def _table_body(game: str, fmt: str, args: argparse.Namespace) -> tuple[dict[str
         body["target"] = 50
     elif fmt == "rummy_deals":
         body["target"] = args.target or 3  # the number of deals
-    elif fmt not in (*registry.UNTARGETED_FORMATS, *CONTINUOUS) and args.target:
+    elif fmt not in (*registry.SINGLE_HAND_FORMATS, *CONTINUOUS) and args.target:
         body["target"] = args.target
         if game in ("gin_three", "gin_partnership"):  # they play to the game's own target
             body["ruleset"] = {"target": args.target, "partnership_target": args.target}
@@ -184,7 +184,7 @@ def _seat_bot(
 
 def _play_match(clients: list[GinClient], result: SimulatedMatch, args: argparse.Namespace) -> None:
     """Play ``result.match_id`` to its end with the clients of the players dealt in."""
-    eager = result.format in registry.EAGER_FORMATS
+    eager = result.format in registry.SINGLE_HAND_FORMATS
     views: list[MatchView] = [c.match(result.match_id) for c in clients]
     seat_of = [v["you"] for v in views]
     view = views[0]

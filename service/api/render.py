@@ -128,7 +128,7 @@ def page(data: list[dict[str, Any]], has_more: bool, next_cursor: str | None) ->
 def table(view: TableView, rate: Rate | None = None) -> dict[str, Any]:
     t = view.table
     buyins = t.format not in registry.FIXED_STAKE_FORMATS
-    target = t.settings.get("target") if t.format not in registry.UNTARGETED_FORMATS else None
+    target = t.settings.get("target") if t.format not in registry.SINGLE_HAND_FORMATS else None
     return {
         "id": t.id,
         "name": t.name,

@@ -219,14 +219,9 @@ class GameSpec(Protocol[M]):
         ...
 
     @property
-    def eager(self) -> tuple[Format, ...]:
-        """Its formats its bots play eagerly: a Gin bot knocks at its first chance there (in
-        First To Knock the first knock wins)."""
-        ...
-
-    @property
-    def untargeted(self) -> tuple[Format, ...]:
-        """Its formats whose matches count to no target (a table of one shows none)."""
+    def single_hand(self) -> tuple[Format, ...]:
+        """Its formats one hand decides (First To Knock): a match of one counts to no target
+        (its table shows none), and its bots knock at their first chance."""
         ...
 
     @property

@@ -44,11 +44,9 @@ FORMATS: tuple[Format, ...] = tuple(dict.fromkeys(f for g in SPECS for f in g.fo
 FIXED_STAKE_FORMATS: tuple[Format, ...] = tuple(
     dict.fromkeys(f for g in SPECS for f in g.fixed_stake)
 )
-#: The formats bots play eagerly (a Gin bot knocks at its first chance).
-EAGER_FORMATS: tuple[Format, ...] = tuple(dict.fromkeys(f for g in SPECS for f in g.eager))
-#: The formats whose matches count to no target.
-UNTARGETED_FORMATS: tuple[Format, ...] = tuple(
-    dict.fromkeys(f for g in SPECS for f in g.untargeted)
+#: The formats one hand decides: no target, and bots knock at their first chance.
+SINGLE_HAND_FORMATS: tuple[Format, ...] = tuple(
+    dict.fromkeys(f for g in SPECS for f in g.single_hand)
 )
 #: The continuous formats: players come and go between hands, each hand settled (11.5.1).
 CONTINUOUS_FORMATS: tuple[Format, ...] = tuple(

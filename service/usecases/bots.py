@@ -116,7 +116,7 @@ def seat_bot(
     player = players.create_player(
         session, principal, f"bot:{table.id}:{secrets.token_hex(6)}", display_name, None, now
     )
-    strategy = "eager" if table.format in registry.EAGER_FORMATS else "sensible"
+    strategy = "eager" if table.format in registry.SINGLE_HAND_FORMATS else "sensible"
     bot = BotPlayer(
         player_id=player.id,
         operator_id=operator_id,
@@ -174,7 +174,7 @@ def enter_bot(
         table_id=None,
         tournament_id=tournament.id,
         match_id="",  # none dealt yet: its first match is new to it
-        strategy="eager" if tournament.format in registry.EAGER_FORMATS else "sensible",
+        strategy="eager" if tournament.format in registry.SINGLE_HAND_FORMATS else "sensible",
         seen_version=None,
         created_at=now,
     )

@@ -45,7 +45,7 @@ def test_every_table_the_page_shows_opens_and_seats_its_players(
     assert response.status_code == 201, response.get_json()
     table = response.get_json()
     # what it is staked and played to, as the body says: a stake or a buy-in range, and a
-    # target for the formats that count to one (First To Knock's one hand counts to none)
+    # target for the formats that count to one (First To Knock, one hand decides: none)
     assert (table["stake"] is None) == ("stake" not in body)
     assert (table["min_buyin"] is None) == ("min_buyin" not in body)
     if "target" in body or body["format"] == "first_to_knock":

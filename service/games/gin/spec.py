@@ -143,8 +143,7 @@ class GinSpec(GinOptions, TwoSeatDeals[Match]):
     formats = (FIRST_TO_KNOCK, MATCH_PLAY, MONEY_PLAY, CLASSIC)
     stakes = (FIXED, MONEY, CLASSIC_STAKES)
     fixed_stake = (FIRST_TO_KNOCK, MATCH_PLAY)
-    untargeted = (FIRST_TO_KNOCK,)
-    eager = (FIRST_TO_KNOCK,)
+    single_hand = (FIRST_TO_KNOCK,)
     knockout = (FIRST_TO_KNOCK, MATCH_PLAY)
     single_table: tuple[Format, ...] = ()
     engine = Match

@@ -27,8 +27,7 @@ class MultiGinSpec(GinOptions, TwoSeatDeals[G]):
     formats: tuple[Format, ...] = (MATCH_PLAY, CLASSIC)
     stakes: tuple[Stakes, ...] = ()
     fixed_stake: tuple[Format, ...] = (MATCH_PLAY,)
-    untargeted: tuple[Format, ...] = ()
-    eager: tuple[Format, ...] = ()
+    single_hand: tuple[Format, ...] = ()
     knockout: tuple[Format, ...] = ()
     single_table: tuple[Format, ...] = (MATCH_PLAY,)
 

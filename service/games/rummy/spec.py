@@ -89,8 +89,7 @@ class RummySpec:
         ),
     )
     fixed_stake: tuple[Format, ...] = ()
-    untargeted: tuple[Format, ...] = ()
-    eager: tuple[Format, ...] = ()
+    single_hand: tuple[Format, ...] = ()
     knockout: tuple[Format, ...] = ()
     single_table = (RUMMY_TARGET, RUMMY_DEALS)
     continuous = PerHandTables()
